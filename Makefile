@@ -1,0 +1,34 @@
+# Two commands do all set-up on a fresh clone: `make demo` and `make test`.
+# Each creates .venv (python3 -m venv) when missing and installs the project into it.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --config-settings editable_mode=compat -e '.[test]'
+	touch $(STAMP)
+
+test: $(STAMP) lint typecheck unit
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+unit: $(STAMP)
+	$(VENV)/bin/pytest
+
+demo: $(STAMP)
+	$(PY) examples/demo.py
+
+bench: $(STAMP)
+	$(PY) bench/bench_schedule.py
+	$(PY) bench/bench_ready_cli.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

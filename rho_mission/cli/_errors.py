@@ -1,0 +1,40 @@
+"""How errors reach the user: one line and an exit code, decided in one place."""
+
+from __future__ import annotations
+
+import json
+
+__all__ = ["CliError", "describe"]
+
+
+class CliError(Exception):
+    """Raised by a command to stop with ``error: <message>`` and *exit_code* (default 2)."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def describe(exc: BaseException) -> tuple[str, int]:
+    """The one-line message and exit code for *exc*.
+
+    Domain errors (task store, graph, mission), OS and JSON errors are bad input: exit 2.
+    Anything else is a bug in rho: exit 1 with the exception's type named.
+    """
+    if isinstance(exc, CliError):
+        return str(exc), exc.exit_code
+    if _is_domain_error(exc):
+        return str(exc), getattr(exc, "exit_code", 2)
+    if isinstance(exc, OSError):
+        where = f" {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror or exc}{':' if where else ''}{where}", 2
+    if isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON: {exc}", 2
+    return f"unexpected {type(exc).__name__}: {exc}", 1
+
+
+def _is_domain_error(exc: BaseException) -> bool:
+    # Compare by the roots' qualified names so this module imports no heavy package.
+    roots = {"taskstore._errors.TaskStoreError", "graph._errors.GraphError"}
+    roots.add("rho_mission._errors.MissionError")
+    return any(f"{k.__module__}.{k.__qualname__}" in roots for k in type(exc).__mro__)

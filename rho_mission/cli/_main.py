@@ -1,0 +1,96 @@
+"""The ``rho`` root group and the one place where errors become exit codes.
+
+Subcommand groups load lazily: ``rho task ready --json`` must not import git, anyio or rich.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from ._errors import CliError, describe
+
+__all__ = ["cli", "main"]
+
+_NOUNS = {
+    "task": "rho_mission.cli._task:task",
+}
+
+
+class _LazyGroup(click.Group):
+    """A group whose subcommands are imported only when invoked (or listed by --help)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *_NOUNS])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = _NOUNS.get(cmd_name)
+        if target is None:
+            return super().get_command(ctx, cmd_name)
+        module, _, attribute = target.partition(":")
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--store",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Task store file (default: <repo>/.rho/tasks.json, or $RHO_TASK_STORE).",
+)
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@click.version_option(package_name="rho-mission", prog_name="rho")
+@click.pass_context
+def cli(ctx: click.Context, store: Path | None, debug: bool) -> None:
+    """rho: run a task graph as waves of isolated git worktrees.
+
+    Example: rho task add "Write the parser" && rho task ready --json
+    """
+    ctx.obj = {"store": store, "debug": debug}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run ``rho`` and exit with its code: 0 ok, 1 failed work, 2 bad input, 130 cancelled."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    sys.exit(run(args))
+
+
+def run(args: list[str]) -> int:
+    """Run ``rho`` with *args* and return the exit code instead of exiting."""
+    debug = "--debug" in args
+    try:
+        result = cli.main(args=args, prog_name="rho", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("error: cancelled", err=True)
+        return 130
+    except click.UsageError as exc:
+        _report(exc, debug, f"error: {exc.format_message()}", _usage_hint(exc))
+        return 2
+    except Exception as exc:
+        message, code = describe(exc)
+        hint = None if code != 1 or isinstance(exc, CliError) else "rerun with --debug"
+        _report(exc, debug, f"error: {message}", hint)
+        return code
+    return result if isinstance(result, int) else 0
+
+
+def _usage_hint(exc: click.UsageError) -> str | None:
+    if exc.ctx is None:
+        return None
+    return f"run '{exc.ctx.command_path} --help' for usage"
+
+
+def _report(exc: BaseException, debug: bool, line: str, hint: str | None) -> None:
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    click.echo(line.splitlines()[0] if line else "error", err=True)
+    if hint:
+        click.echo(f"hint: {hint}", err=True)

@@ -1,0 +1,86 @@
+"""Rich rendering of tasks for people; JSON output never comes through here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from taskstore import Task
+
+__all__ = ["console", "print_ready", "print_task_detail", "print_task_table"]
+
+_STATUS_STYLE = {
+    "completed": "green",
+    "failed": "red",
+    "in_progress": "yellow",
+    "cancelled": "magenta",
+    "skipped": "dim",
+}
+
+
+def console() -> Console:
+    """A console on stdout; plain text when stdout is not a terminal."""
+    return Console(highlight=False, soft_wrap=False)
+
+
+def _status(status: str) -> str:
+    style = _STATUS_STYLE.get(status)
+    return f"[{style}]{status}[/]" if style else status
+
+
+def print_task_table(tasks: Sequence[Task], title: str) -> None:
+    """One row per task: id, status, subject, blockers, command."""
+    table = Table(title=title, title_justify="left")
+    for column in ("id", "status", "subject", "blocked by", "command"):
+        table.add_column(column, overflow="fold")
+    for task in tasks:
+        table.add_row(
+            task.id,
+            _status(task.status),
+            task.subject,
+            ", ".join(sorted(set(task.blocker_ids))),
+            task.command or "",
+        )
+    console().print(table)
+
+
+def print_task_detail(task: Task) -> None:
+    """Every field of one task as a two-column table."""
+    table = Table(show_header=False, box=None)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    rows: list[tuple[str, Any]] = [
+        ("id", task.id),
+        ("subject", task.subject),
+        ("status", _status(task.status)),
+        ("description", task.description),
+        ("parent", task.parent_id),
+        ("owner", task.owner),
+        ("command", task.command),
+        ("attempts", task.attempts),
+        ("last error", task.last_error),
+        ("created", task.created_at),
+        ("updated", task.updated_at),
+    ]
+    rows.extend((dependency.type, dependency.target_id) for dependency in task.dependencies)
+    for name, value in rows:
+        if value not in (None, ""):
+            table.add_row(name, str(value))
+    console().print(table)
+
+
+def print_ready(ready: Sequence[Any], waves: list[list[str]]) -> None:
+    """The ready tasks, then the waves."""
+    table = Table(title=f"{len(ready)} ready task(s)", title_justify="left")
+    table.add_column("id")
+    table.add_column("subject", overflow="fold")
+    for task in ready:
+        table.add_row(task.id, task.subject)
+    out = console()
+    out.print(table)
+    for number, wave in enumerate(waves, start=1):
+        out.print(f"wave {number}: {' '.join(wave)}")

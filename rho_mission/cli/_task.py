@@ -1,0 +1,313 @@
+"""``rho task ...``: the task store from the command line.
+
+The ``ready`` and ``waves`` commands read through ``taskstore.read_task_views`` and print JSON
+with the stdlib, so that agents polling ``rho task ready --json`` pay for neither pydantic nor
+rich. Human output (rich tables) and mutations load the full model.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from ._errors import CliError
+from ._paths import resolve_store_path
+
+if TYPE_CHECKING:
+    from taskstore import Schedule, Task, TaskStore
+
+__all__ = ["task"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _store_option(command: F) -> F:
+    return click.option(
+        "--store",
+        "store_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Task store file (overrides rho --store and $RHO_TASK_STORE).",
+    )(command)
+
+
+def _json_option(command: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(command)
+
+
+def _store_path(store_path: Path | None) -> Path:
+    root = click.get_current_context().find_root().obj or {}
+    return resolve_store_path(store_path, root.get("store"))
+
+
+def _open_store(store_path: Path | None) -> TaskStore:
+    from taskstore import TaskStore
+
+    return TaskStore(_store_path(store_path))
+
+
+def _print_json(document: Any) -> None:
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+def _schedule(tasks: Sequence[Any]) -> Schedule[Any]:
+    from taskstore import ScheduleError, compute_schedule
+
+    try:
+        return compute_schedule(tasks)
+    except ScheduleError as exc:
+        raise CliError(f"validate task schedule: {exc}") from exc
+
+
+@click.group()
+def task() -> None:
+    """Read and change the task store.
+
+    Example: rho task add "Parse input" --command "make parser"
+    """
+
+
+@task.command("add")
+@click.argument("subject")
+@click.option("--description", default="", help="Longer text: what done looks like.")
+@click.option("--blocked-by", multiple=True, metavar="ID", help="A task that must finish first.")
+@click.option("--related", multiple=True, metavar="ID", help="A related task (no scheduling).")
+@click.option("--parent", default=None, metavar="ID", help="Make this a subtask of ID.")
+@click.option("--command", "command", default=None, help="Shell command a mission runs.")
+@_store_option
+@_json_option
+def add(
+    subject: str,
+    description: str,
+    blocked_by: tuple[str, ...],
+    related: tuple[str, ...],
+    parent: str | None,
+    command: str | None,
+    store_path: Path | None,
+    as_json: bool,
+) -> None:
+    """Add a pending task and print its id.
+
+    Example: rho task add "Write tests" --blocked-by task_1 --command "pytest"
+    """
+    created = _open_store(store_path).add(
+        subject,
+        description=description,
+        blocked_by=blocked_by,
+        related=related,
+        parent=parent,
+        command=command,
+    )
+    _emit_task(created, as_json, "added")
+
+
+@task.command("list")
+@_store_option
+@_json_option
+def list_(store_path: Path | None, as_json: bool) -> None:
+    """List every task.
+
+    Example: rho task list --json
+    """
+    tasks = _open_store(store_path).tasks()
+    if as_json:
+        _print_json({"tasks": [_dump(t) for t in tasks]})
+        return
+    from ._render import print_task_table
+
+    print_task_table(tasks, title=f"{len(tasks)} task(s)")
+
+
+@task.command("show")
+@click.argument("task_id", metavar="ID")
+@_store_option
+@_json_option
+def show(task_id: str, store_path: Path | None, as_json: bool) -> None:
+    """Show one task.
+
+    Example: rho task show task_3
+    """
+    found = _open_store(store_path).get(task_id)
+    if as_json:
+        _print_json(_dump(found))
+        return
+    from ._render import print_task_detail
+
+    print_task_detail(found)
+
+
+@task.command("update")
+@click.argument("task_id", metavar="ID")
+@click.option("--status", default=None, help="pending, in_progress, completed, failed, ...")
+@click.option("--subject", default=None)
+@click.option("--description", default=None)
+@click.option("--add-blocker", multiple=True, metavar="ID")
+@click.option("--remove-blocker", multiple=True, metavar="ID")
+@click.option("--add-related", multiple=True, metavar="ID")
+@click.option("--command", "command", default=None, help="Shell command a mission runs.")
+@_store_option
+@_json_option
+def update(
+    task_id: str,
+    status: str | None,
+    subject: str | None,
+    description: str | None,
+    add_blocker: tuple[str, ...],
+    remove_blocker: tuple[str, ...],
+    add_related: tuple[str, ...],
+    command: str | None,
+    store_path: Path | None,
+    as_json: bool,
+) -> None:
+    """Change a task; new blockers that are missing or close a cycle are refused.
+
+    Example: rho task update task_2 --status completed
+    """
+    changed = _open_store(store_path).update(
+        task_id,
+        status=status,
+        subject=subject,
+        description=description,
+        add_blockers=add_blocker,
+        remove_blockers=remove_blocker,
+        add_related=add_related,
+        command=command,
+    )
+    _emit_task(changed, as_json, "updated")
+
+
+@task.command("ready")
+@_store_option
+@_json_option
+def ready(store_path: Path | None, as_json: bool) -> None:
+    """List pending tasks whose every blocker is completed, with the waves.
+
+    Example: rho task ready --json
+    """
+    from taskstore import read_task_views
+
+    schedule = _schedule(read_task_views(_store_path(store_path)))
+    if as_json:
+        _print_json({"tasks": [t.summary() for t in schedule.ready], "waves": schedule.waves})
+        return
+    from ._render import print_ready
+
+    print_ready(schedule.ready, schedule.waves)
+
+
+@task.command("waves")
+@_store_option
+@_json_option
+def waves(store_path: Path | None, as_json: bool) -> None:
+    """Show the topological waves of the blocking graph.
+
+    Example: rho task waves --json
+    """
+    from taskstore import read_task_views
+
+    schedule = _schedule(read_task_views(_store_path(store_path)))
+    if as_json:
+        _print_json({"waves": schedule.waves})
+        return
+    for number, wave in enumerate(schedule.waves, start=1):
+        click.echo(f"wave {number}: {' '.join(wave)}")
+
+
+@task.command("validate")
+@_store_option
+@_json_option
+def validate(store_path: Path | None, as_json: bool) -> None:
+    """Check the blocking graph; exit 2 with the validator's message if it is invalid.
+
+    Example: rho task validate
+    """
+    tasks = _open_store(store_path).tasks()
+    schedule = _schedule(tasks)
+    edges = sum(len(set(t.blocker_ids)) for t in tasks)
+    if as_json:
+        _print_json({"valid": True, "tasks": len(tasks), "edges": edges, "waves": schedule.waves})
+        return
+    click.echo(
+        f"valid: {len(tasks)} task(s), {edges} blocking edge(s), {len(schedule.waves)} wave(s)"
+    )
+
+
+@task.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@_store_option
+@_json_option
+def import_(file: Path, store_path: Path | None, as_json: bool) -> None:
+    """Add the tasks of FILE (a store document, {"tasks": [...]} or a list), ids kept.
+
+    Example: rho task import missions/demo.json
+    """
+    from taskstore import parse_document
+
+    data = json.loads(_read_text(file))
+    if isinstance(data, list):
+        data = {"tasks": data}
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k in ("schema_version", "tasks")}
+    document = parse_document(json.dumps(data).encode(), str(file))
+    imported = _open_store(store_path).import_tasks(document.tasks)
+    if as_json:
+        _print_json({"tasks": [_dump(t) for t in imported]})
+        return
+    click.echo(f"imported {len(imported)} task(s)")
+
+
+@task.command("export")
+@_store_option
+def export(store_path: Path | None) -> None:
+    """Print the whole store document as JSON.
+
+    Example: rho task export > backup.json
+    """
+    from taskstore import dump_document
+
+    sys.stdout.write(dump_document(_open_store(store_path).load()).decode())
+
+
+@task.command("compact")
+@_store_option
+@_json_option
+def compact(store_path: Path | None, as_json: bool) -> None:
+    """Counts per status and one line per unfinished task, for an agent's context.
+
+    Example: rho task compact
+    """
+    from taskstore import TaskList
+
+    answer = TaskList(_open_store(store_path)).run({"action": "compact"})
+    if as_json:
+        _print_json(answer)
+        return
+    counts = ", ".join(f"{n} {status}" for status, n in answer["counts"].items())
+    click.echo(counts or "no tasks")
+    for line in answer["open"]:
+        click.echo(line)
+
+
+def _read_text(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"read {file}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise CliError(f"read {file}: not UTF-8 text") from exc
+
+
+def _dump(found: Task) -> dict[str, Any]:
+    return found.model_dump(by_alias=True, exclude_none=True)
+
+
+def _emit_task(found: Task, as_json: bool, verb: str) -> None:
+    if as_json:
+        _print_json(_dump(found))
+    else:
+        click.echo(f"{verb} {found.id}: {found.subject}")

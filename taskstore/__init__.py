@@ -1,0 +1,84 @@
+"""The structured task store and its scheduling validator (waves, ready).
+
+Public names load lazily, so that ``compute_schedule`` and the fast read path do not pay for
+pydantic or filelock on import: ``rho task ready --json`` is called by agents in loops.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._errors import EmptyBlockerError as EmptyBlockerError
+    from ._errors import InvalidTaskError as InvalidTaskError
+    from ._errors import MissingBlockerError as MissingBlockerError
+    from ._errors import ScheduleCycleError as ScheduleCycleError
+    from ._errors import ScheduleError as ScheduleError
+    from ._errors import ScheduleLimitError as ScheduleLimitError
+    from ._errors import SelfBlockerError as SelfBlockerError
+    from ._errors import StoreReadError as StoreReadError
+    from ._errors import StoreWriteError as StoreWriteError
+    from ._errors import TaskIdentityError as TaskIdentityError
+    from ._errors import TaskNotFoundError as TaskNotFoundError
+    from ._errors import TaskStatusError as TaskStatusError
+    from ._errors import TaskStoreError as TaskStoreError
+    from ._fastread import TaskView as TaskView
+    from ._fastread import read_task_views as read_task_views
+    from ._model import Dependency as Dependency
+    from ._model import StoreDocument as StoreDocument
+    from ._model import Task as Task
+    from ._schedule import MAX_EDGES as MAX_EDGES
+    from ._schedule import MAX_TASKS as MAX_TASKS
+    from ._schedule import STATUSES as STATUSES
+    from ._schedule import Schedule as Schedule
+    from ._schedule import compute_schedule as compute_schedule
+    from ._store import TaskStore as TaskStore
+    from ._store import dump_document as dump_document
+    from ._store import parse_document as parse_document
+    from ._tasklist import TaskList as TaskList
+
+_LOCATIONS = {
+    "Dependency": "_model",
+    "EmptyBlockerError": "_errors",
+    "InvalidTaskError": "_errors",
+    "MAX_EDGES": "_schedule",
+    "MAX_TASKS": "_schedule",
+    "MissingBlockerError": "_errors",
+    "STATUSES": "_schedule",
+    "Schedule": "_schedule",
+    "ScheduleCycleError": "_errors",
+    "ScheduleError": "_errors",
+    "ScheduleLimitError": "_errors",
+    "SelfBlockerError": "_errors",
+    "StoreDocument": "_model",
+    "StoreReadError": "_errors",
+    "StoreWriteError": "_errors",
+    "Task": "_model",
+    "TaskIdentityError": "_errors",
+    "TaskList": "_tasklist",
+    "TaskNotFoundError": "_errors",
+    "TaskStatusError": "_errors",
+    "TaskStore": "_store",
+    "TaskStoreError": "_errors",
+    "TaskView": "_fastread",
+    "compute_schedule": "_schedule",
+    "dump_document": "_store",
+    "parse_document": "_store",
+    "read_task_views": "_fastread",
+}
+
+__all__ = sorted(_LOCATIONS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LOCATIONS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

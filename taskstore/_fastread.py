@@ -1,0 +1,143 @@
+"""The read path agents call in loops: plain JSON into light records, no pydantic import.
+
+``read_task_views`` accepts only the canonical shape that ``Task`` itself writes (exact types,
+known dependency types). Anything else falls back to the full model, which then reports the
+problem precisely; so both paths always agree, and the common case stays cheap.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._errors import StoreReadError
+
+if TYPE_CHECKING:
+    from ._model import Task
+
+__all__ = ["DependencyView", "TaskView", "read_task_views"]
+
+_DEPENDENCY_TYPES = frozenset({"blocks", "related", "parent-child"})
+_DOCUMENT_KEYS = frozenset({"schema_version", "revision", "next_id", "tasks"})
+# Known task keys and the exact JSON types the model accepts for them without coercion.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "subject": (str,),
+    "status": (str,),
+    "parentId": (str, type(None)),
+    "description": (str,),
+    "activeForm": (str, type(None)),
+    "owner": (str, type(None)),
+    "metadata": (dict,),
+    "createdAt": (str, type(None)),
+    "updatedAt": (str, type(None)),
+    "attempts": (int,),
+    "maxAttempts": (int, type(None)),
+    "lastError": (str, type(None)),
+    "dependencies": (list,),
+}
+_REQUIRED = ("id", "subject", "status")
+
+
+@dataclass(frozen=True, slots=True)
+class DependencyView:
+    """A dependency as read by the fast path."""
+
+    target_id: str
+    type: str
+
+
+@dataclass(frozen=True, slots=True)
+class TaskView:
+    """The fields of a task that scheduling and ``ready --json`` need."""
+
+    id: str
+    subject: str
+    status: str
+    owner: str | None
+    dependencies: Sequence[DependencyView]
+
+    def summary(self) -> dict[str, Any]:
+        """The agent-facing view, identical to ``Task.summary()``."""
+        return {
+            "id": self.id,
+            "subject": self.subject,
+            "status": self.status,
+            "owner": self.owner,
+            "dependencies": [{"targetId": d.target_id, "type": d.type} for d in self.dependencies],
+        }
+
+
+def read_task_views(path: Path) -> list[TaskView] | list[Task]:
+    """Read the store at *path* for scheduling; a missing file is an empty store.
+
+    Raises:
+        StoreReadError: the file is unreadable, not JSON, or not a task store.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise StoreReadError(str(path), exc.strerror or str(exc)) from exc
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoreReadError(str(path), f"invalid JSON: {exc}") from exc
+    views = _views(data)
+    if views is not None:
+        return views
+    from ._store import parse_document  # the full model explains what the fast path refused
+
+    return parse_document(raw, str(path)).tasks
+
+
+def _views(data: Any) -> list[TaskView] | None:
+    if not isinstance(data, dict) or not _DOCUMENT_KEYS.issuperset(data):
+        return None
+    if data.get("schema_version", "rho.tasks/v1") != "rho.tasks/v1":
+        return None
+    for counter in ("revision", "next_id"):
+        value = data.get(counter, 1)
+        if type(value) is not int or value < (0 if counter == "revision" else 1):
+            return None
+    tasks = data.get("tasks", [])
+    if type(tasks) is not list:
+        return None
+    views: list[TaskView] = []
+    for task in tasks:
+        view = _view(task)
+        if view is None:
+            return None
+        views.append(view)
+    views.sort(key=lambda view: view.id)
+    return views
+
+
+def _view(task: Any) -> TaskView | None:
+    if type(task) is not dict or any(key not in task for key in _REQUIRED):
+        return None
+    for key, value in task.items():
+        allowed = _FIELD_TYPES.get(key)
+        # bool is an int subclass that the model would coerce: leave such files to it.
+        if allowed is not None and (type(value) not in allowed):
+            return None
+    dependencies = _dependencies(task.get("dependencies", []))
+    if dependencies is None:
+        return None
+    return TaskView(task["id"], task["subject"], task["status"], task.get("owner"), dependencies)
+
+
+def _dependencies(items: list[Any]) -> list[DependencyView] | None:
+    views: list[DependencyView] = []
+    for item in items:
+        if type(item) is not dict or len(item) != 2:
+            return None
+        target, kind = item.get("targetId"), item.get("type")
+        if type(target) is not str or kind not in _DEPENDENCY_TYPES:
+            return None
+        views.append(DependencyView(target, kind))
+    return views

@@ -1,0 +1,195 @@
+"""The scheduling validator: check a blocking graph and cut it into stable waves.
+
+A pure function over task-like objects (the ``Task`` model, or the light records of the fast
+read path): anything with ``id``, ``status`` and ``dependencies`` whose items have ``target_id``
+and ``type``. Work is done on integer indices assigned in code-point order of the ids, so that
+sorting a wave is sorting integers and the result never depends on the input order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Generic, Protocol, TypeVar
+
+from ._errors import (
+    EmptyBlockerError,
+    MissingBlockerError,
+    ScheduleCycleError,
+    ScheduleLimitError,
+    SelfBlockerError,
+    TaskIdentityError,
+    TaskStatusError,
+)
+
+__all__ = [
+    "MAX_EDGES",
+    "MAX_TASKS",
+    "STATUSES",
+    "SchedulableTask",
+    "Schedule",
+    "compute_schedule",
+]
+
+MAX_TASKS = 1000
+MAX_EDGES = 10000
+STATUSES = frozenset(
+    {"pending", "in_progress", "reviewing", "completed", "failed", "skipped", "cancelled"}
+)
+_BLOCKS = "blocks"
+
+
+class _DependencyLike(Protocol):
+    @property
+    def target_id(self) -> str: ...
+
+    @property
+    def type(self) -> str: ...
+
+
+class SchedulableTask(Protocol):
+    """What the validator reads of a task: its id, status and dependencies."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def dependencies(self) -> Sequence[_DependencyLike]: ...
+
+
+T = TypeVar("T", bound=SchedulableTask)
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule(Generic[T]):
+    """The waves of a valid blocking graph and its ready tasks.
+
+    ``waves`` holds every task id, whatever its status, one list per topological level, each
+    sorted by code point. ``ready`` holds the pending tasks whose every blocker is completed,
+    sorted by id.
+    """
+
+    waves: list[list[str]]
+    ready: list[T]
+
+
+def compute_schedule(tasks: Iterable[T]) -> Schedule[T]:
+    """Validate the blocking graph of *tasks* and return its waves and ready tasks.
+
+    Only ``blocks`` dependencies count; ``related`` and ``parent-child`` links are ignored even
+    when their target is missing. The result is the same for every input order.
+
+    Raises:
+        ScheduleLimitError: more than 1,000 tasks or 10,000 unique blocking edges.
+        TaskIdentityError: a blank id or an id that two tasks share.
+        TaskStatusError: a status outside ``STATUSES``.
+        EmptyBlockerError, SelfBlockerError, MissingBlockerError: a bad blocking dependency.
+        ScheduleCycleError: the blocking dependencies form a cycle.
+    """
+    ordered = sorted(tasks, key=attrgetter("id"))
+    if len(ordered) > MAX_TASKS:
+        raise ScheduleLimitError("task", MAX_TASKS)
+    blockers = _resolve_blockers(ordered)
+    waves = _layer(blockers)
+    if sum(map(len, waves)) < len(ordered):
+        placed = {task for wave in waves for task in wave}
+        raise ScheduleCycleError(_find_cycle(ordered, blockers, placed))
+    return Schedule(
+        waves=[[ordered[i].id for i in wave] for wave in waves],
+        ready=_ready(ordered, blockers),
+    )
+
+
+def _resolve_blockers(ordered: list[T]) -> list[list[int]]:
+    """Check identities, statuses and blocking targets; return unique blocker indices per task."""
+    index: dict[str, int] = {}
+    shared: set[str] = set()
+    for position, task in enumerate(ordered):
+        if index.setdefault(task.id, position) != position:
+            shared.add(task.id)
+    # stamp[j] == i marks blocker j as already seen for task i: duplicate targets count once.
+    stamp = [-1] * len(ordered)
+    edges = 0
+    blockers: list[list[int]] = []
+    for position, task in enumerate(ordered):
+        task_id = task.id
+        if task_id in shared or not task_id.strip():
+            raise TaskIdentityError(task_id)
+        if task.status not in STATUSES:
+            raise TaskStatusError(task_id, task.status)
+        mine: list[int] = []
+        for dependency in task.dependencies:
+            if dependency.type != _BLOCKS:
+                continue
+            target = dependency.target_id.strip()
+            if not target:
+                raise EmptyBlockerError(task_id)
+            if target == task_id:
+                raise SelfBlockerError(task_id)
+            blocker = index.get(target)
+            if blocker is None:
+                raise MissingBlockerError(task_id, target)
+            if stamp[blocker] == position:
+                continue
+            stamp[blocker] = position
+            mine.append(blocker)
+            edges += 1
+            if edges > MAX_EDGES:
+                raise ScheduleLimitError("dependency", MAX_EDGES)
+        blockers.append(mine)
+    return blockers
+
+
+def _layer(blockers: list[list[int]]) -> list[list[int]]:
+    """Kahn's algorithm level by level; tasks on or behind a cycle are left out."""
+    remaining = [len(mine) for mine in blockers]
+    dependents: list[list[int]] = [[] for _ in blockers]
+    for task, mine in enumerate(blockers):
+        for blocker in mine:
+            dependents[blocker].append(task)
+    wave = [task for task, count in enumerate(remaining) if count == 0]
+    waves: list[list[int]] = []
+    while wave:
+        waves.append(wave)
+        unlocked: list[int] = []
+        for task in wave:
+            for dependent in dependents[task]:
+                remaining[dependent] -= 1
+                if remaining[dependent] == 0:
+                    unlocked.append(dependent)
+        unlocked.sort()
+        wave = unlocked
+    return waves
+
+
+def _find_cycle(
+    ordered: Sequence[SchedulableTask], blockers: list[list[int]], placed: set[int]
+) -> list[str]:
+    """Return one concrete cycle among the tasks Kahn's algorithm could not place.
+
+    Walks from the smallest unplaced task to its smallest unplaced blocker until a task repeats.
+    Every unplaced task has an unplaced blocker, so the walk always closes a cycle.
+    """
+    unplaced = [task for task in range(len(blockers)) if task not in placed]
+    walk = [unplaced[0]]
+    seen = {unplaced[0]: 0}
+    while True:
+        step = min(b for b in blockers[walk[-1]] if b not in placed)
+        if step in seen:
+            cycle = [*walk[seen[step] :], step]
+            return [ordered[task].id for task in cycle]
+        seen[step] = len(walk)
+        walk.append(step)
+
+
+def _ready(ordered: list[T], blockers: list[list[int]]) -> list[T]:
+    statuses = [task.status for task in ordered]
+    return [
+        task
+        for task, mine in zip(ordered, blockers, strict=True)
+        if task.status == "pending" and all(statuses[b] == "completed" for b in mine)
+    ]

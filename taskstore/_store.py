@@ -1,0 +1,340 @@
+"""The task store file: locked, revisioned, atomic reads and writes of ``rho.tasks/v1``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+from filelock import FileLock
+from pydantic import ValidationError
+
+from ._atomic import ensure_private_dir, write_atomic
+from ._errors import (
+    InvalidTaskError,
+    ScheduleError,
+    StoreReadError,
+    StoreWriteError,
+    TaskNotFoundError,
+    quote,
+)
+from ._guard import check_caps, check_new_blockers
+from ._model import Dependency, StoreDocument, Task
+from ._schedule import STATUSES, Schedule, compute_schedule
+
+__all__ = ["TaskStore", "now_rfc3339"]
+
+R = TypeVar("R")
+
+
+def now_rfc3339() -> str:
+    """The current UTC time as RFC 3339 with second precision (``2026-11-29T21:30:00Z``)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class TaskStore:
+    """A task store file with a cross-process lock for writers.
+
+    Readers never lock: writers replace the file atomically, so a reader sees the old or the new
+    document. A missing file reads as an empty store.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = FileLock(str(self.path) + ".lock", mode=0o600)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def load(self) -> StoreDocument:
+        """Read and parse the whole store.
+
+        Raises:
+            StoreReadError: the file is unreadable, not JSON, or not a task store.
+        """
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return StoreDocument()
+        except OSError as exc:
+            raise StoreReadError(str(self.path), exc.strerror or str(exc)) from exc
+        return parse_document(raw, str(self.path))
+
+    def tasks(self) -> list[Task]:
+        """Every task of the store, sorted by id."""
+        return self.load().tasks
+
+    def get(self, task_id: str) -> Task:
+        """The task with id *task_id*.
+
+        Raises:
+            TaskNotFoundError: no task has that id.
+        """
+        return _find(self.load(), task_id)
+
+    def schedule(self) -> Schedule[Task]:
+        """Validate the blocking graph and return its waves and ready tasks.
+
+        Raises:
+            ScheduleError: the validator's first finding (see ``compute_schedule``).
+        """
+        return compute_schedule(self.tasks())
+
+    def ready_work(self) -> list[Task]:
+        """The ready tasks, or an empty list when the graph is invalid (fails closed)."""
+        try:
+            return self.schedule().ready
+        except ScheduleError:
+            return []
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def mutate(self, change: Callable[[StoreDocument], R]) -> R:
+        """Apply *change* to the document under the lock, then write it back atomically.
+
+        If *change* raises, nothing is written. The revision is bumped on every write.
+
+        Raises:
+            StoreReadError, StoreWriteError: the file cannot be read or replaced.
+            TaskStoreError: whatever *change* refuses.
+        """
+        ensure_private_dir(self.path.parent)
+        with self._lock:
+            document = self.load()
+            result = change(document)
+            document.revision += 1
+            document.tasks.sort(key=lambda task: task.id)
+            self._write(document)
+        return result
+
+    def _write(self, document: StoreDocument) -> None:
+        try:
+            write_atomic(self.path, dump_document(document))
+        except OSError as exc:
+            raise StoreWriteError(str(self.path), exc.strerror or str(exc)) from exc
+
+    def add(
+        self,
+        subject: str,
+        *,
+        description: str = "",
+        blocked_by: Iterable[str] = (),
+        related: Iterable[str] = (),
+        parent: str | None = None,
+        command: str | None = None,
+    ) -> Task:
+        """Add a pending task and return it.
+
+        Its id is ``task_<n>`` from the store counter, or ``<parent>.<k>`` for the k-th child of
+        *parent*, which also gets a ``parent-child`` dependency on it.
+
+        Raises:
+            InvalidTaskError: a blank subject.
+            TaskNotFoundError: *parent* or a related id names no task.
+            ScheduleError: a blocker that is missing, or a cap that would be exceeded.
+        """
+        _require_text("subject", subject)
+
+        def change(document: StoreDocument) -> Task:
+            task = _new_task(document, subject, description, parent, command)
+            for related_id in related:
+                _add_dependency(document, task, related_id, "related")
+            for blocker in blocked_by:
+                _add_dependency(document, task, blocker, "blocks")
+            document.tasks.append(task)
+            check_caps(document.tasks)
+            return task
+
+        return self.mutate(change)
+
+    def update(
+        self,
+        task_id: str,
+        *,
+        status: str | None = None,
+        subject: str | None = None,
+        description: str | None = None,
+        add_blockers: Iterable[str] = (),
+        remove_blockers: Iterable[str] = (),
+        add_related: Iterable[str] = (),
+        command: str | None = None,
+        last_error: str | None = None,
+        attempts: int | None = None,
+    ) -> Task:
+        """Change fields of one task and return it.
+
+        Raises:
+            TaskNotFoundError: *task_id* or a named blocker or related id names no task.
+            InvalidTaskError: an unknown status, a blank subject, or removing a non-blocker.
+            ScheduleError: a new blocker that is itself, missing, or closes a cycle.
+        """
+        if status is not None and status not in STATUSES:
+            raise InvalidTaskError(
+                f"invalid status {quote(status)}; expected one of {', '.join(sorted(STATUSES))}"
+            )
+        if subject is not None:
+            _require_text("subject", subject)
+
+        def change(document: StoreDocument) -> Task:
+            task = _find(document, task_id)
+            for blocker in remove_blockers:
+                _remove_blocker(task, blocker)
+            for related_id in add_related:
+                _add_dependency(document, task, related_id, "related")
+            for blocker in add_blockers:
+                _add_dependency(document, task, blocker, "blocks")
+            _apply_fields(task, status, subject, description, command, last_error, attempts)
+            check_caps(document.tasks)
+            return task
+
+        return self.mutate(change)
+
+    def import_tasks(self, tasks: list[Task]) -> list[Task]:
+        """Add *tasks* as they are (ids kept) and return them.
+
+        The merged store must pass the scheduling validator; the counter moves past any
+        imported ``task_<n>`` id.
+
+        Raises:
+            InvalidTaskError: an imported id is already in the store.
+            ScheduleError: the merged graph is invalid.
+        """
+
+        def change(document: StoreDocument) -> list[Task]:
+            known = {task.id for task in document.tasks}
+            stamp = now_rfc3339()
+            for task in tasks:
+                if task.id in known:
+                    raise InvalidTaskError(f"task {quote(task.id)} already exists")
+                known.add(task.id)
+                task.created_at = task.created_at or stamp
+                task.updated_at = task.updated_at or stamp
+                document.next_id = max(document.next_id, _counter_after(task.id))
+            document.tasks.extend(tasks)
+            compute_schedule(document.tasks)
+            return tasks
+
+        return self.mutate(change)
+
+
+def parse_document(raw: bytes, source: str) -> StoreDocument:
+    """Parse store bytes; *source* names the file in error messages.
+
+    Raises:
+        StoreReadError: not JSON, or not a ``rho.tasks/v1`` document.
+    """
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoreReadError(source, f"invalid JSON: {exc}") from exc
+    try:
+        return StoreDocument.model_validate(data)
+    except ValidationError as exc:
+        raise StoreReadError(source, _first_problem(exc)) from exc
+
+
+def dump_document(document: StoreDocument) -> bytes:
+    """The canonical bytes of a store: 2-space JSON, tasks sorted by id, trailing newline."""
+    data = document.model_dump(by_alias=True, exclude_none=True)
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def _first_problem(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "document"
+    return f"{where}: {error['msg'].lower()}"
+
+
+def _find(document: StoreDocument, task_id: str) -> Task:
+    for task in document.tasks:
+        if task.id == task_id:
+            return task
+    raise TaskNotFoundError(task_id)
+
+
+def _require_text(field: str, value: str) -> None:
+    if not value.strip():
+        raise InvalidTaskError(f"task {field} must not be blank")
+
+
+def _new_task(
+    document: StoreDocument,
+    subject: str,
+    description: str,
+    parent: str | None,
+    command: str | None,
+) -> Task:
+    stamp = now_rfc3339()
+    if parent is None:
+        task_id = f"task_{document.next_id}"
+        document.next_id += 1
+    else:
+        parent_task = _find(document, parent)
+        children = sum(1 for task in document.tasks if task.parent_id == parent_task.id)
+        task_id = f"{parent_task.id}.{children + 1}"
+    task = Task(
+        id=task_id,
+        parent_id=parent,
+        subject=subject,
+        description=description,
+        status="pending",
+        created_at=stamp,
+        updated_at=stamp,
+    )
+    if parent is not None:
+        task.dependencies.append(Dependency(target_id=parent, type="parent-child"))
+    if command is not None:
+        task.metadata["command"] = command
+    return task
+
+
+def _add_dependency(document: StoreDocument, task: Task, target: str, kind: str) -> None:
+    if kind == "blocks":
+        check_new_blockers(document.tasks, task, target)
+        target = target.strip()
+    else:
+        target = _find(document, target.strip()).id
+    if any(d.target_id.strip() == target and d.type == kind for d in task.dependencies):
+        return
+    task.dependencies.append(Dependency.model_validate({"targetId": target, "type": kind}))
+
+
+def _remove_blocker(task: Task, blocker: str) -> None:
+    kept = [
+        d for d in task.dependencies if not (d.type == "blocks" and d.target_id.strip() == blocker)
+    ]
+    if len(kept) == len(task.dependencies):
+        raise InvalidTaskError(f"task {quote(task.id)} is not blocked by {quote(blocker)}")
+    task.dependencies = kept
+
+
+def _apply_fields(
+    task: Task,
+    status: str | None,
+    subject: str | None,
+    description: str | None,
+    command: str | None,
+    last_error: str | None,
+    attempts: int | None,
+) -> None:
+    if status is not None:
+        task.status = status
+    if subject is not None:
+        task.subject = subject
+    if description is not None:
+        task.description = description
+    if command is not None:
+        task.metadata["command"] = command
+    if last_error is not None:
+        task.last_error = last_error
+    if attempts is not None:
+        task.attempts = attempts
+    task.updated_at = now_rfc3339()
+
+
+def _counter_after(task_id: str) -> int:
+    head, _, number = task_id.partition("_")
+    if head == "task" and number.isdigit():
+        return int(number) + 1
+    return 1
