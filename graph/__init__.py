@@ -1,0 +1,124 @@
+"""The portable graph contract ``rho.graph/v1``: models, validation, files, renderings, upload.
+
+This package knows the envelope and its facts (nodes, edges, events), validates them, writes
+and reads graph files deterministically, renders them (Mermaid, Graphviz dot), prepares them for
+Rho Cloud (privacy normalization and limits) and uploads them. It never imports ``taskstore`` or
+``rho_mission``, never mutates a task store or a mission, and never schedules work.
+"""
+
+from __future__ import annotations
+
+from ._build import DEFAULT_PRODUCER as DEFAULT_PRODUCER
+from ._build import GraphBuilder as GraphBuilder
+from ._build import format_timestamp as format_timestamp
+from ._build import make_edge as make_edge
+from ._build import make_event as make_event
+from ._build import make_node as make_node
+from ._build import sha256_hex as sha256_hex
+from ._cloud import MAX_ATTRIBUTES as MAX_ATTRIBUTES
+from ._cloud import MAX_BODY_BYTES as MAX_BODY_BYTES
+from ._cloud import MAX_EDGES as MAX_EDGES
+from ._cloud import MAX_EVENTS as MAX_EVENTS
+from ._cloud import MAX_FACTS as MAX_FACTS
+from ._cloud import MAX_KEY_CHARS as MAX_KEY_CHARS
+from ._cloud import MAX_NODES as MAX_NODES
+from ._cloud import MAX_VALUE_CHARS as MAX_VALUE_CHARS
+from ._cloud import PreparedGraph as PreparedGraph
+from ._cloud import canonical_json as canonical_json
+from ._cloud import is_sensitive_key as is_sensitive_key
+from ._cloud import prepare_for_cloud as prepare_for_cloud
+from ._errors import GraphDocumentError as GraphDocumentError
+from ._errors import GraphError as GraphError
+from ._errors import GraphLimitError as GraphLimitError
+from ._errors import GraphReferenceError as GraphReferenceError
+from ._errors import GraphSchemaVersionError as GraphSchemaVersionError
+from ._errors import GraphSyncError as GraphSyncError
+from ._errors import GraphValidationError as GraphValidationError
+from ._errors import SensitiveKeyCollisionError as SensitiveKeyCollisionError
+from ._io import MAX_GRAPH_FILE_BYTES as MAX_GRAPH_FILE_BYTES
+from ._io import MISSION_GRAPH_FILENAME as MISSION_GRAPH_FILENAME
+from ._io import dump_graph as dump_graph
+from ._io import load_mission_graph as load_mission_graph
+from ._io import read_graph_file as read_graph_file
+from ._io import write_graph as write_graph
+from ._model import EDGE_KINDS as EDGE_KINDS
+from ._model import EVENT_TYPES as EVENT_TYPES
+from ._model import NODE_KINDS as NODE_KINDS
+from ._model import SCHEMA_VERSION as SCHEMA_VERSION
+from ._model import Edge as Edge
+from ._model import EdgeKind as EdgeKind
+from ._model import Event as Event
+from ._model import EventType as EventType
+from ._model import Evidence as Evidence
+from ._model import GraphDocument as GraphDocument
+from ._model import Node as Node
+from ._model import NodeKind as NodeKind
+from ._model import Provenance as Provenance
+from ._model import Ref as Ref
+from ._model import Scope as Scope
+from ._model import document_data as document_data
+from ._model import sort_facts as sort_facts
+from ._render import render_dot as render_dot
+from ._render import render_mermaid as render_mermaid
+from ._sync import SyncResult as SyncResult
+from ._sync import request_body as request_body
+from ._sync import sync_graph as sync_graph
+from ._validate import validate_graph as validate_graph
+
+__all__ = [
+    "DEFAULT_PRODUCER",
+    "EDGE_KINDS",
+    "EVENT_TYPES",
+    "MAX_ATTRIBUTES",
+    "MAX_BODY_BYTES",
+    "MAX_EDGES",
+    "MAX_EVENTS",
+    "MAX_FACTS",
+    "MAX_GRAPH_FILE_BYTES",
+    "MAX_KEY_CHARS",
+    "MAX_NODES",
+    "MAX_VALUE_CHARS",
+    "MISSION_GRAPH_FILENAME",
+    "NODE_KINDS",
+    "SCHEMA_VERSION",
+    "Edge",
+    "EdgeKind",
+    "Event",
+    "EventType",
+    "Evidence",
+    "GraphBuilder",
+    "GraphDocument",
+    "GraphDocumentError",
+    "GraphError",
+    "GraphLimitError",
+    "GraphReferenceError",
+    "GraphSchemaVersionError",
+    "GraphSyncError",
+    "GraphValidationError",
+    "Node",
+    "NodeKind",
+    "PreparedGraph",
+    "Provenance",
+    "Ref",
+    "Scope",
+    "SensitiveKeyCollisionError",
+    "SyncResult",
+    "canonical_json",
+    "document_data",
+    "dump_graph",
+    "format_timestamp",
+    "is_sensitive_key",
+    "load_mission_graph",
+    "make_edge",
+    "make_event",
+    "make_node",
+    "prepare_for_cloud",
+    "read_graph_file",
+    "render_dot",
+    "render_mermaid",
+    "request_body",
+    "sha256_hex",
+    "sort_facts",
+    "sync_graph",
+    "validate_graph",
+]

@@ -1,5 +1,70 @@
-"""rho-mission: run a task graph as waves of isolated git worktrees, with durable joins."""
+"""rho-mission: run a task graph as waves of isolated git worktrees, with durable joins.
+
+Public names load lazily so that ``rho task ...`` (which imports this package on its way to
+the CLI) never pays for git, anyio or pydantic.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._engine import Observer as Observer
+    from ._engine import Worker as Worker
+    from ._engine import WorkerContext as WorkerContext
+    from ._errors import FeatureFailedError as FeatureFailedError
+    from ._errors import GitOperationError as GitOperationError
+    from ._errors import InvalidMissionError as InvalidMissionError
+    from ._errors import MergeConflictError as MergeConflictError
+    from ._errors import MissionError as MissionError
+    from ._errors import NotAGitRepositoryError as NotAGitRepositoryError
+    from ._errors import UnknownRefError as UnknownRefError
+    from ._fromtasks import mission_from_tasks as mission_from_tasks
+    from ._mission import Mission as Mission
+    from ._mission import list_missions as list_missions
+    from ._models import Feature as Feature
+    from ._models import Handoff as Handoff
+    from ._models import MissionConfig as MissionConfig
+    from ._models import WaveJoin as WaveJoin
+    from ._projection import mission_graph as mission_graph
+    from ._projection import task_store_graph as task_store_graph
+    from ._shell import shell_worker as shell_worker
+
+_LOCATIONS = {
+    "FeatureFailedError": "_errors",
+    "Feature": "_models",
+    "GitOperationError": "_errors",
+    "Handoff": "_models",
+    "InvalidMissionError": "_errors",
+    "MergeConflictError": "_errors",
+    "Mission": "_mission",
+    "MissionConfig": "_models",
+    "MissionError": "_errors",
+    "NotAGitRepositoryError": "_errors",
+    "Observer": "_engine",
+    "UnknownRefError": "_errors",
+    "WaveJoin": "_models",
+    "Worker": "_engine",
+    "WorkerContext": "_engine",
+    "list_missions": "_mission",
+    "mission_from_tasks": "_fromtasks",
+    "mission_graph": "_projection",
+    "shell_worker": "_shell",
+    "task_store_graph": "_projection",
+}
+
+__all__ = sorted(_LOCATIONS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LOCATIONS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -10,6 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._atomic import ensure_private_dir as ensure_private_dir
+    from ._atomic import write_atomic as write_atomic
     from ._errors import EmptyBlockerError as EmptyBlockerError
     from ._errors import InvalidTaskError as InvalidTaskError
     from ._errors import MissingBlockerError as MissingBlockerError
@@ -64,8 +66,10 @@ _LOCATIONS = {
     "TaskView": "_fastread",
     "compute_schedule": "_schedule",
     "dump_document": "_store",
+    "ensure_private_dir": "_atomic",
     "parse_document": "_store",
     "read_task_views": "_fastread",
+    "write_atomic": "_atomic",
 }
 
 __all__ = sorted(_LOCATIONS)

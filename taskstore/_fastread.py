@@ -40,6 +40,11 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "dependencies": (list,),
 }
 _REQUIRED = ("id", "subject", "status")
+# The model also reads its fields by their Python names (populate_by_name); the fast path would
+# take such a key for an unknown one and skip its type check, so it leaves those files to the model.
+_FIELD_NAMES = frozenset(
+    {"parent_id", "active_form", "created_at", "updated_at", "max_attempts", "last_error"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +97,7 @@ def read_task_views(path: Path) -> list[TaskView] | list[Task]:
         return views
     from ._store import parse_document  # the full model explains what the fast path refused
 
-    return parse_document(raw, str(path)).tasks
+    return sorted(parse_document(raw, str(path)).tasks, key=lambda task: task.id)
 
 
 def _views(data: Any) -> list[TaskView] | None:
@@ -120,6 +125,8 @@ def _views(data: Any) -> list[TaskView] | None:
 def _view(task: Any) -> TaskView | None:
     if type(task) is not dict or any(key not in task for key in _REQUIRED):
         return None
+    if not _FIELD_NAMES.isdisjoint(task):
+        return None
     for key, value in task.items():
         allowed = _FIELD_TYPES.get(key)
         # bool is an int subclass that the model would coerce: leave such files to it.
@@ -137,7 +144,8 @@ def _dependencies(items: list[Any]) -> list[DependencyView] | None:
         if type(item) is not dict or len(item) != 2:
             return None
         target, kind = item.get("targetId"), item.get("type")
-        if type(target) is not str or kind not in _DEPENDENCY_TYPES:
+        # A non-string kind may be unhashable (a list): test its type before the set lookup.
+        if type(target) is not str or type(kind) is not str or kind not in _DEPENDENCY_TYPES:
             return None
         views.append(DependencyView(target, kind))
     return views

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from operator import attrgetter
 from pathlib import Path
 from typing import TypeVar
 
@@ -62,8 +63,8 @@ class TaskStore:
         return parse_document(raw, str(self.path))
 
     def tasks(self) -> list[Task]:
-        """Every task of the store, sorted by id."""
-        return self.load().tasks
+        """Every task of the store, sorted by id (a hand-written file may hold any order)."""
+        return sorted(self.load().tasks, key=attrgetter("id"))
 
     def get(self, task_id: str) -> Task:
         """The task with id *task_id*.
@@ -267,12 +268,12 @@ def _new_task(
 ) -> Task:
     stamp = now_rfc3339()
     if parent is None:
-        task_id = f"task_{document.next_id}"
-        document.next_id += 1
+        # An old or hand-written file may lack next_id (default 1) while holding task_<n> ids.
+        number = max([document.next_id, *(_counter_after(task.id) for task in document.tasks)])
+        task_id = f"task_{number}"
+        document.next_id = number + 1
     else:
-        parent_task = _find(document, parent)
-        children = sum(1 for task in document.tasks if task.parent_id == parent_task.id)
-        task_id = f"{parent_task.id}.{children + 1}"
+        task_id = _child_id(document, _find(document, parent).id)
     task = Task(
         id=task_id,
         parent_id=parent,
@@ -333,8 +334,18 @@ def _apply_fields(
     task.updated_at = now_rfc3339()
 
 
+def _child_id(document: StoreDocument, parent_id: str) -> str:
+    """``<parent>.<k>`` with k = child count + 1, moved past ids already taken (by an import)."""
+    taken = {task.id for task in document.tasks}
+    k = sum(1 for task in document.tasks if task.parent_id == parent_id) + 1
+    while f"{parent_id}.{k}" in taken:
+        k += 1
+    return f"{parent_id}.{k}"
+
+
 def _counter_after(task_id: str) -> int:
     head, _, number = task_id.partition("_")
-    if head == "task" and number.isdigit():
+    # isdigit() alone admits digits such as "²" that int() refuses.
+    if head == "task" and number.isascii() and number.isdigit():
         return int(number) + 1
     return 1

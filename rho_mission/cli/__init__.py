@@ -2,6 +2,24 @@
 
 from __future__ import annotations
 
-from ._main import main as main
+import sys
+from collections.abc import Sequence
 
 __all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run ``rho`` and exit with its code: 0 ok, 1 failed work, 2 bad input, 130 cancelled.
+
+    The reads agents poll in loops (``rho task ready|waves --json``) take a lane that does not
+    import click (``_quick.py``); every other command line, and every failure, runs the full CLI.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    from ._quick import quick_run
+
+    code = quick_run(args)
+    if code is None:
+        from ._main import run
+
+        code = run(args)
+    sys.exit(code)

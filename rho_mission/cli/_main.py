@@ -10,6 +10,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -17,7 +18,13 @@ from ._errors import CliError, describe
 
 __all__ = ["cli", "main"]
 
+# click >= 8.2 raises this for a group called without a subcommand; older click printed help.
+_BARE_GROUP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
 _NOUNS = {
+    "cloud": "rho_mission.cli._graph:cloud",
+    "graph": "rho_mission.cli._graph:graph",
+    "mission": "rho_mission.cli._mission:mission",
     "task": "rho_mission.cli._task:task",
 }
 
@@ -72,6 +79,11 @@ def run(args: list[str]) -> int:
         click.echo("error: cancelled", err=True)
         return 130
     except click.UsageError as exc:
+        if isinstance(exc, _BARE_GROUP) and exc.ctx is not None:
+            # `rho` or `rho task` alone: show the help, as click < 8.2 did, rather than an
+            # "error:" line made of the help's first line.
+            click.echo(exc.ctx.get_help())
+            return 0
         _report(exc, debug, f"error: {exc.format_message()}", _usage_hint(exc))
         return 2
     except Exception as exc:

@@ -2,7 +2,8 @@
 
 The ``ready`` and ``waves`` commands read through ``taskstore.read_task_views`` and print JSON
 with the stdlib, so that agents polling ``rho task ready --json`` pay for neither pydantic nor
-rich. Human output (rich tables) and mutations load the full model.
+rich (their plain spellings do not even load click: see ``_quick.py``, which builds the JSON
+documents for both lanes). Human output (rich tables) and mutations load the full model.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import click
 
 from ._errors import CliError
 from ._paths import resolve_store_path
+from ._quick import print_json, ready_document, waves_document
 
 if TYPE_CHECKING:
     from taskstore import Schedule, Task, TaskStore
@@ -51,8 +53,7 @@ def _open_store(store_path: Path | None) -> TaskStore:
     return TaskStore(_store_path(store_path))
 
 
-def _print_json(document: Any) -> None:
-    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+_print_json = print_json
 
 
 def _schedule(tasks: Sequence[Any]) -> Schedule[Any]:
@@ -193,7 +194,7 @@ def ready(store_path: Path | None, as_json: bool) -> None:
 
     schedule = _schedule(read_task_views(_store_path(store_path)))
     if as_json:
-        _print_json({"tasks": [t.summary() for t in schedule.ready], "waves": schedule.waves})
+        _print_json(ready_document(schedule))
         return
     from ._render import print_ready
 
@@ -212,7 +213,7 @@ def waves(store_path: Path | None, as_json: bool) -> None:
 
     schedule = _schedule(read_task_views(_store_path(store_path)))
     if as_json:
-        _print_json({"waves": schedule.waves})
+        _print_json(waves_document(schedule))
         return
     for number, wave in enumerate(schedule.waves, start=1):
         click.echo(f"wave {number}: {' '.join(wave)}")
@@ -246,14 +247,17 @@ def import_(file: Path, store_path: Path | None, as_json: bool) -> None:
 
     Example: rho task import missions/demo.json
     """
-    from taskstore import parse_document
+    from taskstore import StoreReadError, parse_document
 
-    data = json.loads(_read_text(file))
+    data = _read_json(file)
     if isinstance(data, list):
         data = {"tasks": data}
     if isinstance(data, dict):
         data = {k: v for k, v in data.items() if k in ("schema_version", "tasks")}
-    document = parse_document(json.dumps(data).encode(), str(file))
+    try:
+        document = parse_document(json.dumps(data).encode(), str(file))
+    except StoreReadError as exc:  # FILE is not the store: word it as its other read faults
+        raise CliError(f"read {file}: {exc.reason}") from exc
     imported = _open_store(store_path).import_tasks(document.tasks)
     if as_json:
         _print_json({"tasks": [_dump(t) for t in imported]})
@@ -291,6 +295,13 @@ def compact(store_path: Path | None, as_json: bool) -> None:
     click.echo(counts or "no tasks")
     for line in answer["open"]:
         click.echo(line)
+
+
+def _read_json(file: Path) -> Any:
+    try:
+        return json.loads(_read_text(file))
+    except json.JSONDecodeError as exc:  # name the file: the bare decoder message does not
+        raise CliError(f"read {file}: invalid JSON: {exc}") from exc
 
 
 def _read_text(file: Path) -> str:

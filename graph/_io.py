@@ -1,0 +1,152 @@
+"""Reading and writing graph files: deterministic bytes, atomic private writes, bounded reads.
+
+`dump_graph` is the one serialization of a document on disk: nodes, edges and events sorted by
+id, attribute keys sorted, 2-space indented JSON in UTF-8 with a trailing newline, so the same
+document always gives the same bytes. OS, Unicode and JSON errors become `GraphDocumentError`
+here, at this package's one file boundary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ._errors import GraphDocumentError
+from ._model import GraphDocument, document_data, sort_facts
+from ._validate import validate_graph
+
+__all__ = [
+    "MAX_GRAPH_FILE_BYTES",
+    "MISSION_GRAPH_FILENAME",
+    "dump_graph",
+    "load_mission_graph",
+    "read_graph_file",
+    "write_graph",
+]
+
+MAX_GRAPH_FILE_BYTES = 1024 * 1024
+MISSION_GRAPH_FILENAME = "mission-graph.json"
+
+
+def dump_graph(doc: GraphDocument | Mapping[str, Any]) -> bytes:
+    """Return the canonical file bytes of *doc*: sorted facts, 2-space indent, trailing newline.
+
+    The document is validated first, so that no invalid graph is ever written.
+
+    Raises:
+        GraphValidationError: *doc* breaks the contract (see `validate_graph`).
+    """
+    graph = sort_facts(validate_graph(doc))
+    text = json.dumps(document_data(graph), indent=2, ensure_ascii=False)
+    return f"{text}\n".encode()
+
+
+def write_graph(path: str | os.PathLike[str], doc: GraphDocument | Mapping[str, Any]) -> None:
+    """Write *doc* to *path* atomically with mode 0600 (see `dump_graph` for the bytes).
+
+    A temporary file in the same folder is written, flushed to disk and renamed over *path*,
+    and the folder entry is flushed too, so a crash leaves the old file or the new one.
+
+    Raises:
+        GraphValidationError: *doc* breaks the contract; nothing is written.
+        GraphDocumentError: the folder is missing or not writable; *path* is unchanged.
+    """
+    data = dump_graph(doc)
+    target = Path(path)
+    try:
+        _write_atomic(target, data)
+    except OSError as exc:
+        raise GraphDocumentError(
+            f"cannot write graph: {_reason(exc)}: {target}", str(target)
+        ) from exc
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp_name)
+        raise
+    # The rename is durable only once the folder entry itself reaches the disk.
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def read_graph_file(path: str | os.PathLike[str], *, label: str = "graph") -> GraphDocument:
+    """Read, decode and validate the graph file at *path*; *label* names it in messages.
+
+    Raises:
+        GraphDocumentError: the file is missing, is a folder, is larger than 1 MiB, cannot be
+            read, is not UTF-8, or is not JSON; the message names the problem and the path.
+        GraphValidationError: the JSON is not a valid ``rho.graph/v1`` document (unsupported
+            schema version, missing ``generated_at``, a dangling reference, ...).
+    """
+    target = Path(path)
+    data = _read_bounded(target, label)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GraphDocumentError(
+            f"{label} is not valid UTF-8 (byte {exc.start}): {target}", str(target)
+        ) from None
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno} column {exc.colno}"
+        raise GraphDocumentError(
+            f"{label} is not valid JSON ({exc.msg.lower()} at {where}): {target}", str(target)
+        ) from None
+    return validate_graph(parsed)
+
+
+def _read_bounded(path: Path, label: str) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            # One byte past the limit tells "too large" without reading a huge file whole.
+            data = handle.read(MAX_GRAPH_FILE_BYTES + 1)
+            size = os.fstat(handle.fileno()).st_size
+    except FileNotFoundError:
+        raise GraphDocumentError(f"{label} not found: {path}", str(path)) from None
+    except IsADirectoryError:
+        raise GraphDocumentError(f"{label} is a folder, not a file: {path}", str(path)) from None
+    except OSError as exc:
+        raise GraphDocumentError(f"cannot read {label}: {_reason(exc)}: {path}", str(path)) from exc
+    if len(data) > MAX_GRAPH_FILE_BYTES:
+        size = max(size, len(data))
+        raise GraphDocumentError(f"{label} is {size} bytes; maximum is 1 MiB", str(path))
+    return data
+
+
+def load_mission_graph(mission_dir: str | os.PathLike[str]) -> GraphDocument:
+    """Read ``DIR/mission-graph.json`` of a mission folder, and nothing else of it.
+
+    Raises:
+        GraphDocumentError: the folder is missing or not a folder, or the file cannot be read
+            (see `read_graph_file`; messages say ``mission graph``).
+        GraphValidationError: the file is not a valid ``rho.graph/v1`` document.
+    """
+    folder = Path(mission_dir)
+    if not folder.exists():
+        raise GraphDocumentError(f"mission directory not found: {folder}", str(folder))
+    if not folder.is_dir():
+        raise GraphDocumentError(f"mission directory is not a folder: {folder}", str(folder))
+    return read_graph_file(folder / MISSION_GRAPH_FILENAME, label="mission graph")
+
+
+def _reason(exc: OSError) -> str:
+    return (exc.strerror or str(exc)).lower()

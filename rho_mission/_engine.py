@@ -1,0 +1,387 @@
+"""The wave engine: run features wave by wave, join, persist, and only then go on.
+
+Inside a wave an anyio task group runs features with at most ``max_workers`` at once (a
+``CapacityLimiter``). Every blocking git call goes through a worker thread. All mission state
+is changed on the event loop thread only, so the document never needs a lock of its own.
+
+A join, and the final write of the mission, run in shielded scopes: a cancellation (Ctrl-C,
+SIGTERM, a timeout) stops the work, never the record of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import anyio
+
+from ._clock import now_rfc3339
+from ._errors import MergeConflictError, MissionError
+from ._git import CommitResult, GitRepo
+from ._journal import Journal, digest
+from ._models import Feature, FeatureStatus, Handoff, MissionStatus, WaveJoin
+from ._persist import save_mission
+from ._recover import recover_processes
+from ._storesync import StoreSync
+from ._worktrees import WorktreePool, prune_stale
+
+if TYPE_CHECKING:
+    from ._mission import Mission
+
+__all__ = ["Observer", "Worker", "WorkerContext", "run_waves"]
+
+
+@dataclass
+class WorkerContext:
+    """What a worker gets: the mission, its feature, its worktree and where it started."""
+
+    mission: Mission
+    feature: Feature
+    worktree: Path
+    base_commit: str
+    attempt: int
+    log_path: Path
+    on_process_start: Callable[[int], None] = field(default=lambda pgid: None)
+
+
+Worker = Callable[[WorkerContext], Awaitable[Handoff | None]]
+
+
+class Observer(Protocol):
+    """Receives progress: a feature changed status, or a wave joined."""
+
+    def feature_changed(self, mission: Mission, feature: Feature) -> None: ...
+
+    def wave_joined(self, mission: Mission, join: WaveJoin) -> None: ...
+
+
+class _Silent:
+    def feature_changed(self, mission: Mission, feature: Feature) -> None:
+        pass
+
+    def wave_joined(self, mission: Mission, join: WaveJoin) -> None:
+        pass
+
+
+async def run_waves(
+    mission: Mission,
+    worker: Worker,
+    waves: Sequence[Sequence[str]],
+    observer: Observer | None = None,
+) -> None:
+    """Run *waves* of *mission* from its first unfinished wave; the mission records the outcome.
+
+    A cancellation of the caller's scope is recorded (features ``cancelled``, the join written,
+    mission ``cancelled``) and then re-raised. A mission timeout ends the same way but returns.
+    """
+    runner = _WaveRunner(mission, worker, observer or _Silent())
+    await runner.run([list(wave) for wave in waves])
+
+
+class _WaveRunner:
+    def __init__(self, mission: Mission, worker: Worker, observer: Observer) -> None:
+        self.mission = mission
+        self.worker = worker
+        self.observer = observer
+        self.folder = Path(mission.dir)
+        self.repo = GitRepo.open(Path(mission.repo))
+        self.journal = Journal(self.folder / "journal.jsonl")
+        self.store = StoreSync.for_mission(mission)
+        self.pool = WorktreePool(
+            self.repo, self._worktree_folder(), mission.id, keep=mission.config.keep_worktrees
+        )
+        self.limiter = anyio.CapacityLimiter(mission.config.max_workers)
+        self.cancelled = False
+
+    def _worktree_folder(self) -> Path:
+        return self.repo.root / ".rho" / "worktrees" / self.mission.id
+
+    async def run(self, waves: list[list[str]]) -> None:
+        first = _first_unfinished(self.mission.features, waves)
+        await recover_processes(
+            self.folder / "journal.jsonl", self.mission.id, self.mission.config.grace_period
+        )
+        self._start(waves, first)
+        try:
+            with _deadline(self.mission.config.timeout) as scope:
+                await self._run_from(waves, first)
+            if scope.cancelled_caught:
+                self.cancelled = True
+        except anyio.get_cancelled_exc_class():
+            self.cancelled = True
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._finish()
+
+    def _start(self, waves: list[list[str]], first: int) -> None:
+        mission = self.mission
+        del mission.wave_joins[first:]
+        for feature in mission.features:
+            if feature.status != "completed":
+                _reset(feature)
+        mission.waves = waves
+        mission.status = "executing"
+        mission.started_at = mission.started_at or now_rfc3339()
+        mission.completed_at = None
+        self.repo.exclude(".rho/")
+        if self.repo.branch_commit(mission.integration_branch) is None:
+            self.repo.create_branch(mission.integration_branch, mission.base_commit)
+        prune_stale(self.repo, self._worktree_folder())
+        save_mission(mission)
+        self.journal.record(
+            "mission",
+            now_rfc3339(),
+            mission_id=mission.id,
+            status="executing",
+            first_wave=first + 1,
+            prompt_sha256=digest(mission.prompt),
+        )
+
+    async def _run_from(self, waves: list[list[str]], first: int) -> None:
+        for number in range(first + 1, len(waves) + 1):
+            join = await self._run_wave(number, waves[number - 1], waves[number:])
+            if join.failed_ids or join.cancelled_ids:
+                return
+
+    async def _run_wave(self, number: int, ids: list[str], later: list[list[str]]) -> WaveJoin:
+        started = now_rfc3339()
+        head = await anyio.to_thread.run_sync(self.repo.branch_commit, self._integration)
+        assert head is not None  # created in _start; only the engine moves it
+        try:
+            async with anyio.create_task_group() as group:
+                for feature_id in ids:
+                    feature = self.mission.feature(feature_id)
+                    if feature.status != "completed":
+                        group.start_soon(self._run_feature, feature, head)
+        except anyio.get_cancelled_exc_class():
+            self.cancelled = True
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                join = await self._join(number, ids, later, started)
+        return join
+
+    @property
+    def _integration(self) -> str:
+        return self.mission.integration_branch
+
+    # -- one feature -------------------------------------------------------------------------
+
+    async def _run_feature(self, feature: Feature, head: str) -> None:
+        async with self.limiter:
+            await self._dispatch(feature)
+            try:
+                await self._attempts(feature, head)
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    await self._end(feature, "cancelled", "cancelled")
+                raise
+
+    async def _dispatch(self, feature: Feature) -> None:
+        feature.status = "in_progress"
+        feature.started_at = now_rfc3339()
+        feature.log = f"logs/{feature.id}.log"
+        self.journal.record("dispatch", feature.started_at, feature_id=feature.id)
+        await self.store.set_status(feature.id, "in_progress", attempts=feature.attempts + 1)
+        self.observer.feature_changed(self.mission, feature)
+
+    async def _attempts(self, feature: Feature, head: str) -> None:
+        error = "not run"
+        for _ in range(self.mission.config.retries + 1):
+            feature.attempts += 1
+            outcome = await self._attempt(feature, head)
+            if isinstance(outcome, Handoff):
+                feature.handoff = outcome
+                await self._end(feature, "completed", None)
+                return
+            error = outcome
+        await self._end(feature, "failed", error)
+
+    async def _attempt(self, feature: Feature, head: str) -> Handoff | str:
+        """One try of *feature*: its handoff, or the error text."""
+        assert feature.branch is not None  # given by Mission.add_feature
+        try:
+            worktree = await anyio.to_thread.run_sync(self.pool.acquire, feature.branch, head)
+        except MissionError as exc:
+            return str(exc)
+        try:
+            context = self._context(feature, worktree, head)
+            with _deadline(self.mission.config.task_timeout) as scope:
+                handoff = await self.worker(context)
+            if scope.cancelled_caught:
+                return f"timed out after {self.mission.config.task_timeout:g}s"
+            return handoff or await self._commit(feature, worktree, head)
+        except Exception as exc:
+            # A worker's exception fails its feature with the exception's text.
+            return str(exc) or type(exc).__name__
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.pool.release, worktree)
+
+    def _context(self, feature: Feature, worktree: Path, head: str) -> WorkerContext:
+        def started(pgid: int) -> None:
+            self.journal.record("process", now_rfc3339(), feature_id=feature.id, pgid=pgid)
+
+        return WorkerContext(
+            mission=self.mission,
+            feature=feature,
+            worktree=worktree,
+            base_commit=head,
+            attempt=feature.attempts,
+            log_path=self.folder / "logs" / f"{feature.id}.log",
+            on_process_start=started,
+        )
+
+    async def _commit(self, feature: Feature, worktree: Path, head: str) -> Handoff:
+        message = f"rho-mission {self.mission.id}: {feature.id} {feature.description}".strip()
+
+        def commit() -> CommitResult:
+            return self.repo.commit_all(worktree, message, base=head)
+
+        result = await anyio.to_thread.run_sync(commit)
+        count = len(result.files_changed)
+        return Handoff(
+            commit_id=result.commit_id,
+            files_changed=result.files_changed,
+            summary=f"{count} file(s) changed" if count else "no changes",
+        )
+
+    async def _end(self, feature: Feature, status: FeatureStatus, error: str | None) -> None:
+        feature.status = status
+        feature.error = error
+        feature.completed_at = now_rfc3339()
+        self.journal.record(
+            "finish",
+            feature.completed_at,
+            feature_id=feature.id,
+            status=status,
+            attempts=feature.attempts,
+            error_sha256=digest(error) if error else None,
+            files_changed_count=len(feature.handoff.files_changed) if feature.handoff else 0,
+        )
+        await self.store.set_status(feature.id, status, attempts=feature.attempts, error=error)
+        self.observer.feature_changed(self.mission, feature)
+
+    # -- the join ----------------------------------------------------------------------------
+
+    async def _join(
+        self, number: int, ids: list[str], later: list[list[str]], started: str
+    ) -> WaveJoin:
+        await self._merge_completed(ids)
+        if self.cancelled:
+            for feature_id in ids:
+                feature = self.mission.feature(feature_id)
+                if feature.status in ("pending", "in_progress"):
+                    await self._end(feature, "cancelled", "cancelled")
+        join = _join_record(self.mission.features, number, ids, later, started)
+        self.mission.wave_joins.append(join)
+        save_mission(self.mission)
+        self.journal.record(
+            "join",
+            join.completed_at,
+            durable=True,
+            wave=number,
+            completed=len(join.completed_ids),
+            failed=len(join.failed_ids),
+            cancelled=len(join.cancelled_ids),
+            blocked=len(join.blocked_ids),
+        )
+        self.observer.wave_joined(self.mission, join)
+        return join
+
+    async def _merge_completed(self, ids: list[str]) -> None:
+        for feature_id in sorted(ids):
+            feature = self.mission.feature(feature_id)
+            if feature.status != "completed" or feature.branch is None:
+                continue
+            message = f"rho-mission {self.mission.id}: merge {feature.id}"
+            try:
+                await anyio.to_thread.run_sync(
+                    self.repo.merge_into, self._integration, feature.branch, message
+                )
+            except MergeConflictError as exc:
+                feature.handoff = None
+                await self._end(feature, "failed", str(exc))
+
+    async def _finish(self) -> None:
+        mission = self.mission
+        await anyio.to_thread.run_sync(self.pool.close)
+        mission.warnings.extend(self.store.problems)
+        mission.status = _final_status(mission.features, self.cancelled)
+        mission.completed_at = now_rfc3339()
+        save_mission(mission)
+        self.journal.record(
+            "mission",
+            mission.completed_at,
+            durable=True,
+            mission_id=mission.id,
+            status=mission.status,
+        )
+
+
+def _deadline(seconds: float | None) -> anyio.CancelScope:
+    return anyio.move_on_after(seconds) if seconds is not None else anyio.CancelScope()
+
+
+def _reset(feature: Feature) -> None:
+    feature.status = "pending"
+    feature.error = None
+    feature.handoff = None
+    feature.started_at = None
+    feature.completed_at = None
+
+
+def _first_unfinished(features: list[Feature], waves: list[list[str]]) -> int:
+    """Index of the first wave with a feature that is not completed (len(waves) if none)."""
+    done = {f.id for f in features if f.status == "completed"}
+    for index, wave in enumerate(waves):
+        if not done.issuperset(wave):
+            return index
+    return len(waves)
+
+
+def _join_record(
+    features: list[Feature], number: int, ids: list[str], later: list[list[str]], started: str
+) -> WaveJoin:
+    by_id = {f.id: f for f in features}
+
+    def having(status: str) -> list[str]:
+        return sorted(i for i in ids if by_id[i].status == status)
+
+    completed, failed, cancelled = having("completed"), having("failed"), having("cancelled")
+    blocked: list[str] = []
+    if failed or cancelled:
+        blocked = sorted(i for wave in later for i in wave if by_id[i].status != "completed")
+    summary = (
+        f"wave {number} joined {len(ids)} feature(s), "
+        f"{len(completed)} completed, {len(failed)} failed"
+    )
+    if cancelled:
+        summary += f", {len(cancelled)} cancelled"
+    if blocked:
+        summary += f", {len(blocked)} downstream blocked"
+    return WaveJoin(
+        wave=number,
+        feature_ids=sorted(ids),
+        completed_ids=completed,
+        failed_ids=failed,
+        cancelled_ids=cancelled,
+        blocked_ids=blocked,
+        started_at=started,
+        completed_at=now_rfc3339(),
+        summary=summary,
+    )
+
+
+def _final_status(features: list[Feature], cancelled: bool) -> MissionStatus:
+    if cancelled:
+        return "cancelled"
+    statuses = {f.status for f in features}
+    if statuses <= {"completed"}:
+        return "completed"
+    if "completed" not in statuses:
+        return "failed"
+    return "partial"

@@ -1,0 +1,153 @@
+"""Errors raised by the mission engine and its git layer.
+
+The tree::
+
+    MissionError                    root; ``exit_code`` is what ``rho`` exits with (default 2)
+    ├── InvalidMissionError         a mission, its waves or its config are refused (also ValueError)
+    ├── MissionCancelledError       Ctrl-C, SIGTERM or a timeout stopped the mission (exit 130)
+    ├── FeatureFailedError          a worker reports that its feature failed (exit 1)
+    ├── NotAGitRepositoryError      a path lies in no git work tree
+    ├── UnknownRefError             a ref names no commit (also LookupError)
+    ├── BranchCheckedOutError       refusing to move a branch that a work tree has checked out
+    ├── RepositoryLockTimeoutError  the repository-wide lock stayed held (also TimeoutError)
+    ├── MergeConflictError          two branches change the same lines; ``.files`` names them
+    └── GitOperationError           a git command failed; ``.stderr`` holds git's own words
+
+Git's own failures are translated into this tree in one place (``_git.GitRepo.run``). Messages are
+lowercase, carry no trailing period, and quote refs and branches as JSON strings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+__all__ = [
+    "BranchCheckedOutError",
+    "FeatureFailedError",
+    "GitOperationError",
+    "InvalidMissionError",
+    "MergeConflictError",
+    "MissionCancelledError",
+    "MissionError",
+    "NotAGitRepositoryError",
+    "RepositoryLockTimeoutError",
+    "UnknownRefError",
+]
+
+
+def _quote(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+class MissionError(Exception):
+    """Raised for every failure of a mission; the root of this tree."""
+
+    #: The exit code of ``rho`` when this error ends a command: 2 means bad input.
+    exit_code: int = 2
+
+
+class InvalidMissionError(MissionError, ValueError):
+    """Raised when a mission, its waves or its configuration are refused before any work starts."""
+
+
+class MissionCancelledError(MissionError):
+    """Raised when Ctrl-C, SIGTERM or a timeout cancelled the mission."""
+
+    exit_code = 130
+
+
+class FeatureFailedError(MissionError):
+    """Raised by a worker when its feature failed; the engine records the message as its error."""
+
+    exit_code = 1
+
+
+class NotAGitRepositoryError(MissionError):
+    """Raised when a path lies in no git work tree (or in a bare repository)."""
+
+    def __init__(self, path: str, what: str = "git repository") -> None:
+        super().__init__(f"not a {what}: {path}")
+        self.path = path
+
+
+class UnknownRefError(MissionError, LookupError):
+    """Raised when a ref (branch, tag, sha, ``HEAD~2``...) names no commit."""
+
+    def __init__(self, ref: str) -> None:
+        super().__init__(f"unknown git ref {_quote(ref)}")
+        self.ref = ref
+
+    def __str__(self) -> str:
+        # LookupError would repr() the message; keep it plain.
+        return str(self.args[0])
+
+
+class BranchCheckedOutError(MissionError):
+    """Raised instead of moving a branch that a work tree has checked out.
+
+    Moving it would make that work tree look as if its files had changed under the user.
+    """
+
+    def __init__(self, branch: str, worktree: str) -> None:
+        super().__init__(
+            f"branch {_quote(branch)} is checked out at {worktree}; refusing to move it"
+        )
+        self.branch = branch
+        self.worktree = worktree
+
+
+class RepositoryLockTimeoutError(MissionError, TimeoutError):
+    """Raised when the repository-wide lock is still held by someone else after the timeout."""
+
+    def __init__(self, lock_path: str, timeout: float) -> None:
+        super().__init__(f"repository lock {lock_path} still held after {timeout:g}s")
+        self.lock_path = lock_path
+        self.timeout = timeout
+
+
+class MergeConflictError(MissionError):
+    """Raised when merging two branches conflicts; ``files`` lists the conflicted paths, sorted."""
+
+    def __init__(self, files: Sequence[str], *, target: str = "", source: str = "") -> None:
+        self.files = sorted(set(files))
+        super().__init__(f"merge conflict in {', '.join(self.files)}")
+        self.target = target
+        self.source = source
+
+
+class GitOperationError(MissionError):
+    """Raised when a git command fails for a reason this tree does not name more precisely.
+
+    The message is ``git <command> failed: <first line of git's stderr>``; ``command`` holds the
+    whole argument list, ``status`` the exit code and ``stderr`` git's complete error output.
+    """
+
+    def __init__(self, command: Sequence[str], status: int | None, stderr: str) -> None:
+        self.command = list(command)
+        self.status = status
+        self.stderr = stderr
+        super().__init__(f"git {_verb(self.command)} failed: {_first_line(stderr, status)}")
+
+
+def _verb(command: Sequence[str]) -> str:
+    # Skip "git", "-C PATH" and "-c KEY=VALUE" so the message names the subcommand.
+    words: list[str] = []
+    args = iter(command[1:] if command and command[0] == "git" else command)
+    for arg in args:
+        if arg in ("-C", "-c"):
+            next(args, None)
+        elif not arg.startswith("-"):
+            words.append(arg)
+            if len(words) == 2 or words[0] != "worktree":
+                break
+    return " ".join(words) or "command"
+
+
+def _first_line(stderr: str, status: int | None) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    # Hints come before the error itself; prefer the line that says what went wrong.
+    for line in lines:
+        if line.startswith(("fatal:", "error:")):
+            return line
+    return lines[0] if lines else f"exit status {status}"

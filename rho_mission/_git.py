@@ -1,0 +1,421 @@
+"""The git layer: a repository, its repository-wide lock, branches, commits and merges.
+
+Every git call of the mission engine goes through ``GitRepo.run``, the one place where git's
+failures become ``MissionError``s. Nothing here touches the user's working tree, index or
+current branch: feature work happens in linked worktrees (``_worktrees.WorktreePool``) and merges
+are computed with ``git merge-tree`` and written with ``commit-tree`` + ``update-ref``.
+
+All calls are synchronous; the engine runs them in worker threads (``anyio.to_thread``). Every
+operation that changes git metadata (worktrees, branches, merges, commits that move a ref) holds
+``GitRepo.locked()``: a thread lock shared by all ``GitRepo`` objects of one repository in this
+process, combined with a file lock at ``<git common dir>/rho-mission.lock`` for other processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import filelock
+import git
+
+from ._errors import (
+    BranchCheckedOutError,
+    GitOperationError,
+    MergeConflictError,
+    NotAGitRepositoryError,
+    RepositoryLockTimeoutError,
+    UnknownRefError,
+)
+
+__all__ = ["CommitResult", "GitRepo", "WorktreeInfo"]
+
+LOCK_FILE_NAME = "rho-mission.lock"
+
+# The identity of rho's own commits when the user has configured none.
+_FALLBACK_IDENTITY = {
+    "GIT_AUTHOR_NAME": "rho-mission",
+    "GIT_AUTHOR_EMAIL": "rho-mission@localhost",
+    "GIT_COMMITTER_NAME": "rho-mission",
+    "GIT_COMMITTER_EMAIL": "rho-mission@localhost",
+}
+
+# Hooks and fsmonitor daemons belong to the user's interactive work, not to rho's plumbing in
+# throw-away worktrees: a slow post-checkout hook would run on every feature, a daemon would be
+# spawned per worktree and outlive it.
+_PLUMBING_CONFIG = ("-c", f"core.hooksPath={os.devnull}", "-c", "core.fsmonitor=false")
+
+
+class CommitResult(NamedTuple):
+    """What a feature's worktree holds beyond its start commit.
+
+    ``commit_id`` is the branch head when it moved past the start commit (committed by rho or by
+    the worker itself), else None; ``files_changed`` lists the paths that differ from the start
+    commit (added, modified, deleted), sorted.
+    """
+
+    commit_id: str | None
+    files_changed: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeInfo:
+    """One entry of ``git worktree list``: ``branch`` is the short name, None when detached.
+
+    ``locked`` is the lock reason (``""`` when locked without one), None when not locked.
+    """
+
+    path: Path
+    head: str | None
+    branch: str | None
+    locked: str | None
+
+
+class _RepoLock:
+    """A reentrant lock that excludes other threads of this process and other processes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._thread_lock = threading.RLock()
+        # The thread lock already serialises threads; the file lock counts nested holds itself.
+        self._file_lock = filelock.FileLock(path, thread_local=False)
+
+    @contextlib.contextmanager
+    def hold(self, timeout: float | None) -> Iterator[None]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._thread_lock.acquire(timeout=_remaining(deadline)):
+            raise RepositoryLockTimeoutError(str(self.path), timeout or 0.0)
+        try:
+            try:
+                self._file_lock.acquire(timeout=_remaining(deadline))
+            except filelock.Timeout as exc:
+                raise RepositoryLockTimeoutError(str(self.path), timeout or 0.0) from exc
+            try:
+                yield
+            finally:
+                self._file_lock.release()
+        finally:
+            self._thread_lock.release()
+
+
+def _remaining(deadline: float | None) -> float:
+    return -1 if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+_LOCKS: dict[Path, _RepoLock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _repo_lock(path: Path) -> _RepoLock:
+    # One lock object per repository and process, however many GitRepo objects point at it.
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(path, _RepoLock(path))
+
+
+class GitRepo:
+    """A git repository seen from its main work tree; open one with ``GitRepo.open``.
+
+    ``root`` is the top level of the work tree that ``open`` was given a path in; ``common_dir``
+    the git directory shared by all its worktrees (``<root>/.git`` for a main work tree).
+    """
+
+    def __init__(self, repo: git.Repo, root: Path, common_dir: Path) -> None:
+        self.root = root
+        self.common_dir = common_dir
+        self._repo = repo
+        self._lock = _repo_lock(common_dir / LOCK_FILE_NAME)
+        self._identity: dict[str, str] | None = None
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> GitRepo:
+        """Open the repository whose work tree holds *path* (the top level or any folder below).
+
+        Raises:
+            NotAGitRepositoryError: *path* lies in no git work tree, or in a bare repository.
+        """
+        shown = os.path.abspath(path)
+        try:
+            repo = git.Repo(path, search_parent_directories=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+            raise NotAGitRepositoryError(shown) from exc
+        if repo.working_tree_dir is None:
+            raise NotAGitRepositoryError(shown, "git work tree")
+        root = Path(repo.working_tree_dir).resolve()
+        return cls(repo, root, Path(repo.common_dir).resolve())
+
+    def __repr__(self) -> str:
+        return f"GitRepo({str(self.root)!r})"
+
+    # -- the translation boundary ------------------------------------------------------------
+
+    def run(self, *args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None) -> str:
+        """Run ``git <args>`` in *cwd* (default: the root) and return its standard output.
+
+        Raises:
+            GitOperationError: git exited with a non-zero status, or could not be started.
+        """
+        status, out, err = self.run_status(*args, cwd=cwd, env=env)
+        if status != 0:
+            raise GitOperationError(["git", *args], status, err)
+        return out
+
+    def run_status(
+        self, *args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    ) -> tuple[int, str, str]:
+        """Run ``git <args>`` and return its exit status, standard output and standard error.
+
+        For commands whose exit status is an answer (``merge-base --is-ancestor``).
+
+        Raises:
+            GitOperationError: git could not be started at all.
+        """
+        where = self.root if cwd is None else cwd
+        command = ["git", "-C", str(where), *_PLUMBING_CONFIG, *args]
+        call_env = dict(env or {})
+        if cwd is not None:
+            # A worktree folder that lost its .git file must not let git climb up to the
+            # user's repository and run a checkout or clean there.
+            call_env["GIT_CEILING_DIRECTORIES"] = str(Path(where).resolve().parent)
+        try:
+            status, out, err = self._repo.git.execute(
+                command,
+                with_extended_output=True,
+                with_exceptions=False,
+                env=call_env,
+                strip_newline_in_stdout=False,
+            )
+        except git.GitCommandError as exc:
+            code = exc.status if isinstance(exc.status, int) else None
+            raise GitOperationError(command, code, str(exc)) from exc
+        return int(status), str(out or ""), str(err or "")
+
+    # -- the lock ----------------------------------------------------------------------------
+
+    def locked(self, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
+        """Hold the repository-wide lock for the ``with`` block; reentrant in one thread.
+
+        Other threads of this process and other processes (another ``rho`` on this repository)
+        wait. Every metadata method of this module takes it; take it yourself to make several
+        calls atomic. *timeout* seconds (None: wait for ever) bounds the wait.
+
+        Raises:
+            RepositoryLockTimeoutError: the lock is still held by someone else after *timeout*.
+        """
+        return self._lock.hold(timeout)
+
+    @property
+    def lock_path(self) -> Path:
+        """The file that other processes lock: ``<git common dir>/rho-mission.lock``."""
+        return self._lock.path
+
+    # -- refs --------------------------------------------------------------------------------
+
+    def resolve_commit(self, ref: str) -> str:
+        """Return the full sha of the commit that *ref* names (a branch, tag, sha, ``HEAD~1``).
+
+        Raises:
+            UnknownRefError: *ref* names no commit.
+        """
+        status, out, _ = self.run_status(
+            "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"
+        )
+        if status != 0 or not ref:
+            raise UnknownRefError(ref)
+        return out.strip()
+
+    def head_commit(self) -> str:
+        """Return the sha of the commit checked out in the root's work tree.
+
+        Raises:
+            UnknownRefError: the repository has no commit yet.
+        """
+        return self.resolve_commit("HEAD")
+
+    def branch_commit(self, name: str) -> str | None:
+        """Return the sha that branch *name* points at, or None when there is no such branch."""
+        status, out, _ = self.run_status(
+            "rev-parse", "--verify", "--quiet", f"refs/heads/{name}^{{commit}}"
+        )
+        return out.strip() if status == 0 and name else None
+
+    def list_branches(self, prefix: str = "") -> list[str]:
+        """Return the sorted names of the local branches that start with *prefix*."""
+        out = self.run("for-each-ref", "--format=%(refname:strip=2)", "refs/heads/")
+        return sorted(name for name in out.splitlines() if name.startswith(prefix))
+
+    def create_branch(self, name: str, commit: str) -> None:
+        """Point branch *name* at *commit*, creating it or force-resetting it.
+
+        Raises:
+            UnknownRefError: *commit* names no commit.
+            GitOperationError: *name* is not a valid branch name, or a work tree has it checked
+                out (git refuses to move it).
+        """
+        sha = self.resolve_commit(commit)
+        with self.locked():
+            self.run("branch", "--force", "--no-track", "--", name, sha)
+
+    def delete_branch(self, name: str) -> bool:
+        """Delete branch *name*; return False when there was no such branch.
+
+        Raises:
+            GitOperationError: a work tree has the branch checked out.
+        """
+        with self.locked():
+            if self.branch_commit(name) is None:
+                return False
+            self.run("branch", "--delete", "--force", "--", name)
+            return True
+
+    def exclude(self, pattern: str) -> bool:
+        """Add *pattern* as a line of ``<common dir>/info/exclude`` unless it is there already.
+
+        The common dir's exclude file applies to every worktree of the repository. Returns
+        whether the file changed.
+        """
+        path = self.common_dir / "info" / "exclude"
+        with self.locked():
+            text = path.read_text(encoding="utf-8") if path.exists() else ""
+            if pattern in (line.strip() for line in text.splitlines()):
+                return False
+            path.parent.mkdir(parents=True, exist_ok=True)
+            separator = "" if not text or text.endswith("\n") else "\n"
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(f"{separator}{pattern}\n")
+            return True
+
+    def worktrees(self) -> list[WorktreeInfo]:
+        """Return every worktree of the repository, the main one first, as git lists them."""
+        out = self.run("worktree", "list", "--porcelain", "-z")
+        return [_parse_worktree(block) for block in out.split("\0\0") if block.strip("\0")]
+
+    # -- commits and merges ------------------------------------------------------------------
+
+    def commit_all(self, worktree: Path, message: str, *, base: str | None = None) -> CommitResult:
+        """Stage everything in *worktree* and commit it on its branch if anything changed.
+
+        Ignored files stay out. Hooks and signing never run; when the user has no
+        ``user.email``, the commit is made as ``rho-mission <rho-mission@localhost>``. The
+        result compares the worktree's head with *base* (default: the head before this call),
+        so commits the worker made itself count too.
+
+        Raises:
+            UnknownRefError: *base* names no commit.
+            GitOperationError: staging or committing failed (for example mid-rebase).
+        """
+        start = self._worktree_head(worktree) if base is None else self.resolve_commit(base)
+        self.run("add", "--all", cwd=worktree)
+        if self.run_status("diff", "--cached", "--quiet", cwd=worktree)[0] == 1:
+            with self.locked():
+                self.run(*_commit_args(message), cwd=worktree, env=self._identity_env())
+        head = self._worktree_head(worktree)
+        if head == start:
+            return CommitResult(None, [])
+        return CommitResult(head, self._changed_files(start, head))
+
+    def merge_into(self, target_branch: str, source_branch: str, message: str) -> str:
+        """Merge *source_branch* into *target_branch* without any worktree; return the new head.
+
+        Already contained: nothing changes. *target_branch* behind: it is fast-forwarded.
+        Otherwise ``git merge-tree`` computes the merged tree and a merge commit with both
+        parents is written. Only the target ref moves (checked against its old value); no
+        work tree, index or HEAD is touched.
+
+        Raises:
+            UnknownRefError: either branch does not exist.
+            MergeConflictError: the branches conflict; ``.files`` names the files.
+            BranchCheckedOutError: a work tree has *target_branch* checked out.
+        """
+        with self.locked():
+            old = self.branch_commit(target_branch)
+            if old is None:
+                raise UnknownRefError(target_branch)
+            new = self.branch_commit(source_branch)
+            if new is None:
+                raise UnknownRefError(source_branch)
+            if self._is_ancestor(new, old):
+                return old
+            if not self._is_ancestor(old, new):
+                new = self._merge_commit(old, new, message, (target_branch, source_branch))
+            self._move_branch(target_branch, new, old, message)
+            return new
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _worktree_head(self, worktree: Path) -> str:
+        return self.run("rev-parse", "--verify", "HEAD^{commit}", cwd=worktree).strip()
+
+    def _changed_files(self, start: str, head: str) -> list[str]:
+        out = self.run("diff", "--name-only", "--no-renames", "-z", start, head)
+        return sorted({name for name in out.split("\0") if name})
+
+    def _is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        status, _, err = self.run_status("merge-base", "--is-ancestor", ancestor, descendant)
+        if status > 1:
+            raise GitOperationError(["git", "merge-base", "--is-ancestor"], status, err)
+        return status == 0
+
+    def _merge_commit(self, ours: str, theirs: str, message: str, names: tuple[str, str]) -> str:
+        args = ("merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", ours, theirs)
+        status, out, err = self.run_status(*args)
+        fields = [item for item in out.split("\0") if item]
+        if status == 1:
+            raise MergeConflictError(fields[1:], target=names[0], source=names[1])
+        if status != 0 or not fields:
+            raise GitOperationError(["git", *args], status, err)
+        parents = ("-p", ours, "-p", theirs)
+        tree = fields[0]
+        env = self._identity_env()
+        return self.run(
+            "commit-tree", "--no-gpg-sign", *parents, "-m", message, tree, env=env
+        ).strip()
+
+    def _move_branch(self, branch: str, new: str, old: str, message: str) -> None:
+        # update-ref skips git's "checked out elsewhere" check; moving a checked-out branch
+        # would leave that work tree's files looking modified, so refuse it here.
+        for tree in self.worktrees():
+            if tree.branch == branch:
+                raise BranchCheckedOutError(branch, str(tree.path))
+        self.run("update-ref", "-m", f"rho-mission: {message}", f"refs/heads/{branch}", new, old)
+
+    def _identity_env(self) -> dict[str, str]:
+        if self._identity is None:
+            status, out, _ = self.run_status("config", "user.email")
+            configured = status == 0 and bool(out.strip())
+            fallback = {k: v for k, v in _FALLBACK_IDENTITY.items() if not os.environ.get(k)}
+            self._identity = {} if configured else fallback
+        return self._identity
+
+
+def _commit_args(message: str) -> tuple[str, ...]:
+    # A message starting with "#" must survive: clean up whitespace only.
+    return (
+        "-c",
+        "commit.gpgSign=false",
+        "commit",
+        "--no-verify",
+        "--quiet",
+        "--allow-empty-message",
+        "--cleanup=whitespace",
+        f"--message={message}",
+    )
+
+
+def _parse_worktree(block: str) -> WorktreeInfo:
+    attributes: dict[str, str] = {}
+    for line in block.strip("\0").split("\0"):
+        key, _, value = line.partition(" ")
+        attributes[key] = value
+    branch = attributes.get("branch")
+    return WorktreeInfo(
+        path=Path(attributes["worktree"]),
+        head=attributes.get("HEAD"),
+        branch=branch.removeprefix("refs/heads/") if branch else None,
+        locked=attributes.get("locked"),
+    )

@@ -1,0 +1,223 @@
+"""``Mission``: the mission.json document plus the library API that runs it."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+from filelock import FileLock, Timeout
+from pydantic import PrivateAttr, ValidationError
+
+from ._engine import Observer, Worker, run_waves
+from ._errors import InvalidMissionError, MissionError
+from ._git import GitRepo
+from ._models import Feature, MissionConfig, MissionDocument
+from ._persist import prepare_mission_dir
+from ._shell import shell_worker
+
+__all__ = ["Mission", "list_missions"]
+
+MISSION_FILE = "mission.json"
+
+
+class Mission(MissionDocument):
+    """A mission: features run in waves of isolated git worktrees, joined durably.
+
+    Build one with ``Mission.new``, run it with ``await mission.run_staged(worker, waves=...)``
+    (or ``run_staged_sync``), reopen one with ``Mission.load(dir)``. After a run, ``status``,
+    ``features`` and ``wave_joins`` hold the outcome.
+    """
+
+    _warnings: list[str] = PrivateAttr(default_factory=list)
+
+    @classmethod
+    def new(
+        cls,
+        repo: str | Path,
+        prompt: str,
+        features: Sequence[Feature] | None = None,
+        config: MissionConfig | None = None,
+        *,
+        base: str = "HEAD",
+        mission_id: str | None = None,
+    ) -> Mission:
+        """Plan a mission on the repository containing *repo*, starting at *base*.
+
+        Nothing is written until the mission runs.
+
+        Raises:
+            NotAGitRepositoryError: *repo* is not inside a git work tree.
+            UnknownRefError: *base* names no commit.
+        """
+        git = GitRepo.open(Path(repo))
+        ident = mission_id or secrets.token_hex(4)
+        folder = git.root / ".rho" / "missions" / ident
+        mission = cls(
+            id=ident,
+            prompt=prompt,
+            dir=str(folder),
+            repo=str(git.root),
+            base_commit=git.resolve_commit(base),
+            integration_branch=f"rho-mission/{ident}/integration",
+            config=config or MissionConfig(),
+        )
+        for feature in features or ():
+            mission.add_feature(feature)
+        return mission
+
+    @classmethod
+    def load(cls, directory: str | Path) -> Mission:
+        """Read ``DIR/mission.json``.
+
+        Raises:
+            InvalidMissionError: the folder or file is missing, or the file is not a mission.
+        """
+        path = Path(directory) / MISSION_FILE
+        try:
+            return cls.model_validate_json(path.read_bytes())
+        except FileNotFoundError as exc:
+            raise InvalidMissionError(f"no mission at {directory}: {MISSION_FILE} missing") from exc
+        except (IsADirectoryError, NotADirectoryError) as exc:
+            raise InvalidMissionError(f"no mission at {directory}") from exc
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "document"
+            raise InvalidMissionError(f"invalid {path}: {where}: {first['msg'].lower()}") from exc
+
+    def add_feature(self, feature: Feature) -> Feature:
+        """Add *feature*, giving it its branch ``rho-mission/<mission>/<feature>``.
+
+        Raises:
+            InvalidMissionError: a feature with that id exists.
+        """
+        if any(existing.id == feature.id for existing in self.features):
+            raise InvalidMissionError(f"feature {_q(feature.id)} already exists")
+        feature.branch = f"rho-mission/{self.id}/{feature.id}"
+        self.features.append(feature)
+        return feature
+
+    async def run_staged(
+        self,
+        worker: Worker | None = None,
+        *,
+        waves: Sequence[Sequence[str]],
+        observer: Observer | None = None,
+    ) -> Mission:
+        """Run the features named in *waves*, wave after wave, and return this mission.
+
+        Without *worker*, the shell worker runs each feature's command (or ``config.run_command``).
+        A mission without features gets one per id named in *waves*.
+
+        Raises:
+            InvalidMissionError: empty waves, an unknown or repeated id, or (shell worker) a
+                feature with no command, all before any work starts.
+            MissionError: another process is running this mission.
+        """
+        plan = self._check_waves(waves)
+        if worker is None:
+            self.check_runnable(plan)
+        with _exclusive(Path(self.dir)):
+            await run_waves(self, worker or shell_worker, plan, observer)
+        return self
+
+    def run_staged_sync(
+        self,
+        worker: Worker | None = None,
+        *,
+        waves: Sequence[Sequence[str]],
+        observer: Observer | None = None,
+    ) -> Mission:
+        """``run_staged`` for callers without an event loop."""
+
+        async def run() -> Mission:
+            return await self.run_staged(worker, waves=waves, observer=observer)
+
+        return anyio.run(run)
+
+    async def resume(
+        self, worker: Worker | None = None, *, observer: Observer | None = None
+    ) -> Mission:
+        """Continue from the first unfinished wave; completed features stay completed."""
+        return await self.run_staged(worker, waves=self.waves, observer=observer)
+
+    def _check_waves(self, waves: Sequence[Sequence[str]]) -> list[list[str]]:
+        plan = [list(wave) for wave in waves if wave]
+        if not plan:
+            raise InvalidMissionError("staged execution waves are empty")
+        if not self.features:
+            for feature_id in (i for wave in plan for i in wave):
+                self.add_feature(Feature(feature_id))
+        known = {feature.id for feature in self.features}
+        seen: set[str] = set()
+        for number, wave in enumerate(plan, start=1):
+            for feature_id in wave:
+                if feature_id not in known:
+                    raise InvalidMissionError(
+                        f"staged execution wave {number} names unknown feature {_q(feature_id)}"
+                    )
+                if feature_id in seen:
+                    raise InvalidMissionError(
+                        f"feature {_q(feature_id)} appears more than once in staged waves"
+                    )
+                seen.add(feature_id)
+        return plan
+
+    def check_runnable(self, waves: Sequence[Sequence[str]] | None = None) -> None:
+        """Refuse, before any work starts, a feature the shell worker could not run.
+
+        Raises:
+            InvalidMissionError: a feature still to run has no command and there is no
+                ``config.run_command``.
+        """
+        if self.config.run_command:
+            return
+        for feature_id in (i for wave in (waves or self.waves) for i in wave):
+            feature = self.feature(feature_id)
+            if feature.status != "completed" and not feature.command:
+                raise InvalidMissionError(
+                    f"task {_q(feature_id)} has no command; set metadata.command or pass --run CMD"
+                )
+
+    @property
+    def warnings(self) -> list[str]:
+        """Problems of the last run that did not stop it (e.g. a task store left unwritable)."""
+        return self._warnings
+
+
+def list_missions(repo: str | Path) -> list[Mission]:
+    """The missions under ``<repo root>/.rho/missions``, newest first; unreadable ones skipped.
+
+    Raises:
+        NotAGitRepositoryError: *repo* is not inside a git work tree.
+    """
+    root = GitRepo.open(Path(repo)).root / ".rho" / "missions"
+    found: list[Mission] = []
+    for folder in sorted(root.glob("*/")) if root.is_dir() else []:
+        try:
+            found.append(Mission.load(folder))
+        except InvalidMissionError:
+            continue
+    return sorted(found, key=lambda m: (m.started_at or "", m.id), reverse=True)
+
+
+def _q(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+@contextmanager
+def _exclusive(folder: Path) -> Iterator[None]:
+    """Hold ``DIR/mission.lock`` so that two processes never run one mission at once."""
+    prepare_mission_dir(folder)
+    lock = FileLock(str(folder / "mission.lock"), mode=0o600)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout as exc:
+        raise MissionError(f"mission {folder.name} is already running") from exc
+    try:
+        yield
+    finally:
+        lock.release()

@@ -1,0 +1,74 @@
+"""The default worker: run the task's shell command in its worktree.
+
+The command is the task's ``metadata.command``, else the mission's ``--run``. It runs in its own
+process group with the RHO_* environment of DESIGN §3; its output goes to ``logs/<task>.log``.
+Exit 0 is success; the engine then commits whatever the command changed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._errors import FeatureFailedError
+from ._process import run_command
+
+if TYPE_CHECKING:
+    from ._engine import WorkerContext
+    from ._models import Handoff
+
+__all__ = ["shell_worker", "worker_environment"]
+
+
+async def shell_worker(ctx: WorkerContext) -> Handoff | None:
+    """Run the feature's command; raise ``FeatureFailedError`` unless it exits 0.
+
+    Raises:
+        FeatureFailedError: no command, a non-zero exit, or death by a signal.
+    """
+    command = ctx.feature.command or ctx.mission.config.run_command
+    if not command:
+        raise FeatureFailedError(f"task {ctx.feature.id} has no command")
+    result = await run_command(
+        command,
+        cwd=ctx.worktree,
+        env=worker_environment(ctx, _write_prompt(ctx)),
+        log_path=ctx.log_path,
+        grace=ctx.mission.config.grace_period,
+        on_start=ctx.on_process_start,
+    )
+    if not result.ok():
+        raise FeatureFailedError(f"command failed: {result.describe()}")
+    return None
+
+
+def worker_environment(ctx: WorkerContext, prompt_file: Path) -> dict[str, str]:
+    """The process environment: the caller's, plus the RHO_* variables of DESIGN §3."""
+    return {
+        **os.environ,
+        "RHO_MISSION_ID": ctx.mission.id,
+        "RHO_MISSION_DIR": ctx.mission.dir,
+        "RHO_TASK_ID": ctx.feature.id,
+        "RHO_TASK_SUBJECT": ctx.feature.description,
+        "RHO_TASK_PROMPT_FILE": str(prompt_file),
+        "RHO_WORKTREE": str(ctx.worktree),
+        "RHO_BASE_COMMIT": ctx.base_commit,
+        "RHO_ATTEMPT": str(ctx.attempt),
+    }
+
+
+def _write_prompt(ctx: WorkerContext) -> Path:
+    """Write the feature's subject, description and expected behaviour for an agent to read."""
+    folder = Path(ctx.mission.dir) / "prompts"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / f"{ctx.feature.id}.md"
+    text = (
+        f"# {ctx.feature.description}\n\n"
+        f"Mission: {ctx.mission.prompt}\n\n"
+        f"Expected behaviour:\n\n{ctx.feature.expected_behavior}\n"
+    )
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path

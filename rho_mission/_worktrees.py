@@ -1,0 +1,349 @@
+"""A pool of linked worktrees for one mission, and the clean-up of those a crash left behind.
+
+A fresh ``git worktree add`` checks out every file and registers a new worktree; reusing an
+idle one is several times cheaper (``bench/bench_worktrees.py``): check the start commit out over
+it, clean it, and point its branch there. So a feature borrows a worktree with ``acquire`` and
+gives it back with ``release``; ``close`` removes them all at the end of the mission.
+
+Each worktree is registered *locked*, with the reason ``rho-mission <mission> pid <pid>``: git's
+own ``worktree prune`` leaves it alone, and ``prune_stale`` can tell a worktree that a live
+process is using from one that a crashed process left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import threading
+from pathlib import Path
+from types import TracebackType
+
+from ._errors import InvalidMissionError, MissionError
+from ._git import GitRepo, WorktreeInfo
+
+__all__ = ["WorktreePool", "prune_stale"]
+
+_LOCK_REASON = re.compile(r"^rho-mission \S+ pid (\d+)$")
+_MISSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+# What a worker can leave in a worktree's git dir that a checkout does not clear (an unfinished
+# rebase, cherry-pick sequence, bisect, or a git killed mid-write): such a worktree is replaced.
+_UNFINISHED = ("rebase-merge", "rebase-apply", "sequencer", "BISECT_LOG", "index.lock")
+
+# The worktrees of every open pool of this process: never stale, whatever their lock says.
+_LIVE: set[Path] = set()
+_LIVE_GUARD = threading.Lock()
+
+
+class WorktreePool:
+    """The worktrees of one mission, under *folder*, reused from one feature to the next.
+
+    Thread-safe: the engine acquires and releases from several worker threads. With
+    ``keep=True`` a released worktree stays on its branch and is never reused, and ``close``
+    leaves it in place (unlocked) for the user to inspect.
+
+    *folder* lies outside the work tree, or inside it under an ignored path (the engine uses
+    ``<repo>/.rho/worktrees/<mission id>``, with ``.rho/`` excluded).
+
+    Raises:
+        InvalidMissionError: *mission_id* is not a plain file name, or *folder* is the work
+            tree or holds it. (A folder in the work tree that git does not ignore is refused
+            by the first ``acquire``.)
+    """
+
+    def __init__(
+        self, repo: GitRepo, folder: str | os.PathLike[str], mission_id: str, *, keep: bool = False
+    ) -> None:
+        if not _MISSION_ID.match(mission_id):
+            raise InvalidMissionError(f"invalid mission id {mission_id!r}")
+        self.repo = repo
+        # Whether the folder is ignored is checked at the first "worktree add": the caller
+        # may exclude ".rho/" after creating the pool.
+        self.folder = _checked_folder(repo, folder, ignored=False)
+        self._folder_checked = False
+        self.mission_id = mission_id
+        self._keep = keep
+        self._state = threading.Lock()
+        self._idle: list[Path] = []
+        self._busy: set[Path] = set()
+        self._kept: list[Path] = []
+        self._next = 1
+        self._closed = False
+
+    def __enter__(self) -> WorktreePool:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def worktrees(self) -> list[Path]:
+        """Every worktree the pool holds (idle, in use, kept), sorted."""
+        with self._state:
+            return sorted([*self._idle, *self._busy, *self._kept])
+
+    def acquire(self, branch: str, start_commit: str) -> Path:
+        """Return a clean worktree with *branch* checked out, created or reset at *start_commit*.
+
+        An idle worktree is reused when it is healthy; otherwise a new one is added under the
+        pool's folder (a stale worktree left at that path by a crash is removed first).
+
+        Raises:
+            InvalidMissionError: the pool's folder lies in the work tree but is not ignored.
+            UnknownRefError: *start_commit* names no commit.
+            GitOperationError: git refused (for example *branch* is checked out elsewhere).
+            RuntimeError: the pool is closed.
+        """
+        start = self.repo.resolve_commit(start_commit)
+        path = self._take_idle()
+        if path is not None:
+            with contextlib.suppress(MissionError):
+                if _reusable(path):
+                    self._switch(path, branch, start)
+                    return path
+            self._discard(path)  # broken by its last worker: replace it with a fresh one
+        path = self._create(start)
+        try:
+            self._switch(path, branch, start)
+        except BaseException:
+            self._discard(path)
+            raise
+        return path
+
+    def release(self, path: Path) -> None:
+        """Give back a worktree that ``acquire`` returned; its branch stays as the worker left it.
+
+        The worktree's HEAD is detached so that the branch can be deleted, merged or checked
+        out elsewhere; its files are cleaned when it is next acquired.
+
+        Raises:
+            ValueError: *path* was not acquired from this pool, or was released already.
+        """
+        with self._state:
+            if path not in self._busy:
+                raise ValueError(f"worktree {path} is not in use from this pool")
+            self._busy.remove(path)
+            if self._keep:
+                self._kept.append(path)
+                return
+        try:
+            with self.repo.locked():
+                # Detach HEAD where it stands; unlike "checkout --detach", no index refresh.
+                self.repo.run("update-ref", "--no-deref", "HEAD", "HEAD", cwd=path)
+        except MissionError:
+            self._discard(path)
+            return
+        with self._state:
+            self._idle.append(path)
+
+    def close(self) -> None:
+        """Remove every worktree of the pool (in use or idle) and its folder; idempotent.
+
+        Kept worktrees (``keep=True``) stay, unlocked, and so does the folder holding them.
+
+        Raises:
+            GitOperationError: git could not prune its worktree records.
+            OSError: a worktree folder could not be deleted.
+        """
+        with self._state:
+            if self._closed:
+                return
+            self._closed = True
+            doomed, kept = [*self._idle, *self._busy], list(self._kept)
+            self._idle.clear()
+            self._busy.clear()
+        try:
+            with self.repo.locked():
+                for path in doomed:
+                    _remove_worktree(self.repo, path)
+                for path in kept:
+                    self.repo.run_status("worktree", "unlock", str(path))
+                self.repo.run("worktree", "prune")
+        finally:
+            _forget(*doomed, *kept)
+        if not kept:
+            with contextlib.suppress(OSError):  # not empty: someone else's files, left alone
+                self.folder.rmdir()
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _take_idle(self) -> Path | None:
+        with self._state:
+            if self._closed:
+                raise RuntimeError("worktree pool is closed")
+            if not self._idle:
+                return None
+            path = self._idle.pop()
+            self._busy.add(path)
+            return path
+
+    def _create(self, start: str) -> Path:
+        if not self._folder_checked:
+            _checked_folder(self.repo, self.folder)
+            self._folder_checked = True
+        with self.repo.locked():
+            path, stale = self._free_path()
+            if stale is not None or path.exists():
+                _remove_worktree(self.repo, path)
+                self.repo.run("worktree", "prune")
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            reason = f"rho-mission {self.mission_id} pid {os.getpid()}"
+            add = ("worktree", "add", "--detach", "--no-checkout", "--lock", "--reason", reason)
+            with self._state:
+                if self._closed:  # closed by another thread while this one waited for the lock
+                    raise RuntimeError("worktree pool is closed")
+                self._busy.add(path)
+            with _LIVE_GUARD:
+                _LIVE.add(path)
+            # The busy entry comes first so that a failed add is discarded like any other.
+            try:
+                self.repo.run(*add, str(path), start)
+            except BaseException:
+                self._discard(path)
+                raise
+            return path
+
+    def _free_path(self) -> tuple[Path, WorktreeInfo | None]:
+        # The first unused name; a live worktree of another process at that path is skipped.
+        registered = {tree.path.resolve(): tree for tree in self.repo.worktrees()}
+        with self._state:
+            while True:
+                path = self.folder / f"{self.mission_id}-{self._next}"
+                self._next += 1
+                entry = registered.get(path)
+                if entry is None or not _in_use(entry):
+                    return path, entry
+
+    def _switch(self, path: Path, branch: str, start: str) -> None:
+        # The same end state as "checkout --force -B <branch> <start>" + "clean -ffdx", but the
+        # files are rewritten outside the lock (HEAD, index and files of a linked worktree are
+        # its own), and under it only cheap ref writes: "branch --force" (which refuses a
+        # branch checked out elsewhere) and a symbolic HEAD, with no second index refresh.
+        self.repo.run("checkout", "--quiet", "--detach", "--force", start, cwd=path)
+        self.repo.run("clean", "-ffdxq", cwd=path)
+        with self.repo.locked():
+            self.repo.run("branch", "--force", "--no-track", "--", branch, start, cwd=path)
+            self.repo.run("symbolic-ref", "HEAD", f"refs/heads/{branch}", cwd=path)
+
+    def _discard(self, path: Path) -> None:
+        with self._state:
+            self._busy.discard(path)
+            with contextlib.suppress(ValueError):
+                self._idle.remove(path)
+        try:
+            with self.repo.locked():
+                _remove_worktree(self.repo, path)
+                self.repo.run("worktree", "prune")
+        finally:
+            _forget(path)
+
+
+def prune_stale(repo: GitRepo, folder: str | os.PathLike[str]) -> list[Path]:
+    """Remove the worktrees under *folder* that no live process uses; return their paths.
+
+    For ``rho mission resume`` after a crash: registered worktrees under *folder* whose owner
+    is gone (or that no rho process registered), and folders under it that git no longer
+    knows, are deleted; git's records are pruned; *folder* goes too once empty. Worktrees of
+    open pools in this process and of live ``rho`` processes stay.
+
+    Raises:
+        InvalidMissionError: *folder* is the work tree, holds it, or lies in it unignored.
+        GitOperationError: git could not list or prune its worktrees.
+        OSError: a folder could not be deleted.
+    """
+    root = _checked_folder(repo, folder)
+    removed: list[Path] = []
+    with repo.locked():
+        for tree in repo.worktrees():
+            path = tree.path.resolve()
+            if path.is_relative_to(root) and path != root and not _in_use(tree):
+                _remove_worktree(repo, path)
+                removed.append(path)
+        repo.run("worktree", "prune")
+        removed += _remove_unregistered(repo, root)
+        if root.is_dir() and not any(root.iterdir()):
+            root.rmdir()
+    return sorted(removed)
+
+
+def _checked_folder(repo: GitRepo, folder: str | os.PathLike[str], *, ignored: bool = True) -> Path:
+    # Whatever lies under the folder may be deleted, and worktrees in the user's work tree must
+    # not show up in their "git status": refuse the work tree itself, or an unignored part.
+    path = Path(folder).resolve()
+    if repo.root.is_relative_to(path):
+        raise InvalidMissionError(f"worktree folder {path} holds the repository itself")
+    inside = ignored and path.is_relative_to(repo.root)
+    if inside and repo.run_status("check-ignore", "-q", f"{path}/")[0] != 0:
+        raise InvalidMissionError(
+            f"worktree folder {path} is inside the work tree but not ignored by git"
+        )
+    return path
+
+
+def _remove_unregistered(repo: GitRepo, root: Path) -> list[Path]:
+    if not root.is_dir():
+        return []
+    registered = {tree.path.resolve() for tree in repo.worktrees()}
+    with _LIVE_GUARD:
+        keep = registered | _LIVE
+    leftovers = [child for child in root.iterdir() if child.resolve() not in keep]
+    for child in leftovers:
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+    return [child.resolve() for child in leftovers]
+
+
+def _remove_worktree(repo: GitRepo, path: Path) -> None:
+    # Double --force: the worktree is locked (by us) and may hold changes or untracked files.
+    # git also refuses a folder it does not know: that is a leftover, deleted by hand.
+    status, _, _ = repo.run_status("worktree", "remove", "--force", "--force", str(path))
+    if status != 0 and path.exists():
+        repo.run_status("worktree", "unlock", str(path))
+        shutil.rmtree(path)
+
+
+def _in_use(tree: WorktreeInfo) -> bool:
+    with _LIVE_GUARD:
+        if tree.path.resolve() in _LIVE:
+            return True
+    if tree.locked is None:
+        return False
+    match = _LOCK_REASON.match(tree.locked)
+    if match is None:
+        return True  # locked by the user or another tool, for its own reasons
+    pid = int(match[1])
+    # Our own pid with no open pool here means a previous process that had the same pid.
+    return pid != os.getpid() and _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def _reusable(path: Path) -> bool:
+    try:
+        pointer = (path / ".git").read_text(encoding="utf-8").strip()
+    except OSError:
+        return False
+    git_dir = Path(pointer.removeprefix("gitdir:").strip())
+    return git_dir.is_dir() and not any((git_dir / name).exists() for name in _UNFINISHED)
+
+
+def _forget(*paths: Path) -> None:
+    with _LIVE_GUARD:
+        _LIVE.difference_update(paths)

@@ -1,0 +1,228 @@
+"""``rho mission ...``: run, resume, show and list missions."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ._errors import CliError
+from ._paths import find_repo_root, resolve_store_path
+
+if TYPE_CHECKING:
+    from rho_mission._mission import Mission
+
+__all__ = ["mission"]
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """Parse ``90``, ``90s``, ``500ms``, ``5m`` or ``1.5h`` into seconds."""
+    if value is None:
+        return None
+    match = _DURATION.match(value)
+    if match is None or float(match.group(1)) <= 0:
+        raise click.BadParameter(f"{value!r} is not a duration like 90, 90s, 5m or 1.5h")
+    return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+
+
+@click.group(invoke_without_command=True)
+@click.option("--from-tasks", is_flag=True, help="Run the task store's tasks as a mission.")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--run", "run_command", default=None, help="Command for tasks without their own.")
+@click.option("--workers", type=click.IntRange(1, 64), default=4, show_default=True)
+@click.option("--retries", type=click.IntRange(0, 100), default=0, show_default=True)
+@click.option("--timeout", callback=_duration, help="Mission time limit (90s, 5m, 1h).")
+@click.option("--task-timeout", callback=_duration, help="Per-task time limit (90s, 5m).")
+@click.option("--base", default="HEAD", show_default=True, help="Commit the mission starts from.")
+@click.option("--keep-worktrees", is_flag=True, help="Leave the worktrees for inspection.")
+@click.option("--dry-run", is_flag=True, help="Show the plan; run and write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the final mission.json on stdout.")
+@click.pass_context
+def mission(
+    ctx: click.Context, /, from_tasks: bool, store_path: Path | None, **options: Any
+) -> int:
+    """Run the task store as waves of isolated git worktrees, or inspect missions.
+
+    Example: rho mission --from-tasks --run "make check" --workers 4
+    """
+    if ctx.invoked_subcommand is not None:
+        return 0
+    if not from_tasks:
+        raise click.UsageError("nothing to run: pass --from-tasks, or use resume, show or list")
+    return _run_from_tasks(store_path, **options)
+
+
+def _run_from_tasks(
+    store_path: Path | None,
+    *,
+    run_command: str | None,
+    workers: int,
+    retries: int,
+    timeout: float | None,
+    task_timeout: float | None,
+    base: str,
+    keep_worktrees: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> int:
+    from rho_mission import MissionConfig, mission_from_tasks
+    from taskstore import ScheduleError
+
+    repo = _repo_root()
+    root_store = (click.get_current_context().find_root().obj or {}).get("store")
+    config = MissionConfig(
+        max_workers=workers,
+        retries=retries,
+        timeout=timeout,
+        task_timeout=task_timeout,
+        keep_worktrees=keep_worktrees,
+        run_command=run_command,
+    )
+    store = resolve_store_path(store_path, root_store)
+    try:
+        planned = mission_from_tasks(store, repo, config, base=base)
+    except ScheduleError as exc:
+        raise CliError(f"validate task schedule: {exc}") from exc
+    planned.check_runnable()
+    if dry_run:
+        return _print_plan(planned, as_json)
+    return _execute(planned, as_json)
+
+
+def _repo_root() -> Path:
+    root = find_repo_root()
+    if root is None:
+        raise CliError(f"not a git repository: {Path.cwd()}")
+    return root
+
+
+def _print_plan(planned: Mission, as_json: bool) -> int:
+    if as_json:
+        sys.stdout.write(planned.model_dump_json(indent=2) + "\n")
+        return 0
+    click.echo(f"mission {planned.id} (dry run: nothing runs, nothing is written)")
+    for number, wave in enumerate(planned.waves, start=1):
+        click.echo(f"wave {number}:")
+        for feature_id in wave:
+            feature = planned.feature(feature_id)
+            done = " (completed)" if feature.status == "completed" else ""
+            click.echo(f"  {feature.id}: {feature.description}{done}")
+    return 0
+
+
+def _execute(target: Mission, as_json: bool, resume: bool = False) -> int:
+    import anyio
+
+    from ._progress import LiveProgress, progress_for
+
+    progress = progress_for(target, as_json)
+
+    async def main() -> None:
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as group:
+                group.start_soon(_cancel_on_signal, scope)
+                if resume:
+                    await target.resume(observer=progress)
+                else:
+                    await target.run_staged(waves=target.waves, observer=progress)
+                group.cancel_scope.cancel()
+
+    if isinstance(progress, LiveProgress):
+        with progress:
+            anyio.run(main)
+    else:
+        anyio.run(main)
+    for problem in target.warnings:
+        click.echo(f"warning: {problem}", err=True)
+    return _finish(target, as_json)
+
+
+async def _cancel_on_signal(scope: Any) -> None:
+    import anyio
+
+    # Keep receiving after the first signal: a second Ctrl-C must not interrupt the
+    # shielded clean-up that records the join.
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            scope.cancel()
+
+
+def _finish(target: Mission, as_json: bool) -> int:
+    if as_json:
+        sys.stdout.write(target.model_dump_json(indent=2) + "\n")
+    else:
+        click.echo(f"mission {target.id} {target.status}: {target.dir}")
+    return {"completed": 0, "cancelled": 130}.get(target.status, 1)
+
+
+@mission.command("resume")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the final mission.json on stdout.")
+def resume(directory: Path, as_json: bool) -> int:
+    """Continue a failed, cancelled or crashed mission from its first unfinished wave.
+
+    Example: rho mission resume .rho/missions/1a2b3c4d
+    """
+    from rho_mission import Mission
+
+    target = Mission.load(directory)
+    target.check_runnable()
+    return _execute(target, as_json, resume=True)
+
+
+@mission.command("show")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print mission.json.")
+def show(directory: Path, as_json: bool) -> int:
+    """Show a mission's waves, features, joins, branches and timings.
+
+    Example: rho mission show .rho/missions/1a2b3c4d
+    """
+    from rho_mission import Mission
+
+    target = Mission.load(directory)
+    if as_json:
+        sys.stdout.write(target.model_dump_json(indent=2) + "\n")
+        return 0
+    from ._mission_view import print_mission
+
+    print_mission(target)
+    return 0
+
+
+@mission.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def list_(as_json: bool) -> int:
+    """List the missions of this repository, newest first.
+
+    Example: rho mission list
+    """
+    from rho_mission import list_missions
+
+    found = list_missions(_repo_root())
+    if as_json:
+        rows = [
+            {
+                "id": m.id,
+                "status": m.status,
+                "dir": m.dir,
+                "started_at": m.started_at,
+                "completed_at": m.completed_at,
+                "features": len(m.features),
+            }
+            for m in found
+        ]
+        sys.stdout.write(json.dumps({"missions": rows}, indent=2) + "\n")
+        return 0
+    from ._mission_view import print_mission_list
+
+    print_mission_list(found)
+    return 0

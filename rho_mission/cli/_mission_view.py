@@ -1,0 +1,88 @@
+"""``rho mission show`` and ``rho mission list``: rich views of mission folders."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+
+from ._render import console
+
+if TYPE_CHECKING:
+    from rho_mission._mission import Mission
+    from rho_mission._models import Feature
+
+__all__ = ["print_mission", "print_mission_list"]
+
+_STYLE = {"completed": "green", "failed": "red", "in_progress": "yellow", "cancelled": "magenta"}
+
+
+def _styled(status: str) -> str:
+    style = _STYLE.get(status)
+    return f"[{style}]{status}[/]" if style else status
+
+
+def _seconds(start: str | None, end: str | None) -> str:
+    if not start or not end:
+        return ""
+    delta = datetime.fromisoformat(end) - datetime.fromisoformat(start)
+    return f"{delta.total_seconds():.1f}s"
+
+
+def print_mission(mission: Mission) -> None:
+    """Header, one table of features by wave, then the joins."""
+    out = console()
+    out.print(f"[bold]mission {mission.id}[/]  {_styled(mission.status)}")
+    out.print(f"prompt: {mission.prompt}")
+    out.print(f"base {mission.base_commit[:12]}  integration {mission.integration_branch}")
+    out.print(
+        f"started {mission.started_at or '-'}  completed {mission.completed_at or '-'}  "
+        f"took {_seconds(mission.started_at, mission.completed_at) or '-'}"
+    )
+    out.print(_feature_table(mission))
+    for join in mission.wave_joins:
+        out.print(f"{join.summary}  ({_seconds(join.started_at, join.completed_at)})")
+
+
+def _feature_table(mission: Mission) -> Table:
+    table = Table(title="features", title_justify="left")
+    for column in ("wave", "task", "status", "tries", "took", "files", "branch", "note"):
+        table.add_column(column, overflow="fold")
+    for number, wave in enumerate(mission.waves, start=1):
+        for feature_id in wave:
+            table.add_row(str(number), *_feature_row(mission.feature(feature_id)))
+    return table
+
+
+def _feature_row(feature: Feature) -> list[str]:
+    files = str(len(feature.handoff.files_changed)) if feature.handoff else ""
+    note = feature.error or (feature.handoff.summary if feature.handoff else feature.description)
+    return [
+        feature.id,
+        _styled(feature.status),
+        str(feature.attempts),
+        _seconds(feature.started_at, feature.completed_at),
+        files,
+        feature.branch or "",
+        note,
+    ]
+
+
+def print_mission_list(missions: Sequence[Mission]) -> None:
+    """One row per mission: id, status, counts, start, folder."""
+    table = Table(title=f"{len(missions)} mission(s)", title_justify="left")
+    for column in ("id", "status", "features", "completed", "started", "dir"):
+        table.add_column(column, overflow="fold")
+    for mission in missions:
+        done = sum(1 for f in mission.features if f.status == "completed")
+        table.add_row(
+            mission.id,
+            _styled(mission.status),
+            str(len(mission.features)),
+            str(done),
+            mission.started_at or "",
+            mission.dir,
+        )
+    console().print(table)

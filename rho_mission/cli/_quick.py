@@ -1,0 +1,117 @@
+"""A click-free lane for the reads agents poll in loops: ``rho task ready|waves --json``.
+
+On a store at the caps, importing click costs about a third of the whole ``rho task ready
+--json`` process. This lane recognises only the plain spellings of those two commands::
+
+    rho [--store PATH] [--debug] task (ready|waves) --json [--store PATH]
+
+(options in any order within their level, each at most once) and answers them without click.
+Anything else (``--store=PATH``, ``--help``, a repeated option) and every failure returns None,
+and the full click CLI then runs the same command line: so both lanes print the same documents
+(built here, and used by ``_task.py`` too) and the same errors (the full CLI's).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._paths import resolve_store_path
+
+if TYPE_CHECKING:
+    from taskstore import Schedule
+
+__all__ = ["print_json", "quick_run", "ready_document", "waves_document"]
+
+_READS = ("ready", "waves")
+
+
+def ready_document(schedule: Schedule[Any]) -> dict[str, Any]:
+    """``{"tasks": [{id, subject, status, owner, dependencies}], "waves": [[...]]}``."""
+    return {"tasks": [task.summary() for task in schedule.ready], "waves": schedule.waves}
+
+
+def waves_document(schedule: Schedule[Any]) -> dict[str, Any]:
+    """``{"waves": [[...]]}``."""
+    return {"waves": schedule.waves}
+
+
+def print_json(document: Any) -> None:
+    """Print *document* as one indented JSON document on stdout."""
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+def quick_run(args: list[str]) -> int | None:
+    """Answer *args* if they are a plain ``task ready|waves --json``; None to use the full CLI.
+
+    Never raises for bad input: any failure returns None before anything is printed, so that
+    the full CLI reports it in its own words. Only a failure to write the output is reported here.
+    """
+    parsed = _parse(args)
+    if parsed is None:
+        return None
+    name, store = parsed
+    try:
+        document = _document(name, store)
+    except Exception:  # the full CLI runs the same read again and reports the failure
+        return None
+    try:
+        print_json(document)
+        sys.stdout.flush()
+    except OSError as exc:  # e.g. a closed pipe; the full CLI would say the same
+        sys.stderr.write(f"error: {exc.strerror or exc}\n")
+        return 2
+    return 0
+
+
+def _document(name: str, store: Path) -> dict[str, Any]:
+    from taskstore import compute_schedule, read_task_views
+
+    schedule = compute_schedule(read_task_views(store))
+    return ready_document(schedule) if name == "ready" else waves_document(schedule)
+
+
+def _parse(args: list[str]) -> tuple[str, Path] | None:
+    """(command, store path) for the accepted spellings, else None."""
+    if "task" not in args:
+        return None
+    split = args.index("task")
+    root = _options(args[:split], flags={"--debug"})
+    if root is None or len(args) < split + 2 or args[split + 1] not in _READS:
+        return None
+    sub = _options(args[split + 2 :], flags={"--json"})
+    if sub is None or "--json" not in sub:
+        return None
+    return args[split + 1], resolve_store_path(sub.get("--store"), root.get("--store"))
+
+
+def _options(tokens: list[str], flags: set[str]) -> dict[str, Path | None] | None:
+    """The flags and ``--store PATH`` among *tokens*, or None for anything else."""
+    found: dict[str, Path | None] = {}
+    position = 0
+    while position < len(tokens):
+        token = tokens[position]
+        if token in found:
+            return None
+        if token in flags:
+            found[token] = None
+            position += 1
+        elif token == "--store" and position + 1 < len(tokens):
+            value = tokens[position + 1]
+            if not _plain_path(value):
+                return None
+            found[token] = Path(value)
+            position += 2
+        else:
+            return None
+    return found
+
+
+def _plain_path(value: str) -> bool:
+    # What click.Path(dir_okay=False) accepts without a word: anything else goes to click.
+    if not value or value.startswith("-") or os.path.isdir(value):
+        return False
+    return not os.path.exists(value) or os.access(value, os.R_OK)

@@ -1,0 +1,1 @@
+"""Tests of the mission engine (``rho_mission``)."""

@@ -1,0 +1,335 @@
+"""The worktree pool: reuse, clean-up, stale worktrees of crashed runs, concurrent features."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from rho_mission._errors import GitOperationError, InvalidMissionError
+from rho_mission._git import GitRepo
+from rho_mission._worktrees import WorktreePool, prune_stale
+
+Git = Callable[..., str]
+MISSION = "abc12345"
+
+
+@pytest.fixture
+def folder(repo: GitRepo) -> Path:
+    """Where the engine keeps the mission's worktrees: under the excluded ``.rho/``."""
+    return repo.root / ".rho" / "worktrees" / MISSION
+
+
+@pytest.fixture
+def pool(repo: GitRepo, folder: Path) -> Iterator[WorktreePool]:
+    """A pool for mission ``abc12345``, closed at teardown."""
+    with WorktreePool(repo, folder, MISSION) as opened:
+        yield opened
+
+
+def registered(git: Git, repo: GitRepo) -> list[str]:
+    """The paths of every registered worktree, as ``git worktree list --porcelain`` has them."""
+    out = git(repo.root, "worktree", "list", "--porcelain")
+    return [
+        line.removeprefix("worktree ") for line in out.splitlines() if line.startswith("worktree ")
+    ]
+
+
+def branch_of(git: Git, path: Path) -> str:
+    """The branch checked out in the worktree at *path*."""
+    return git(path, "symbolic-ref", "--short", "HEAD").strip()
+
+
+def wait_for_file(path: Path, timeout: float = 30.0) -> None:
+    """Wait until *path* exists; fail after *timeout* seconds."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"timed out waiting for {path}"
+        time.sleep(0.01)
+
+
+def test_acquire_checks_the_branch_out_at_the_start_commit(pool: WorktreePool, git: Git) -> None:
+    start = pool.repo.head_commit()
+    path = pool.acquire("rho-mission/abc12345/a", "main")
+    assert path.parent == pool.folder
+    assert branch_of(git, path) == "rho-mission/abc12345/a"
+    assert git(path, "rev-parse", "HEAD").strip() == start
+    assert git(path, "status", "--porcelain") == ""
+    assert (path / "file0002.txt").read_text(encoding="utf-8") == "line 2\n"
+
+
+def test_a_released_worktree_is_reused_clean_on_the_next_branch(
+    pool: WorktreePool, git: Git
+) -> None:
+    repo = pool.repo
+    first = pool.acquire("m/a", repo.head_commit())
+    (first / "a.txt").write_text("work of a\n", encoding="utf-8")
+    tip_a = repo.commit_all(first, "a").commit_id
+    (first / "file0002.txt").write_text("left modified\n", encoding="utf-8")
+    (first / "out").mkdir()
+    (first / "out" / "result.bin").write_bytes(b"untracked output")
+    (first / ".gitignore").write_text("*.log\n", encoding="utf-8")
+    (first / "build.log").write_text("ignored output\n", encoding="utf-8")
+    pool.release(first)
+    assert tip_a is not None
+    second = pool.acquire("m/b", tip_a)
+    assert second == first
+    assert branch_of(git, second) == "m/b"
+    assert git(second, "rev-parse", "HEAD").strip() == tip_a
+    assert git(second, "status", "--porcelain", "--ignored") == ""
+    assert sorted(p.name for p in second.iterdir()) == [
+        ".git",
+        "a.txt",
+        "file0000.txt",
+        "file0001.txt",
+        "file0002.txt",
+    ]
+    assert (second / "file0002.txt").read_text(encoding="utf-8") == "line 2\n"
+    assert repo.branch_commit("m/a") == tip_a
+
+
+def test_a_released_worktree_frees_its_branch(pool: WorktreePool) -> None:
+    path = pool.acquire("m/a", "HEAD")
+    pool.release(path)
+    assert pool.repo.delete_branch("m/a") is True
+    assert pool.acquire("m/a", "HEAD") == path  # and the branch can come back there
+
+
+def test_busy_worktrees_are_never_shared(pool: WorktreePool) -> None:
+    first = pool.acquire("m/a", "HEAD")
+    second = pool.acquire("m/b", "HEAD")
+    assert first != second
+    assert pool.worktrees == sorted([first, second])
+
+
+def test_close_removes_every_worktree_and_the_folder(repo: GitRepo, folder: Path, git: Git) -> None:
+    pool = WorktreePool(repo, folder, MISSION)
+    idle = pool.acquire("m/a", "HEAD")
+    pool.release(idle)
+    pool.acquire("m/b", "HEAD")  # still in use: close removes it too
+    pool.close()
+    pool.close()
+    assert registered(git, repo) == [str(repo.root)]
+    assert not folder.exists()
+    assert repo.list_branches("m/") == ["m/a", "m/b"]
+    with pytest.raises(RuntimeError, match=r"^worktree pool is closed$"):
+        pool.acquire("m/c", "HEAD")
+
+
+def test_release_of_a_foreign_path_is_refused(pool: WorktreePool, tmp_path: Path) -> None:
+    message = f"worktree {tmp_path} is not in use from this pool"
+    with pytest.raises(ValueError, match=rf"^{re.escape(message)}$"):
+        pool.release(tmp_path)
+
+
+def test_a_mission_id_that_is_not_a_file_name_is_refused(repo: GitRepo, folder: Path) -> None:
+    with pytest.raises(InvalidMissionError, match=r"^invalid mission id '\.\./x'$"):
+        WorktreePool(repo, folder, "../x")
+
+
+def test_a_folder_holding_the_repository_is_refused(repo: GitRepo) -> None:
+    for folder in (repo.root, repo.root.parent):
+        message = f"worktree folder {folder} holds the repository itself"
+        with pytest.raises(InvalidMissionError, match=rf"^{re.escape(message)}$"):
+            WorktreePool(repo, folder, MISSION)
+        with pytest.raises(InvalidMissionError, match=rf"^{re.escape(message)}$"):
+            prune_stale(repo, folder)
+
+
+def test_an_unignored_folder_in_the_work_tree_is_refused(repo: GitRepo) -> None:
+    folder = repo.root / "src" / "worktrees"
+    message = f"worktree folder {folder} is inside the work tree but not ignored by git"
+    with WorktreePool(repo, folder, MISSION) as pool:
+        with pytest.raises(InvalidMissionError, match=rf"^{re.escape(message)}$"):
+            pool.acquire("m/a", "HEAD")
+        assert pool.worktrees == []
+    with pytest.raises(InvalidMissionError, match=rf"^{re.escape(message)}$"):
+        prune_stale(repo, folder)
+    assert not (repo.root / "src").exists()
+
+
+def test_a_folder_excluded_after_the_pool_was_made_is_accepted(repo_path: Path) -> None:
+    repo = GitRepo.open(repo_path)
+    pool = WorktreePool(repo, repo.root / ".build" / MISSION, MISSION)
+    repo.exclude(".build/")
+    assert pool.acquire("m/a", "HEAD").parent == repo.root / ".build" / MISSION
+    pool.close()
+
+
+def test_a_folder_outside_the_work_tree_is_used_then_removed(repo: GitRepo, tmp_path: Path) -> None:
+    folder = tmp_path / "elsewhere" / MISSION
+    with WorktreePool(repo, folder, MISSION) as pool:
+        assert pool.acquire("m/a", "HEAD").parent == folder
+    assert not folder.exists()
+    assert folder.parent.is_dir()
+
+
+def test_a_worktree_that_lost_its_git_file_is_replaced(pool: WorktreePool, git: Git) -> None:
+    broken = pool.acquire("m/a", "HEAD")
+    pool.release(broken)
+    (broken / ".git").unlink()
+    # git would now find the user's repository above the folder: the repo fixture checks at
+    # teardown that nothing ran there.
+    fresh = pool.acquire("m/b", "HEAD")
+    assert fresh != broken
+    assert not broken.exists()
+    assert branch_of(git, fresh) == "m/b"
+    assert str(broken) not in registered(git, pool.repo)
+
+
+def test_a_worktree_that_lost_its_git_file_is_dropped_at_release(
+    pool: WorktreePool, git: Git
+) -> None:
+    broken = pool.acquire("m/a", "HEAD")
+    (broken / ".git").unlink()
+    pool.release(broken)  # a detach run here must not detach the user's HEAD above
+    assert not broken.exists()
+    assert pool.worktrees == []
+
+
+def test_commit_all_in_a_worktree_that_lost_its_git_file_fails(pool: WorktreePool) -> None:
+    broken = pool.acquire("m/a", "HEAD")
+    (broken / ".git").unlink()
+    message = (
+        "git rev-parse failed: fatal: not a git repository (or any of the parent directories): .git"
+    )
+    with pytest.raises(GitOperationError, match=rf"^{re.escape(message)}$"):
+        pool.repo.commit_all(broken, "must not commit the user's staged change")
+
+
+def test_a_worktree_left_mid_rebase_is_replaced(pool: WorktreePool, git: Git) -> None:
+    first = pool.acquire("m/a", "HEAD")
+    git_dir = Path(git(first, "rev-parse", "--absolute-git-dir").strip())
+    pool.release(first)
+    (git_dir / "rebase-merge").mkdir()
+    second = pool.acquire("m/b", "HEAD")
+    assert second != first
+    assert not first.exists()
+
+
+def test_keep_leaves_released_worktrees_on_their_branch(
+    repo: GitRepo, folder: Path, git: Git
+) -> None:
+    with WorktreePool(repo, folder, MISSION, keep=True) as pool:
+        first = pool.acquire("m/a", "HEAD")
+        pool.release(first)
+        second = pool.acquire("m/b", "HEAD")
+        pool.release(second)
+    assert first != second
+    assert [branch_of(git, first), branch_of(git, second)] == ["m/a", "m/b"]
+    assert "locked" not in git(repo.root, "worktree", "list", "--porcelain")
+    assert prune_stale(repo, folder) == [first, second]
+
+
+def test_prune_stale_removes_what_a_crashed_run_left(repo: GitRepo, folder: Path, git: Git) -> None:
+    stale = folder / f"{MISSION}-1"
+    git(repo.root, "worktree", "add", "--quiet", "-b", "m/crashed", str(stale), "HEAD")
+    (stale / "half-done.txt").write_text("output\n", encoding="utf-8")
+    leftover = folder / f"{MISSION}-7"
+    leftover.mkdir()
+    (leftover / "file").write_text("not a worktree any more\n", encoding="utf-8")
+    assert prune_stale(repo, folder) == [stale, leftover]
+    assert registered(git, repo) == [str(repo.root)]
+    assert not folder.exists()
+    assert repo.delete_branch("m/crashed") is True  # no longer checked out anywhere
+    assert prune_stale(repo, folder) == []
+
+
+def test_acquire_replaces_a_stale_worktree_at_its_path(pool: WorktreePool, git: Git) -> None:
+    stale = pool.folder / f"{MISSION}-1"
+    git(pool.repo.root, "worktree", "add", "--quiet", "-b", "m/crashed", str(stale), "HEAD")
+    (stale / "half-done.txt").write_text("output\n", encoding="utf-8")
+    path = pool.acquire("m/crashed", "HEAD")
+    assert path == stale
+    assert not (path / "half-done.txt").exists()
+    assert registered(git, pool.repo) == [str(pool.repo.root), str(stale)]
+
+
+def test_prune_stale_keeps_the_worktrees_of_an_open_pool(pool: WorktreePool) -> None:
+    busy = pool.acquire("m/a", "HEAD")
+    idle = pool.acquire("m/b", "HEAD")
+    pool.release(idle)
+    assert prune_stale(pool.repo, pool.folder) == []
+    assert busy.is_dir()
+    assert pool.acquire("m/c", "HEAD") == idle
+
+
+_CRASHING_RUN = """
+import pathlib, sys
+from rho_mission._git import GitRepo
+from rho_mission._worktrees import WorktreePool
+root, folder, event = sys.argv[1:]
+pool = WorktreePool(GitRepo.open(root), folder, "abc12345")
+path = pool.acquire("rho-mission/abc12345/a", "HEAD")
+pathlib.Path(event).write_text(str(path))
+sys.stdin.read()
+"""
+
+
+def test_a_killed_process_worktree_is_kept_while_alive_and_pruned_after(
+    repo: GitRepo, folder: Path, git: Git, tmp_path: Path
+) -> None:
+    event = tmp_path / "acquired"
+    args = [sys.executable, "-c", _CRASHING_RUN, str(repo.root), str(folder), str(event)]
+    run = subprocess.Popen(args, stdin=subprocess.PIPE)
+    try:
+        wait_for_file(event)
+        path = Path(event.read_text(encoding="utf-8"))
+        assert prune_stale(repo, folder) == []  # its owner is alive
+        assert f"locked rho-mission abc12345 pid {run.pid}" in git(
+            repo.root, "worktree", "list", "--porcelain"
+        )
+    finally:
+        run.kill()
+        run.wait(timeout=30)
+    assert os.path.isdir(path)
+    assert prune_stale(repo, folder) == [path]
+    assert registered(git, repo) == [str(repo.root)]
+    assert not folder.exists()
+
+
+def test_two_threads_running_features_merge_every_result(
+    repo: GitRepo, folder: Path, git: Git
+) -> None:
+    repo.create_branch("m/integration", repo.head_commit())
+    errors: list[BaseException] = []
+    with WorktreePool(repo, folder, MISSION) as pool:
+
+        def feature(name: str) -> None:
+            start = repo.branch_commit("m/integration") or ""
+            path = pool.acquire(f"m/{name}", start)
+            try:
+                (path / f"{name}.txt").write_text(f"{name}\n", encoding="utf-8")
+                assert repo.commit_all(path, name).files_changed == [f"{name}.txt"]
+            finally:
+                pool.release(path)
+            repo.merge_into("m/integration", f"m/{name}", f"merge {name}")
+
+        def work(names: list[str]) -> None:
+            try:
+                for name in names:
+                    feature(name)
+            except BaseException as exc:
+                errors.append(exc)
+
+        names = [f"t{index}" for index in range(8)]
+        threads = [threading.Thread(target=work, args=(names[part::2],)) for part in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert len(pool.worktrees) <= 2
+    assert errors == []
+    files = git(repo.root, "ls-tree", "--name-only", "m/integration").split()
+    assert files == sorted(
+        [*(f"{name}.txt" for name in names), *(f"file000{i}.txt" for i in range(3))]
+    )
+    assert registered(git, repo) == [str(repo.root)]
+    assert not folder.exists()
