@@ -22,7 +22,7 @@ from ._errors import MergeConflictError, MissionError
 from ._git import CommitResult, GitRepo
 from ._journal import Journal, digest
 from ._models import Feature, FeatureStatus, Handoff, MissionStatus, WaveJoin
-from ._persist import save_mission
+from ._persist import make_private_dirs, save_mission
 from ._recover import recover_processes
 from ._storesync import StoreSync
 from ._worktrees import WorktreePool, prune_stale
@@ -127,6 +127,7 @@ class _WaveRunner:
         mission.started_at = mission.started_at or now_rfc3339()
         mission.completed_at = None
         self.repo.exclude(".rho/")
+        make_private_dirs(self._worktree_folder().parent)
         if self.repo.branch_commit(mission.integration_branch) is None:
             self.repo.create_branch(mission.integration_branch, mission.base_commit)
         prune_stale(self.repo, self._worktree_folder())
@@ -297,6 +298,8 @@ class _WaveRunner:
             feature = self.mission.feature(feature_id)
             if feature.status != "completed" or feature.branch is None:
                 continue
+            if await anyio.to_thread.run_sync(self.repo.branch_commit, feature.branch) is None:
+                continue  # completed before the mission (a task done in the store): no branch
             message = f"rho-mission {self.mission.id}: merge {feature.id}"
             try:
                 await anyio.to_thread.run_sync(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,6 +23,8 @@ from ._shell import shell_worker
 __all__ = ["Mission", "list_missions"]
 
 MISSION_FILE = "mission.json"
+# A feature id becomes the last component of its branch name, so it must be a safe ref part.
+_BRANCH_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?<![.])(?<!\.lock)")
 
 
 class Mission(MissionDocument):
@@ -96,6 +99,11 @@ class Mission(MissionDocument):
         """
         if any(existing.id == feature.id for existing in self.features):
             raise InvalidMissionError(f"feature {_q(feature.id)} already exists")
+        if not _BRANCH_SAFE.fullmatch(feature.id) or ".." in feature.id:
+            raise InvalidMissionError(
+                f"feature id {_q(feature.id)} cannot name a git branch; "
+                "use letters, digits, '.', '_' and '-'"
+            )
         feature.branch = f"rho-mission/{self.id}/{feature.id}"
         self.features.append(feature)
         return feature
@@ -149,7 +157,8 @@ class Mission(MissionDocument):
         if not plan:
             raise InvalidMissionError("staged execution waves are empty")
         if not self.features:
-            for feature_id in (i for wave in plan for i in wave):
+            # Each id once: a repeated id is reported below, as for a mission with features.
+            for feature_id in dict.fromkeys(i for wave in plan for i in wave):
                 self.add_feature(Feature(feature_id))
         known = {feature.id for feature in self.features}
         seen: set[str] = set()

@@ -13,18 +13,23 @@ from ._projection import mission_graph
 if TYPE_CHECKING:
     from ._models import MissionDocument
 
-__all__ = ["prepare_mission_dir", "save_mission"]
+__all__ = ["make_private_dirs", "prepare_mission_dir", "save_mission"]
+
+
+def make_private_dirs(folder: Path, depth: int = 1) -> None:
+    """Create *folder*, mode 0700, with its *depth* - 1 parents and every folder below ``.rho``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    parts = folder.parts
+    first = len(parts) - depth + 1
+    if ".rho" in parts:
+        first = min(first, len(parts) - parts[::-1].index(".rho"))
+    for end in range(first, len(parts) + 1):
+        Path(*parts[:end]).chmod(0o700)
 
 
 def prepare_mission_dir(folder: Path) -> None:
-    """Create the mission folder and its ``logs/``, mode 0700, and so every folder from ``.rho``."""
-    (folder / "logs").mkdir(parents=True, exist_ok=True)
-    private = [folder, folder / "logs"]
-    if ".rho" in folder.parts:
-        top = len(folder.parts) - folder.parts[::-1].index(".rho")
-        private += [Path(*folder.parts[:end]) for end in range(top, len(folder.parts))]
-    for part in private:
-        part.chmod(0o700)
+    """Create the mission folder and its ``logs/``, each (and every folder from ``.rho``) 0700."""
+    make_private_dirs(folder / "logs", depth=2)
 
 
 def save_mission(mission: MissionDocument) -> None:

@@ -95,7 +95,7 @@ def _feature_node(
     )
     if feature.status != "pending":
         builder.event(
-            f"rho/event/{prefix}/transitioned",
+            f"rho/event/mission-feature/{mission.id}/{feature.id}/transitioned",
             "transitioned",
             node,
             occurred_at=feature.completed_at or feature.started_at or created,
@@ -180,7 +180,7 @@ def _wave_node(
             created_at=join.completed_at,
         )
     builder.event(
-        f"rho/event/{prefix}/observed",
+        f"rho/event/mission-wave/{mission.id}/{join.wave}/observed",
         "observed",
         node,
         occurred_at=join.completed_at,

@@ -3,8 +3,10 @@
 The journal records every process group the shell worker started (``process`` events) and every
 feature's end (``finish``). A group started after its feature's last finish belongs to a run that
 died. Before a mission runs again such groups are terminated, so that no orphan keeps writing to
-a worktree; a group is touched only while its leader's environment still names this mission
-(``RHO_MISSION_ID``), so a process id reused by the system since the crash is left alone.
+a worktree; a group is touched only while one of its live members has this mission's id in its
+environment (``RHO_MISSION_ID``), so a process id reused by the system since the crash is left
+alone. Any member counts, not only the leader: a command that exited after the crash while its
+background children run on leaves a leader that is gone, or a zombie whose environment is empty.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from pathlib import Path
 from ._process import terminate_group
 
 __all__ = ["orphan_groups", "recover_processes"]
+
+_PROC = Path("/proc")
 
 
 def orphan_groups(journal: Path) -> list[int]:
@@ -47,8 +51,29 @@ async def recover_processes(journal: Path, mission_id: str, grace: float) -> lis
 
 
 def _belongs_to(pgid: int, mission_id: str) -> bool:
+    marker = f"RHO_MISSION_ID={mission_id}".encode()
+    return any(marker in _environ(pid).split(b"\0") for pid in _live_members(pgid))
+
+
+def _live_members(pgid: int) -> list[int]:
+    """The processes of group *pgid* that are not zombies, from /proc."""
+    members = []
+    for entry in _PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue  # it ended while we looked
+        # The command name is in parentheses and may itself contain ")" or spaces.
+        state, _, group = stat.rpartition(")")[2].split()[:3]
+        if int(group) == pgid and state not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
+
+
+def _environ(pid: int) -> bytes:
     try:
-        environ = Path(f"/proc/{pgid}/environ").read_bytes()
+        return (_PROC / str(pid) / "environ").read_bytes()
     except OSError:
-        return False
-    return f"RHO_MISSION_ID={mission_id}".encode() in environ.split(b"\0")
+        return b""

@@ -120,8 +120,9 @@ def _quick_blockers(ordered: list[T], ids: list[str]) -> list[list[int]] | None:
 
     Clean means: unique ids, none blank or padded with whitespace; known statuses; every blocking
     target exactly one of those ids; at most ``MAX_EDGES`` blocking dependencies even counting
-    duplicates. A duplicate target is kept twice: it unlocks its task twice as often as it
-    counts, so waves and ready come out the same. Self-blockers pass here and are caught later.
+    duplicates. A duplicate target stays in the list twice and so also counts twice among the
+    blockers still to finish: waves and ready come out the same. Self-blockers pass here (such a
+    task is never placed) and are reported by the exact lane.
     """
     index = dict(zip(ids, range(len(ids)), strict=True))
     statuses = [task.status for task in ordered]

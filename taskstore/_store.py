@@ -244,6 +244,8 @@ def dump_document(document: StoreDocument) -> bytes:
 def _first_problem(exc: ValidationError) -> str:
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"]) or "document"
+    if error["type"] in ("model_type", "model_attributes_type", "dict_type"):
+        return f"{where}: expected a JSON object"
     return f"{where}: {error['msg'].lower()}"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -35,7 +36,8 @@ class TaskList:
             "compact": self._compact,
         }.get(action if isinstance(action, str) else "")
         if handler is None:
-            return {"error": f"unknown action {action!r}; expected compact, failed, list or ready"}
+            shown = json.dumps(action, ensure_ascii=False, default=str)
+            return {"error": f"unknown action {shown}; expected compact, failed, list or ready"}
         return handler()
 
     def _ready(self) -> dict[str, Any]:

@@ -15,22 +15,23 @@ class CliError(Exception):
         self.exit_code = exit_code
 
 
-def describe(exc: BaseException) -> tuple[str, int]:
-    """The one-line message and exit code for *exc*.
+def describe(exc: BaseException) -> tuple[str, int, bool]:
+    """The one-line message, the exit code and whether *exc* is a bug in rho.
 
-    Domain errors (task store, graph, mission), OS and JSON errors are bad input: exit 2.
-    Anything else is a bug in rho: exit 1 with the exception's type named.
+    Domain errors (task store, graph, mission) carry their exit code (2 unless they say
+    otherwise, e.g. 1 for a failed upload); OS and JSON errors are bad input (2). Anything else is
+    a bug in rho: exit 1 with the exception's type named.
     """
     if isinstance(exc, CliError):
-        return str(exc), exc.exit_code
+        return str(exc), exc.exit_code, False
     if _is_domain_error(exc):
-        return str(exc), getattr(exc, "exit_code", 2)
+        return str(exc), getattr(exc, "exit_code", 2), False
     if isinstance(exc, OSError):
         where = f" {exc.filename}" if exc.filename else ""
-        return f"{exc.strerror or exc}{':' if where else ''}{where}", 2
+        return f"{exc.strerror or exc}{':' if where else ''}{where}", 2, False
     if isinstance(exc, json.JSONDecodeError):
-        return f"invalid JSON: {exc}", 2
-    return f"unexpected {type(exc).__name__}: {exc}", 1
+        return f"invalid JSON: {exc}", 2, False
+    return f"unexpected {type(exc).__name__}: {exc}", 1, True
 
 
 def _is_domain_error(exc: BaseException) -> bool:

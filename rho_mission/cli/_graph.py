@@ -42,7 +42,7 @@ def load_source(mission_dir: Path | None, store_path: Path | None) -> GraphDocum
     """The graph of a mission folder, or the projection of a task store.
 
     Raises:
-        CliError: both sources given.
+        CliError: both sources given, or the store file does not exist.
         GraphError, TaskStoreError: the source cannot be read or is not valid.
     """
     if mission_dir is not None and store_path is not None:
@@ -55,7 +55,12 @@ def load_source(mission_dir: Path | None, store_path: Path | None) -> GraphDocum
     from taskstore import TaskStore
 
     root = (click.get_current_context().find_root().obj or {}).get("store")
-    return task_store_graph(TaskStore(resolve_store_path(store_path, root)).tasks())
+    path = resolve_store_path(store_path, root)
+    if not path.is_file():
+        # Reading a missing store as empty suits `rho task`; exporting or uploading an empty
+        # graph because of a typo does not.
+        raise CliError(f"task store not found: {path}")
+    return task_store_graph(TaskStore(path).tasks())
 
 
 @click.group()
@@ -124,6 +129,8 @@ def sync(
     """
     from graph import prepare_for_cloud, sync_graph
 
+    if not endpoint.startswith(("http://", "https://")):
+        raise CliError(f"endpoint must be an http:// or https:// URL, not {endpoint!r}")
     token = _token(token_file)
     prepared = prepare_for_cloud(load_source(mission_dir, store_path))
     result = sync_graph(

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from ._errors import CliError, describe
+from ._errors import describe
 
 __all__ = ["cli", "main"]
 
@@ -87,8 +87,8 @@ def run(args: list[str]) -> int:
         _report(exc, debug, f"error: {exc.format_message()}", _usage_hint(exc))
         return 2
     except Exception as exc:
-        message, code = describe(exc)
-        hint = None if code != 1 or isinstance(exc, CliError) else "rerun with --debug"
+        message, code, is_bug = describe(exc)
+        hint = "this is a bug in rho; rerun with --debug for the traceback" if is_bug else None
         _report(exc, debug, f"error: {message}", hint)
         return code
     return result if isinstance(result, int) else 0

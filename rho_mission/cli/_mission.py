@@ -6,6 +6,7 @@ import json
 import re
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -137,12 +138,32 @@ def _execute(target: Mission, as_json: bool, resume: bool = False) -> int:
 
     if isinstance(progress, LiveProgress):
         with progress:
-            anyio.run(main)
+            _run_event_loop(main)
     else:
-        anyio.run(main)
+        _run_event_loop(main)
     for problem in target.warnings:
         click.echo(f"warning: {problem}", err=True)
     return _finish(target, as_json)
+
+
+def _run_event_loop(main: Callable[[], Awaitable[None]]) -> None:
+    """Run *main*; a lone error out of its task group is raised as itself.
+
+    The task group wraps even one error (``mission ... is already running``, an empty plan) in
+    an exception group, which the CLI would report as an unexpected bug (exit 1) instead of
+    that error's own line and exit code.
+    """
+    import anyio
+
+    try:
+        anyio.run(main)
+    except BaseExceptionGroup as group:
+        error: BaseException = group
+        while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+            error = error.exceptions[0]
+        if error is group:
+            raise
+        raise error from error.__cause__
 
 
 async def _cancel_on_signal(scope: Any) -> None:

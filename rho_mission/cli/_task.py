@@ -53,9 +53,6 @@ def _open_store(store_path: Path | None) -> TaskStore:
     return TaskStore(_store_path(store_path))
 
 
-_print_json = print_json
-
-
 def _schedule(tasks: Sequence[Any]) -> Schedule[Any]:
     from taskstore import ScheduleError, compute_schedule
 
@@ -117,7 +114,7 @@ def list_(store_path: Path | None, as_json: bool) -> None:
     """
     tasks = _open_store(store_path).tasks()
     if as_json:
-        _print_json({"tasks": [_dump(t) for t in tasks]})
+        print_json({"tasks": [_dump(t) for t in tasks]})
         return
     from ._render import print_task_table
 
@@ -135,7 +132,7 @@ def show(task_id: str, store_path: Path | None, as_json: bool) -> None:
     """
     found = _open_store(store_path).get(task_id)
     if as_json:
-        _print_json(_dump(found))
+        print_json(_dump(found))
         return
     from ._render import print_task_detail
 
@@ -194,7 +191,7 @@ def ready(store_path: Path | None, as_json: bool) -> None:
 
     schedule = _schedule(read_task_views(_store_path(store_path)))
     if as_json:
-        _print_json(ready_document(schedule))
+        print_json(ready_document(schedule))
         return
     from ._render import print_ready
 
@@ -213,7 +210,7 @@ def waves(store_path: Path | None, as_json: bool) -> None:
 
     schedule = _schedule(read_task_views(_store_path(store_path)))
     if as_json:
-        _print_json(waves_document(schedule))
+        print_json(waves_document(schedule))
         return
     for number, wave in enumerate(schedule.waves, start=1):
         click.echo(f"wave {number}: {' '.join(wave)}")
@@ -231,7 +228,7 @@ def validate(store_path: Path | None, as_json: bool) -> None:
     schedule = _schedule(tasks)
     edges = sum(len(set(t.blocker_ids)) for t in tasks)
     if as_json:
-        _print_json({"valid": True, "tasks": len(tasks), "edges": edges, "waves": schedule.waves})
+        print_json({"valid": True, "tasks": len(tasks), "edges": edges, "waves": schedule.waves})
         return
     click.echo(
         f"valid: {len(tasks)} task(s), {edges} blocking edge(s), {len(schedule.waves)} wave(s)"
@@ -260,7 +257,7 @@ def import_(file: Path, store_path: Path | None, as_json: bool) -> None:
         raise CliError(f"read {file}: {exc.reason}") from exc
     imported = _open_store(store_path).import_tasks(document.tasks)
     if as_json:
-        _print_json({"tasks": [_dump(t) for t in imported]})
+        print_json({"tasks": [_dump(t) for t in imported]})
         return
     click.echo(f"imported {len(imported)} task(s)")
 
@@ -289,7 +286,7 @@ def compact(store_path: Path | None, as_json: bool) -> None:
 
     answer = TaskList(_open_store(store_path)).run({"action": "compact"})
     if as_json:
-        _print_json(answer)
+        print_json(answer)
         return
     counts = ", ".join(f"{n} {status}" for status, n in answer["counts"].items())
     click.echo(counts or "no tasks")
@@ -319,6 +316,6 @@ def _dump(found: Task) -> dict[str, Any]:
 
 def _emit_task(found: Task, as_json: bool, verb: str) -> None:
     if as_json:
-        _print_json(_dump(found))
+        print_json(_dump(found))
     else:
         click.echo(f"{verb} {found.id}: {found.subject}")

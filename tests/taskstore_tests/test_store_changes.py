@@ -1,0 +1,100 @@
+"""What ``TaskStore.update`` and ``TaskStore.import_tasks`` change when they succeed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from taskstore import Task, TaskStore
+
+from ._graphs import task
+
+
+def blocks(task_: Task) -> list[str]:
+    return [d.target_id for d in task_.dependencies if d.type == "blocks"]
+
+
+def test_update_sets_fields_and_persists_them(store: TaskStore, store_path: Path) -> None:
+    store.add("a", command="make a")
+    store.update(
+        "task_1",
+        status="failed",
+        subject="renamed",
+        description="why",
+        command="make b",
+        last_error="exit 2",
+        attempts=3,
+    )
+    stored = TaskStore(store_path).get("task_1")
+    assert (stored.status, stored.subject, stored.description) == ("failed", "renamed", "why")
+    assert (stored.command, stored.last_error, stored.attempts) == ("make b", "exit 2", 3)
+
+
+def test_update_adds_trimmed_blockers_once_and_removes_them(store: TaskStore) -> None:
+    store.add("a")
+    store.add("b")
+    store.update("task_2", add_blockers=[" task_1 ", "task_1"])
+    assert blocks(store.get("task_2")) == ["task_1"]
+    assert store.schedule().waves == [["task_1"], ["task_2"]]
+    store.update("task_2", remove_blockers=["task_1"])
+    assert blocks(store.get("task_2")) == []
+    assert store.schedule().waves == [["task_1", "task_2"]]
+
+
+def test_update_adds_related_links_that_do_not_block(store: TaskStore) -> None:
+    store.add("a")
+    store.add("b")
+    store.update("task_2", add_related=["task_1"])
+    assert store.get("task_2").summary()["dependencies"] == [
+        {"targetId": "task_1", "type": "related"}
+    ]
+    assert [t.id for t in store.ready_work()] == ["task_1", "task_2"]
+
+
+def test_update_status_only_keeps_everything_else(store: TaskStore) -> None:
+    store.add("a", description="d", command="true")
+    before = store.get("task_1")
+    store.update("task_1", status="completed")
+    after = store.get("task_1")
+    assert after.model_dump(exclude={"status", "updated_at"}) == before.model_dump(
+        exclude={"status", "updated_at"}
+    )
+
+
+def test_add_with_blockers_related_and_command(store: TaskStore) -> None:
+    store.add("a")
+    store.add("b")
+    added = store.add("c", blocked_by=["task_1", " task_2"], related=["task_1"], command="make")
+    assert added.summary()["dependencies"] == [
+        {"targetId": "task_1", "type": "related"},
+        {"targetId": "task_1", "type": "blocks"},
+        {"targetId": "task_2", "type": "blocks"},
+    ]
+    assert store.get("task_3").metadata == {"command": "make"}
+
+
+def test_import_keeps_ids_and_moves_the_counter_past_them(store: TaskStore) -> None:
+    store.add("a")
+    imported = store.import_tasks([task("task_7", "task_1"), task("custom"), task("task_3")])
+    assert [t.id for t in imported] == ["task_7", "custom", "task_3"]
+    assert [t.id for t in store.tasks()] == ["custom", "task_1", "task_3", "task_7"]
+    assert store.load().next_id == 8
+    assert store.add("next").id == "task_8"
+    assert store.schedule().waves == [["custom", "task_1", "task_3", "task_8"], ["task_7"]]
+
+
+def test_import_stamps_missing_times_and_keeps_given_ones(store: TaskStore) -> None:
+    given = task("b")
+    given.created_at = given.updated_at = "2020-01-01T00:00:00Z"
+    store.import_tasks([task("a"), given])
+    a, b = store.tasks()
+    assert a.created_at is not None
+    assert a.created_at == a.updated_at
+    assert a.created_at != "2020-01-01T00:00:00Z"
+    assert (b.created_at, b.updated_at) == ("2020-01-01T00:00:00Z", "2020-01-01T00:00:00Z")
+
+
+def test_import_of_ids_that_only_look_numeric_leaves_the_counter(store: TaskStore) -> None:
+    """``task_²`` passes str.isdigit() but int() refuses it: the counter must ignore it."""
+    store.import_tasks([task("task_²"), task("task_1x"), task("task_"), task("task_1.5")])
+    assert store.load().next_id == 1
+    assert store.add("next").id == "task_1"
