@@ -121,4 +121,5 @@ __all__ = [
     "sort_facts",
     "sync_graph",
     "validate_graph",
+    "write_graph",
 ]

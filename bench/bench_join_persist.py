@@ -1,0 +1,184 @@
+"""Benchmark: one join's durable rewrite of a 1,000-feature mission (mission.json + graph).
+
+At every join the engine calls ``rho_mission._persist.save_mission``: mission.json is dumped and
+written atomically with fsync, then the mission graph is projected (``mission_graph``), validated,
+dumped and written the same way. This script builds the mission as it stands at its last join
+(every feature completed with a handoff, every wave joined), with no git at all, and times
+``save_mission`` whole plus each of its steps separately, run after run:
+
+- projection: ``mission_graph(mission)`` (builds and validates every node, edge and event);
+- graph validation: ``validate_graph`` + ``sort_facts``, as ``dump_graph`` does again;
+- graph dump: ``document_data`` + ``json.dumps`` of the validated graph;
+- mission.json dump: ``model_dump_json(indent=2)``;
+- writes: both files through ``write_atomic`` (temp file, fsync, rename, folder fsync).
+
+Run: ``.venv/bin/python bench/bench_join_persist.py [--features 1000] [--waves 10] [--runs 30]``.
+Prints medians and file sizes; nothing here asserts on speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from graph import MAX_GRAPH_FILE_BYTES, GraphDocument, document_data, sort_facts, validate_graph
+from rho_mission._models import Feature, Handoff, MissionConfig, MissionDocument, WaveJoin
+from rho_mission._persist import prepare_mission_dir, save_mission
+from rho_mission._projection import mission_graph
+from taskstore import write_atomic
+
+__all__ = ["build_mission", "main"]
+
+T = TypeVar("T")
+
+MISSION_ID = "0badc0de"
+STEPS = ("projection", "graph validation", "graph dump", "mission.json dump", "fsync'ed writes")
+
+
+def stamp(second: int) -> str:
+    """An RFC 3339 timestamp *second* seconds after the mission started."""
+    minutes, seconds = divmod(second, 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"2026-11-29T{9 + hours:02d}:{minutes:02d}:{seconds:02d}.250Z"
+
+
+def build_mission(folder: Path, features: int, waves: int, seed: int = 4) -> MissionDocument:
+    """The mission at its last join: *features* completed over *waves* waves, all joined.
+
+    Each feature after the first wave is blocked by 1 to 3 features of the wave before; each
+    has a handoff with a commit and 1 to 5 changed files, as a shell worker's commit leaves.
+    """
+    rng = random.Random(seed)
+    ids = [f"task_{n}" for n in range(1, features + 1)]
+    plan = [ids[w * features // waves : (w + 1) * features // waves] for w in range(waves)]
+    mission = MissionDocument(
+        id=MISSION_ID,
+        prompt=f"run {features} task(s) of the task store",
+        dir=str(folder),
+        repo=str(folder.parent),
+        base_commit=f"{rng.getrandbits(160):040x}",
+        integration_branch=f"rho-mission/{MISSION_ID}/integration",
+        waves=plan,
+        status="executing",
+        started_at=stamp(0),
+        config=MissionConfig(task_store=str(folder.parent / "tasks.json")),
+    )
+    for number, wave in enumerate(plan):
+        before = plan[number - 1] if number else []
+        mission.features += [_feature(rng, fid, number, before) for fid in wave]
+        mission.wave_joins.append(_join(number + 1, wave))
+    return mission
+
+
+def _feature(rng: random.Random, feature_id: str, wave: int, before: list[str]) -> Feature:
+    blockers = sorted(rng.sample(before, rng.randint(1, 3))) if before else []
+    files = sorted({f"src/module_{rng.randrange(200)}.py" for _ in range(rng.randint(1, 5))})
+    return Feature(
+        feature_id,
+        f"Implement step {feature_id} of wave {wave + 1} of the generated plan",
+        f"After {feature_id}, the checks of wave {wave + 1} pass and earlier work is kept.",
+        command=f"make step-{feature_id}",
+        blocked_by=blockers,
+        branch=f"rho-mission/{MISSION_ID}/{feature_id}",
+        status="completed",
+        attempts=1,
+        handoff=Handoff(
+            commit_id=f"{rng.getrandbits(160):040x}",
+            files_changed=files,
+            summary=f"{len(files)} file(s) changed",
+        ),
+        started_at=stamp(60 * wave + rng.randrange(20)),
+        completed_at=stamp(60 * wave + 20 + rng.randrange(30)),
+        log=f"logs/{feature_id}.log",
+    )
+
+
+def _join(number: int, wave: list[str]) -> WaveJoin:
+    ordered = sorted(wave)
+    return WaveJoin(
+        wave=number,
+        feature_ids=ordered,
+        completed_ids=ordered,
+        failed_ids=[],
+        blocked_ids=[],
+        started_at=stamp(60 * (number - 1)),
+        completed_at=stamp(60 * (number - 1) + 55),
+        summary=f"wave {number} joined {len(wave)} feature(s), {len(wave)} completed, 0 failed",
+    )
+
+
+def timed(action: Callable[[], T]) -> tuple[float, T]:
+    """Seconds that *action* takes, and what it returned."""
+    started = time.perf_counter()
+    result = action()
+    return time.perf_counter() - started, result
+
+
+def one_run(mission: MissionDocument, folder: Path) -> dict[str, float]:
+    """``save_mission`` whole, then each of its steps on its own; seconds per name."""
+    total, _ = timed(lambda: save_mission(mission))
+    projection, graph = timed(lambda: mission_graph(mission))
+    validation, checked = timed(lambda: sort_facts(validate_graph(graph)))
+    graph_dump, graph_bytes = timed(lambda: _graph_bytes(checked))
+    mission_dump, mission_bytes = timed(lambda: (mission.model_dump_json(indent=2) + "\n").encode())
+
+    def write_both() -> None:
+        write_atomic(folder / "mission.json", mission_bytes)
+        write_atomic(folder / "mission-graph.json", graph_bytes)
+
+    writes, _ = timed(write_both)
+    steps = (projection, validation, graph_dump, mission_dump, writes)
+    return {"save_mission": total, **dict(zip(STEPS, steps, strict=True))}
+
+
+def _graph_bytes(graph: GraphDocument) -> bytes:
+    # What dump_graph does after its validation.
+    return (json.dumps(document_data(graph), indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def report(runs: list[dict[str, float]], folder: Path, options: argparse.Namespace) -> None:
+    """Print the medians, each step's share of their sum, and the two files' sizes."""
+    medians = {name: statistics.median(run[name] for run in runs) for name in runs[0]}
+    steps_sum = sum(medians[name] for name in STEPS)
+    print(
+        f"one join's save_mission: {options.features} features, {options.waves} waves, "
+        f"{options.runs} runs (median)"
+    )
+    print(f"  {'save_mission (whole)':<22} {medians['save_mission'] * 1000:8.1f} ms")
+    for name in STEPS:
+        share = medians[name] / steps_sum
+        print(f"  {name:<22} {medians[name] * 1000:8.1f} ms  {share:6.1%}")
+    print(f"  {'sum of the steps':<22} {steps_sum * 1000:8.1f} ms")
+    graph_size = (folder / "mission-graph.json").stat().st_size
+    print("file sizes")
+    print(f"  mission.json           {(folder / 'mission.json').stat().st_size:>9,} bytes")
+    print(f"  mission-graph.json     {graph_size:>9,} bytes")
+    limit = "over" if graph_size > MAX_GRAPH_FILE_BYTES else "within"
+    print(f"  graph file is {limit} the {MAX_GRAPH_FILE_BYTES:,}-byte read limit (graph/_io.py)")
+
+
+def main() -> None:
+    """Build the mission in a temporary folder, time ``save_mission``, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--features", type=int, default=1000)
+    parser.add_argument("--waves", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=30)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-join-") as scratch:
+        folder = Path(scratch) / ".rho" / "missions" / MISSION_ID
+        prepare_mission_dir(folder)
+        mission = build_mission(folder, options.features, options.waves)
+        save_mission(mission)  # warm-up: imports, pydantic schemas, the files' first creation
+        runs = [one_run(mission, folder) for _ in range(options.runs)]
+        report(runs, folder, options)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Tests of the ``rho`` command line, through real subprocesses of the installed script."""

@@ -1,0 +1,46 @@
+"""The reads agents poll stay light: the real ``rho`` process imports no heavy package.
+
+Measured with ``python -X importtime``, which lists every module the process imports.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ._rho import DIAMOND, RHO, write_store
+
+HEAVY = {"pydantic", "pydantic_core", "rich", "git", "anyio", "filelock", "httpx"}
+
+
+def _imported_packages(*args: str, cwd: Path) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", str(RHO), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    names = [line.rpartition("|")[2].strip() for line in done.stderr.splitlines()]
+    return {name.split(".")[0] for name in names if name and name != "imported package"}
+
+
+@pytest.mark.parametrize("command", ["ready", "waves"])
+def test_plain_read_imports_neither_click_nor_any_heavy_package(
+    tmp_path: Path, command: str
+) -> None:
+    store = write_store(tmp_path / "tasks.json", DIAMOND)
+    imported = _imported_packages("task", command, "--json", "--store", str(store), cwd=tmp_path)
+    assert "taskstore" in imported
+    assert imported & (HEAVY | {"click"}) == set()
+
+
+def test_read_through_click_imports_no_heavy_package(tmp_path: Path) -> None:
+    store = write_store(tmp_path / "tasks.json", DIAMOND)
+    imported = _imported_packages("task", "ready", "--json", f"--store={store}", cwd=tmp_path)
+    assert "click" in imported
+    assert imported & HEAVY == set()

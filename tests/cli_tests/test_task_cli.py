@@ -1,0 +1,292 @@
+"""``rho task ...`` commands doing their job: what they print and what they leave in the store."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from ._rho import DIAMOND_WAVES, RunRho, task, write_store
+
+STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+def _without_stamps(data: dict[str, Any]) -> dict[str, Any]:
+    assert STAMP.match(data.pop("createdAt"))
+    assert STAMP.match(data.pop("updatedAt"))
+    return data
+
+
+def _read(store: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(store.read_text())
+    return document
+
+
+def test_add_prints_sequential_ids_and_writes_a_sorted_revisioned_store(
+    rho: RunRho, tmp_path: Path
+) -> None:
+    outputs = [rho("task", "add", subject, "--store", "s.json").stdout for subject in "ABC"]
+    assert outputs == ["added task_1: A\n", "added task_2: B\n", "added task_3: C\n"]
+    document = _read(tmp_path / "s.json")
+    assert [document[k] for k in ("schema_version", "revision", "next_id")] == [
+        "rho.tasks/v1",
+        3,
+        4,
+    ]
+    assert [t["id"] for t in document["tasks"]] == ["task_1", "task_2", "task_3"]
+
+
+def test_add_records_blockers_related_links_description_and_command(
+    rho: RunRho, tmp_path: Path
+) -> None:
+    for subject in ("parse", "lex"):
+        rho("task", "add", subject, "--store", "s.json")
+    result = rho(
+        "task", "add", "compile", "--store", "s.json", "--json",
+        "--blocked-by", "task_1", "--blocked-by", "task_2", "--related", "task_1",
+        "--description", "turn tokens into code", "--command", "make compile",
+    )  # fmt: skip
+    assert result.code == 0
+    assert _without_stamps(result.json()) == {
+        "id": "task_3",
+        "subject": "compile",
+        "description": "turn tokens into code",
+        "status": "pending",
+        "dependencies": [
+            {"targetId": "task_1", "type": "related"},
+            {"targetId": "task_1", "type": "blocks"},
+            {"targetId": "task_2", "type": "blocks"},
+        ],
+        "metadata": {"command": "make compile"},
+        "attempts": 0,
+    }
+    assert _read(tmp_path / "s.json")["tasks"][2] == {**result.json()}
+
+
+def test_add_with_parent_numbers_children_and_links_them_to_the_parent(rho: RunRho) -> None:
+    rho("task", "add", "epic", "--store", "s.json")
+    first = rho("task", "add", "part one", "--parent", "task_1", "--store", "s.json")
+    second = rho("task", "add", "part two", "--parent", "task_1", "--store", "s.json", "--json")
+    assert first.stdout == "added task_1.1: part one\n"
+    child = second.json()
+    assert (child["id"], child["parentId"], child["dependencies"]) == (
+        "task_1.2",
+        "task_1",
+        [{"targetId": "task_1", "type": "parent-child"}],
+    )
+    # A subtask takes no number from the counter.
+    assert rho("task", "add", "next", "--store", "s.json").stdout == "added task_2: next\n"
+
+
+def test_list_json_prints_every_task_as_stored(rho: RunRho, diamond: Path) -> None:
+    result = rho("task", "list", "--json", "--store", str(diamond))
+    assert result.code == 0
+    assert result.json() == {
+        "tasks": [
+            {"description": "", "metadata": {}, "attempts": 0, "dependencies": []} | t
+            for t in _read(diamond)["tasks"]
+        ]
+    }
+
+
+def test_list_shows_a_table_of_ids_statuses_subjects_blockers_and_commands(
+    rho: RunRho, diamond: Path
+) -> None:
+    result = rho("task", "list", "--store", str(diamond))
+    rows = [line.split("│")[1:-1] for line in result.stdout.splitlines() if "task_" in line]
+    cells = [[cell.strip() for cell in row] for row in rows]
+    assert result.stdout.startswith("5 task(s)")
+    assert cells == [
+        ["task_1", "completed", "do task_1", "", "make one"],
+        ["task_1.1", "pending", "do task_1.1", "", ""],
+        ["task_2", "pending", "do task_2", "task_1", ""],
+        ["task_3", "pending", "do task_3", "task_1", ""],
+        ["task_4", "pending", "do task_4", "task_2, task_3", ""],
+    ]
+
+
+def test_show_prints_one_task_as_json_or_as_a_detail_table(rho: RunRho, diamond: Path) -> None:
+    as_json = rho("task", "show", "task_1", "--json", "--store", str(diamond))
+    human = rho("task", "show", "task_2", "--store", str(diamond))
+    assert as_json.json() == {
+        "id": "task_1",
+        "subject": "do task_1",
+        "description": "",
+        "status": "completed",
+        "owner": "ada",
+        "dependencies": [],
+        "metadata": {"command": "make one"},
+        "attempts": 0,
+    }
+    lines = [line.split() for line in human.stdout.splitlines()]
+    assert lines == [
+        ["id", "task_2"],
+        ["subject", "do", "task_2"],
+        ["status", "pending"],
+        ["attempts", "0"],
+        ["blocks", "task_1"],
+        ["related", "task_9"],
+    ]
+
+
+def test_update_changes_fields_and_blockers(rho: RunRho, tmp_path: Path) -> None:
+    for subject in ("a", "b", "c"):
+        rho("task", "add", subject, "--store", "s.json")
+    result = rho(
+        "task", "update", "task_3", "--store", "s.json", "--json",
+        "--status", "in_progress", "--subject", "c2", "--description", "more",
+        "--command", "make c", "--add-blocker", "task_1", "--add-blocker", "task_2",
+        "--add-related", "task_1",
+    )  # fmt: skip
+    assert result.code == 0
+    changed = _without_stamps(result.json())
+    assert changed == {
+        "id": "task_3",
+        "subject": "c2",
+        "description": "more",
+        "status": "in_progress",
+        "dependencies": [
+            {"targetId": "task_1", "type": "related"},
+            {"targetId": "task_1", "type": "blocks"},
+            {"targetId": "task_2", "type": "blocks"},
+        ],
+        "metadata": {"command": "make c"},
+        "attempts": 0,
+    }
+    removed = rho("task", "update", "task_3", "--remove-blocker", "task_1", "--store", "s.json")
+    assert removed.stdout == "updated task_3: c2\n"
+    assert _read(tmp_path / "s.json")["tasks"][2]["dependencies"] == [
+        {"targetId": "task_1", "type": "related"},
+        {"targetId": "task_2", "type": "blocks"},
+    ]
+
+
+def test_ready_json_is_the_ready_tasks_and_the_waves(rho: RunRho, diamond: Path) -> None:
+    result = rho("task", "ready", "--json", "--store", str(diamond))
+    assert result.code == 0
+    document = result.json()
+    assert list(document) == ["tasks", "waves"]
+    assert [list(t) for t in document["tasks"]] == [
+        ["id", "subject", "status", "owner", "dependencies"]
+    ] * 3
+    assert document == {
+        "tasks": [
+            {
+                "id": "task_1.1",
+                "subject": "do task_1.1",
+                "status": "pending",
+                "owner": None,
+                "dependencies": [{"targetId": "task_1", "type": "parent-child"}],
+            },
+            {
+                "id": "task_2",
+                "subject": "do task_2",
+                "status": "pending",
+                "owner": None,
+                "dependencies": [
+                    {"targetId": "task_1", "type": "blocks"},
+                    {"targetId": "task_9", "type": "related"},
+                ],
+            },
+            {
+                "id": "task_3",
+                "subject": "do task_3",
+                "status": "pending",
+                "owner": None,
+                "dependencies": [{"targetId": "task_1", "type": "blocks"}] * 2,
+            },
+        ],
+        "waves": DIAMOND_WAVES,
+    }
+
+
+def test_waves_json_is_only_the_waves(rho: RunRho, diamond: Path) -> None:
+    result = rho("task", "waves", "--json", "--store", str(diamond))
+    assert (result.code, result.json()) == (0, {"waves": DIAMOND_WAVES})
+
+
+def test_ready_and_waves_print_waves_for_people(rho: RunRho, diamond: Path) -> None:
+    ready = rho("task", "ready", "--store", str(diamond)).stdout.splitlines()
+    waves = rho("task", "waves", "--store", str(diamond)).stdout.splitlines()
+    wave_lines = ["wave 1: task_1 task_1.1", "wave 2: task_2 task_3", "wave 3: task_4"]
+    assert waves == wave_lines
+    assert ready[0].strip() == "3 ready task(s)"
+    assert ready[-3:] == wave_lines
+    ready_ids = [line.split("│")[1].strip() for line in ready if line.startswith("│")]
+    assert ready_ids == ["task_1.1", "task_2", "task_3"]
+
+
+def test_validate_reports_the_graph_size_and_waves(rho: RunRho, diamond: Path) -> None:
+    human = rho("task", "validate", "--store", str(diamond))
+    as_json = rho("task", "validate", "--json", "--store", str(diamond))
+    assert human.stdout == "valid: 5 task(s), 4 blocking edge(s), 3 wave(s)\n"
+    assert as_json.json() == {"valid": True, "tasks": 5, "edges": 4, "waves": DIAMOND_WAVES}
+
+
+def test_compact_counts_statuses_and_lists_unfinished_tasks(rho: RunRho, diamond: Path) -> None:
+    human = rho("task", "compact", "--store", str(diamond))
+    as_json = rho("task", "compact", "--json", "--store", str(diamond))
+    open_lines = [
+        "task_1.1 [pending] do task_1.1",
+        "task_2 [pending] do task_2 (blocked by task_1)",
+        "task_3 [pending] do task_3 (blocked by task_1)",
+        "task_4 [pending] do task_4 (blocked by task_2, task_3)",
+    ]
+    assert human.stdout.splitlines() == ["1 completed, 4 pending", *open_lines]
+    assert as_json.json() == {"counts": {"completed": 1, "pending": 4}, "open": open_lines}
+
+
+def test_import_accepts_a_store_a_tasks_object_or_a_list_and_keeps_ids(
+    rho: RunRho, tmp_path: Path
+) -> None:
+    write_store(tmp_path / "doc.json", [task("task_7")], revision=40, next_id=8)
+    (tmp_path / "object.json").write_text(json.dumps({"tasks": [task("task_8", "task_7")]}))
+    (tmp_path / "list.json").write_text(json.dumps([task("x", "task_8")]))
+    outputs = [
+        rho("task", "import", name, "--store", "s.json").stdout
+        for name in ("doc.json", "object.json", "list.json")
+    ]
+    assert outputs == ["imported 1 task(s)\n"] * 3
+    document = _read(tmp_path / "s.json")
+    # The imported file's own revision and counter do not carry over; the counter moves past ids.
+    assert (document["revision"], document["next_id"]) == (3, 9)
+    assert [t["id"] for t in document["tasks"]] == ["task_7", "task_8", "x"]
+    assert rho("task", "add", "after", "--store", "s.json").stdout == "added task_9: after\n"
+
+
+def test_import_json_prints_the_imported_tasks(rho: RunRho, tmp_path: Path) -> None:
+    (tmp_path / "list.json").write_text(json.dumps([task("a"), task("b", "a")]))
+    result = rho("task", "import", "list.json", "--json", "--store", "s.json")
+    assert [t["id"] for t in result.json()["tasks"]] == ["a", "b"]
+
+
+def test_export_prints_the_store_file_exactly(rho: RunRho, tmp_path: Path) -> None:
+    rho("task", "add", "a", "--command", "echo a", "--store", "s.json")
+    rho("task", "add", "b", "--blocked-by", "task_1", "--store", "s.json")
+    result = rho("task", "export", "--store", "s.json")
+    assert result.stdout == (tmp_path / "s.json").read_text()
+
+
+def test_exported_store_imports_into_an_empty_store_unchanged(rho: RunRho, tmp_path: Path) -> None:
+    rho("task", "add", "a", "--command", "echo a", "--store", "s.json")
+    rho("task", "add", "b", "--blocked-by", "task_1", "--store", "s.json")
+    rho("task", "update", "task_1", "--status", "completed", "--store", "s.json")
+    (tmp_path / "backup.json").write_text(rho("task", "export", "--store", "s.json").stdout)
+    rho("task", "import", "backup.json", "--store", "copy.json")
+    assert _read(tmp_path / "copy.json")["tasks"] == _read(tmp_path / "s.json")["tasks"]
+
+
+def test_commands_on_a_missing_store_see_an_empty_one(rho: RunRho, tmp_path: Path) -> None:
+    assert rho("task", "list", "--json", "--store", "none.json").json() == {"tasks": []}
+    assert rho("task", "ready", "--json", "--store", "none.json").json() == {
+        "tasks": [],
+        "waves": [],
+    }
+    assert not (tmp_path / "none.json").exists()
+
+
+def test_version_prints_the_package_version(rho: RunRho) -> None:
+    result = rho("--version")
+    assert (result.code, result.stdout) == (0, f"rho, version {version('rho-mission')}\n")
