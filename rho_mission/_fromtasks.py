@@ -6,6 +6,7 @@ from pathlib import Path
 
 from taskstore import Task, TaskStore, compute_schedule
 
+from ._errors import InvalidMissionError
 from ._mission import Mission
 from ._models import Feature, MissionConfig
 
@@ -20,10 +21,13 @@ def mission_from_tasks(
     Tasks already ``completed`` become completed features and are not run again.
 
     Raises:
+        InvalidMissionError: the store holds no task.
         TaskStoreError: the store cannot be read (``ScheduleError`` if its graph is invalid).
         NotAGitRepositoryError, UnknownRefError: see ``Mission.new``.
     """
     tasks = TaskStore(store_path).tasks()
+    if not tasks:
+        raise InvalidMissionError(f"no tasks to run: the task store {store_path} is empty")
     schedule = compute_schedule(tasks)
     by_id = {task.id: task for task in tasks}
     features = [_feature(by_id[i]) for wave in schedule.waves for i in wave]

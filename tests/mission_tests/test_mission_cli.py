@@ -1,0 +1,424 @@
+"""``rho mission``: the real console script on real repositories and task stores.
+
+Every test runs ``rho`` as a subprocess in a temporary git repository whose store was built with
+``rho task add`` or ``rho task import`` (by hand only where the CLI refuses to write such a store),
+and checks exit codes, output, the store, the mission folder and the branches git holds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ._cli_helpers import (
+    Result,
+    branches,
+    group_alive,
+    import_tasks,
+    journal_events,
+    kill_leftover_groups,
+    mission_dir,
+    run_rho,
+    spec,
+    store_bytes,
+    store_path,
+    store_tasks,
+    tree_files,
+)
+
+_USAGE_HINT = "hint: run 'rho mission --help' for usage"
+
+
+@pytest.fixture(autouse=True)
+def no_leftovers(tmp_path: Path) -> Iterator[None]:
+    """After each test, no task process of its missions may still run (they are killed)."""
+    yield
+    assert kill_leftover_groups(tmp_path) == [], "a task process outlived its mission"
+
+
+@pytest.fixture
+def project(make_repo: Callable[[str, int], Path]) -> Path:
+    """A repository with one committed file, ``file0000.txt``."""
+    return make_repo("repo", 1)
+
+
+@pytest.fixture
+def marker(tmp_path: Path) -> Path:
+    """A file that a task touches if it ever runs (outside the repository)."""
+    return tmp_path / "a-task-ran"
+
+
+def _statuses(project: Path) -> dict[str, str]:
+    return {task_id: task["status"] for task_id, task in store_tasks(project).items()}
+
+
+def _mission_json(folder: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((folder / "mission.json").read_text(encoding="utf-8"))
+    return data
+
+
+def _table_rows(text: str) -> list[list[str]]:
+    """The body rows (not the header) of the rich tables in *text*, as stripped cells."""
+    return [[c.strip() for c in line.split("│")[1:-1]] for line in text.splitlines() if "│" in line]
+
+
+def _add(project: Path, *args: str) -> None:
+    result = run_rho("task", "add", *args, cwd=project)
+    assert result.code == 0, result.stderr
+
+
+# -- a mission that runs -----------------------------------------------------------------------
+
+
+def test_from_tasks_completes_every_task_and_merges_their_files(project: Path) -> None:
+    _add(project, "one", "--command", "echo one > one.txt")
+    _add(project, "two", "--command", "mkdir sub && echo two > sub/two.txt")
+    blockers = ("--blocked-by", "task_1", "--blocked-by", "task_2")
+    _add(project, "three", *blockers, "--command", "cat one.txt sub/two.txt > three.txt")
+
+    result = run_rho("mission", "--from-tasks", cwd=project)
+
+    folder = mission_dir(project).resolve()
+    assert (result.code, result.stderr) == (0, "")
+    *progress, last = result.stdout_lines
+    assert last == f"mission {folder.name} completed: {folder}"
+    assert sorted(progress) == sorted(
+        [
+            *(f"task_{n} {status}" for n in (1, 2, 3) for status in ("in_progress", "completed")),
+            "wave 1 joined 2 feature(s), 2 completed, 0 failed",
+            "wave 2 joined 1 feature(s), 1 completed, 0 failed",
+        ]
+    )
+    assert progress.index("task_3 in_progress") > progress.index(
+        "wave 1 joined 2 feature(s), 2 completed, 0 failed"
+    )
+    assert _statuses(project) == {
+        "task_1": "completed",
+        "task_2": "completed",
+        "task_3": "completed",
+    }
+    assert tree_files(project, f"rho-mission/{folder.name}/integration") == {
+        "file0000.txt": "line 0\n",
+        "one.txt": "one\n",
+        "sub/two.txt": "two\n",
+        "three.txt": "one\ntwo\n",
+    }
+
+
+def test_show_and_list_describe_a_finished_mission(project: Path) -> None:
+    import_tasks(project, [spec("task_1", "echo one > one.txt")])
+    assert run_rho("mission", "--from-tasks", cwd=project).code == 0
+    folder = mission_dir(project).resolve()
+    ident = folder.name
+
+    shown = run_rho("mission", "show", str(folder), cwd=project)
+    as_json = run_rho("mission", "show", str(folder), "--json", cwd=project)
+    listed = run_rho("mission", "list", cwd=project)
+    listed_json = run_rho("mission", "list", "--json", cwd=project)
+
+    document = _mission_json(folder)
+    assert [r.code for r in (shown, as_json, listed, listed_json)] == [0, 0, 0, 0]
+    assert shown.stdout_lines[:3] == [
+        f"mission {ident}  completed",
+        "prompt: run 1 task(s) of the task store",
+        f"base {document['base_commit'][:12]}  integration rho-mission/{ident}/integration",
+    ]
+    row = ["1", "task_1", "completed", "1", "1", f"rho-mission/{ident}/task_1", "1 file(s) changed"]
+    assert [cells[:4] + cells[5:] for cells in _table_rows(shown.stdout)] == [row]
+    assert shown.stdout_lines[-1].startswith("wave 1 joined 1 feature(s), 1 completed, 0 failed  (")
+    assert as_json.json() == document
+    assert _table_rows(listed.stdout) == [
+        [ident, "completed", "1", "1", document["started_at"], str(folder)]
+    ]
+    assert listed_json.json() == {
+        "missions": [
+            {
+                "id": ident,
+                "status": "completed",
+                "dir": str(folder),
+                "started_at": document["started_at"],
+                "completed_at": document["completed_at"],
+                "features": 1,
+            }
+        ]
+    }
+
+
+def test_json_prints_only_the_final_mission_document(project: Path) -> None:
+    import_tasks(project, [spec("task_1", "echo one > one.txt"), spec("task_2", "true", "task_1")])
+
+    result = run_rho("mission", "--from-tasks", "--json", cwd=project)
+
+    assert result.code == 0
+    document = result.json()  # the whole of stdout is one document
+    assert document == _mission_json(mission_dir(project))
+    assert document["status"] == "completed"
+    assert "wave 2 joined 1 feature(s), 1 completed, 0 failed" in result.stderr_lines
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(project: Path) -> None:
+    import_tasks(project, [spec("task_1", "touch x"), spec("task_2", "touch y", "task_1")])
+    before = (store_bytes(project), sorted((project / ".rho").rglob("*")), branches(project))
+    exclude = (project / ".git" / "info" / "exclude").read_bytes()
+
+    plain = run_rho("mission", "--from-tasks", "--dry-run", cwd=project)
+    as_json = run_rho("mission", "--from-tasks", "--dry-run", "--json", cwd=project)
+
+    header = re.fullmatch(
+        r"mission ([0-9a-f]{8}) \(dry run: nothing runs, nothing is written\)",
+        plain.stdout_lines[0],
+    )
+    assert header is not None
+    assert (plain.code, plain.stderr, plain.stdout_lines[1:]) == (
+        0,
+        "",
+        ["wave 1:", "  task_1: do task_1", "wave 2:", "  task_2: do task_2"],
+    )
+    plan = as_json.json()
+    assert (as_json.code, plan["status"], plan["waves"]) == (
+        0,
+        "planning",
+        [["task_1"], ["task_2"]],
+    )
+    after = (store_bytes(project), sorted((project / ".rho").rglob("*")), branches(project))
+    assert after == before
+    assert (project / ".git" / "info" / "exclude").read_bytes() == exclude
+
+
+def test_failing_task_exits_1_and_leaves_its_downstream_pending(project: Path) -> None:
+    import_tasks(
+        project,
+        [spec("task_1", "exit 3"), spec("task_2", "true", "task_1"), spec("task_3", "touch t")],
+    )
+
+    result = run_rho("mission", "--from-tasks", cwd=project)
+
+    folder = mission_dir(project).resolve()
+    assert result.code == 1
+    assert "task_1 failed: command failed: exit code 3" in result.stdout_lines
+    assert result.stdout_lines[-2:] == [
+        "wave 1 joined 2 feature(s), 1 completed, 1 failed, 1 downstream blocked",
+        f"mission {folder.name} partial: {folder}",
+    ]
+    tasks = store_tasks(project)
+    assert _statuses(project) == {"task_1": "failed", "task_2": "pending", "task_3": "completed"}
+    assert (tasks["task_1"]["lastError"], tasks["task_1"]["attempts"]) == (
+        "command failed: exit code 3",
+        1,
+    )
+    document = _mission_json(folder)
+    assert [f["status"] for f in document["features"]] == ["failed", "completed", "pending"]
+    assert [j["blocked_ids"] for j in document["wave_joins"]] == [["task_2"]]
+
+
+# -- bad input: exit 2, one error line, nothing written ----------------------------------------
+
+
+def _assert_refused(result: Result, project: Path, before: bytes, stderr: list[str]) -> None:
+    """Exit 2 with exactly *stderr*, nothing on stdout, the store as it was, no mission at all."""
+    assert (result.code, result.stdout, result.stderr_lines) == (2, "", stderr)
+    assert store_bytes(project) == before
+    assert not (project / ".rho" / "missions").exists()
+    assert not (project / ".rho" / "worktrees").exists()
+    assert branches(project) == {"main"}
+
+
+@pytest.mark.parametrize(
+    ("args", "stderr"),
+    [
+        pytest.param(
+            ["--workers", "0"],
+            ["error: Invalid value for '--workers': 0 is not in the range 1<=x<=64.", _USAGE_HINT],
+            id="workers-zero",
+        ),
+        pytest.param(
+            ["--workers", "many"],
+            [
+                "error: Invalid value for '--workers': 'many' is not a valid integer range.",
+                _USAGE_HINT,
+            ],
+            id="workers-not-a-number",
+        ),
+        pytest.param(
+            ["--timeout", "5x"],
+            [
+                "error: Invalid value for '--timeout': '5x' is not a duration like 90, 90s, 5m or "
+                "1.5h",
+                _USAGE_HINT,
+            ],
+            id="timeout-unit",
+        ),
+        pytest.param(
+            ["--task-timeout", "0s"],
+            [
+                "error: Invalid value for '--task-timeout': '0s' is not a duration like "
+                "90, 90s, 5m or 1.5h",
+                _USAGE_HINT,
+            ],
+            id="task-timeout-zero",
+        ),
+        pytest.param(
+            ["--base", "no-such-ref"], ['error: unknown git ref "no-such-ref"'], id="unknown-base"
+        ),
+    ],
+)
+def test_bad_option_exits_2_before_any_task_runs(
+    project: Path, marker: Path, args: list[str], stderr: list[str]
+) -> None:
+    import_tasks(project, [spec("task_1", f"touch {shlex.quote(str(marker))}")])
+    before = store_bytes(project)
+
+    result = run_rho("mission", "--from-tasks", *args, cwd=project)
+
+    _assert_refused(result, project, before, stderr)
+    assert not marker.exists()
+
+
+def test_invalid_graph_exits_2_with_the_validation_error(project: Path, marker: Path) -> None:
+    # `rho task import` refuses a cycle, so this store is written as a hand edit would leave it.
+    touch = f"touch {shlex.quote(str(marker))}"
+    tasks = [spec("task_1", touch, "task_2"), spec("task_2", touch, "task_1")]
+    store_path(project).parent.mkdir()
+    store_path(project).write_text(
+        json.dumps({"schema_version": "rho.tasks/v1", "tasks": tasks}), encoding="utf-8"
+    )
+    before = store_bytes(project)
+
+    result = run_rho("mission", "--from-tasks", cwd=project)
+
+    message = (
+        "error: validate task schedule: "
+        "cycle detected in blocking task dependency graph: task_1 -> task_2 -> task_1"
+    )
+    _assert_refused(result, project, before, [message])
+    assert not marker.exists()
+
+
+def test_task_without_command_and_no_run_exits_2(project: Path, marker: Path) -> None:
+    import_tasks(
+        project, [spec("task_1", f"touch {shlex.quote(str(marker))}"), spec("task_2", None)]
+    )
+    before = store_bytes(project)
+
+    result = run_rho("mission", "--from-tasks", cwd=project)
+
+    message = 'error: task "task_2" has no command; set metadata.command or pass --run CMD'
+    _assert_refused(result, project, before, [message])
+    assert not marker.exists()
+
+
+def test_outside_a_git_repository_exits_2(tmp_path: Path, marker: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    store = plain / "tasks.json"
+    import_tasks(
+        plain, [spec("task_1", f"touch {shlex.quote(str(marker))}")], "--store", str(store)
+    )
+    before = store.read_bytes()
+
+    result = run_rho("mission", "--from-tasks", "--store", str(store), cwd=plain)
+
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr_lines == [f"error: not a git repository: {plain.resolve()}"]
+    assert store.read_bytes() == before
+    assert not (plain / ".rho").exists()
+    assert not marker.exists()
+
+
+def test_empty_store_exits_2_and_writes_nothing(project: Path) -> None:
+    import_tasks(project, [])
+    before = store_bytes(project)
+
+    result = run_rho("mission", "--from-tasks", cwd=project)
+
+    _assert_refused(
+        result,
+        project,
+        before,
+        [f"error: no tasks to run: the task store {project / '.rho' / 'tasks.json'} is empty"],
+    )
+
+
+@pytest.mark.parametrize("command", ["show", "resume"])
+def test_show_or_resume_of_a_folder_without_mission_exits_2(project: Path, command: str) -> None:
+    result = run_rho("mission", command, "nowhere", cwd=project)
+
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr_lines == ["error: no mission at nowhere: mission.json missing"]
+
+
+# -- options that shape the run ----------------------------------------------------------------
+
+
+def test_run_command_runs_the_tasks_that_have_no_command(project: Path) -> None:
+    import_tasks(project, [spec("task_1", None), spec("task_2", "echo own > own.txt")])
+
+    result = run_rho(
+        "mission", "--from-tasks", "--run", 'echo run > "$RHO_TASK_ID.txt"', cwd=project
+    )
+
+    assert result.code == 0, result.stdout
+    integration = f"rho-mission/{mission_dir(project).name}/integration"
+    assert tree_files(project, integration) == {
+        "file0000.txt": "line 0\n",
+        "task_1.txt": "run\n",
+        "own.txt": "own\n",
+    }
+
+
+@pytest.mark.parametrize(
+    ("retries", "code", "status", "attempts"), [(0, 1, "failed", 1), (1, 0, "completed", 2)]
+)
+def test_retries_run_a_failed_task_again(
+    project: Path, retries: int, code: int, status: str, attempts: int
+) -> None:
+    import_tasks(project, [spec("task_1", '[ "$RHO_ATTEMPT" -ge 2 ] || exit 4; touch ok')])
+
+    result = run_rho("mission", "--from-tasks", "--retries", str(retries), cwd=project)
+
+    assert result.code == code
+    task = store_tasks(project)["task_1"]
+    assert (task["status"], task["attempts"]) == (status, attempts)
+    (feature,) = _mission_json(mission_dir(project))["features"]
+    assert (feature["status"], feature["attempts"]) == (status, attempts)
+    assert feature["error"] == (None if retries else "command failed: exit code 4")
+
+
+def test_task_timeout_fails_a_task_that_runs_too_long(project: Path) -> None:
+    import_tasks(project, [spec("task_1", "sleep 30"), spec("task_2", "true", "task_1")])
+
+    result = run_rho("mission", "--from-tasks", "--task-timeout", "1s", cwd=project)
+
+    folder = mission_dir(project)
+    assert result.code == 1
+    assert "task_1 failed: timed out after 1s" in result.stdout_lines
+    task = store_tasks(project)["task_1"]
+    assert (task["status"], task["lastError"]) == ("failed", "timed out after 1s")
+    assert _statuses(project)["task_2"] == "pending"
+    assert _mission_json(folder)["status"] == "failed"
+    (started,) = journal_events(folder, "process")
+    assert not group_alive(started["pgid"])
+
+
+def test_mission_timeout_cancels_the_mission_with_exit_130(project: Path) -> None:
+    import_tasks(project, [spec("task_1", "sleep 30"), spec("task_2", "true", "task_1")])
+
+    result = run_rho("mission", "--from-tasks", "--timeout", "1s", cwd=project)
+
+    folder = mission_dir(project).resolve()
+    assert result.code == 130
+    assert result.stdout_lines[-1] == f"mission {folder.name} cancelled: {folder}"
+    document = _mission_json(folder)
+    assert document["status"] == "cancelled"
+    assert [(f["id"], f["status"]) for f in document["features"]] == [
+        ("task_1", "cancelled"),
+        ("task_2", "pending"),
+    ]
+    assert _statuses(project) == {"task_1": "cancelled", "task_2": "pending"}
+    assert all(not group_alive(e["pgid"]) for e in journal_events(folder, "process"))

@@ -1,0 +1,297 @@
+"""The projections onto the portable graph: task stores and missions (DESIGN §4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import graph
+from rho_mission import Feature, Handoff, WaveJoin, mission_graph, task_store_graph
+from rho_mission._models import MissionDocument
+from taskstore import Dependency, Task, TaskStore
+
+from ._helpers import sha256
+
+M = "0123abcd"
+T0 = "2026-01-02T03:04:00Z"
+
+
+def at(minute: int) -> str:
+    return f"2026-01-02T03:{minute:02d}:00Z"
+
+
+# -- the task store ------------------------------------------------------------------------------
+
+
+def _task(task_id: str, subject: str, *links: tuple[str, str], **extra: str) -> Task:
+    dependencies = [Dependency(target_id=target, type=kind) for kind, target in links]
+    return Task(
+        id=task_id,
+        subject=subject,
+        status=extra.get("status", "pending"),
+        dependencies=dependencies,
+        created_at=T0,
+        updated_at=extra.get("updated_at", T0),
+    )
+
+
+def _tasks() -> list[Task]:
+    return [
+        _task("t1", "Subject SecretOne", status="completed", updated_at=at(9)),
+        _task(
+            "t2",
+            "two",
+            ("blocks", "t1"),
+            ("related", "t3"),
+            ("related", "ghost"),
+            ("blocks", "gone"),
+            ("related", "t2"),
+        ),
+        _task("t1.1", "child", ("parent-child", "t1")),
+        _task("t3", "three"),
+    ]
+
+
+def test_tasks_become_metadata_only_nodes() -> None:
+    doc = task_store_graph(_tasks())
+
+    assert [(n.id, n.kind) for n in doc.nodes] == [
+        (f"rho/task/{i}", "execution") for i in ("t1", "t1.1", "t2", "t3")
+    ]
+    first = doc.nodes[0].attributes
+    assert first == {
+        "status": "completed",
+        "attempts": "0",
+        "dependency_count": "0",
+        "blocker_count": "0",
+        "subject_sha256": sha256("Subject SecretOne"),
+        "description_sha256": sha256(""),
+        "data_classification": "metadata_only",
+    }
+    assert all(n.attributes["data_classification"] == "metadata_only" for n in doc.nodes)
+    assert b"SecretOne" not in graph.dump_graph(doc)
+    assert {(e.id, e.type, e.subject.id) for e in doc.events} == {
+        (f"rho/event/task/{i}/created", "created", f"rho/task/{i}")
+        for i in ("t1", "t1.1", "t2", "t3")
+    }
+    assert doc.generated_at == at(9)
+
+
+def test_task_links_become_typed_edges_and_missing_targets_are_skipped() -> None:
+    doc = task_store_graph(_tasks())
+
+    edges = {(e.kind, e.source.id, e.target.id, e.attributes["dependency_type"]) for e in doc.edges}
+    assert edges == {
+        ("depends_on", "rho/task/t2", "rho/task/t1", "blocks"),
+        ("references", "rho/task/t2", "rho/task/t3", "related"),
+        ("contains", "rho/task/t1", "rho/task/t1.1", "parent-child"),
+    }
+    assert len(doc.edges) == 3
+
+
+def test_the_task_graph_validates_and_is_reproducible(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path / "tasks.json")
+    first = store.add("first")
+    store.add("second", blocked_by=[first.id], related=[first.id])
+    store.add("child", parent=first.id)
+
+    once = graph.dump_graph(task_store_graph(store.tasks()))
+    assert graph.dump_graph(task_store_graph(store.tasks())) == once
+    assert graph.dump_graph(task_store_graph(store.tasks()[::-1])) == once
+    assert graph.validate_graph(task_store_graph(store.tasks())).fact_count == 3 + 3 + 3
+
+
+def test_an_empty_store_projects_to_an_empty_graph() -> None:
+    doc = task_store_graph([])
+    assert (doc.nodes, doc.edges, doc.events) == ([], [], [])
+    assert doc.generated_at == "1970-01-01T00:00:00Z"
+
+
+# -- the mission ---------------------------------------------------------------------------------
+
+
+def _feature(feature_id: str, status: str, **data: object) -> Feature:
+    feature = Feature(feature_id, f"do {feature_id}", branch=f"rho-mission/{M}/{feature_id}")
+    feature.status = status  # type: ignore[assignment]
+    for key, value in data.items():
+        setattr(feature, key, value)
+    return feature
+
+
+def _mission() -> MissionDocument:
+    handoff = Handoff(commit_id="c" * 40, files_changed=["a.txt"], summary="1 file(s) changed")
+    features = [
+        _feature(
+            "a", "completed", attempts=1, handoff=handoff, started_at=at(5), completed_at=at(6)
+        ),
+        _feature("b", "failed", attempts=2, error="boom", command="make b", completed_at=at(7)),
+        _feature("c", "pending", blocked_by=["a", "b"]),
+    ]
+    join = WaveJoin(
+        wave=1,
+        feature_ids=["a", "b"],
+        completed_ids=["a"],
+        failed_ids=["b"],
+        blocked_ids=["c"],
+        started_at=at(5),
+        completed_at=at(8),
+        summary="wave 1 joined 2 feature(s), 1 completed, 1 failed, 1 downstream blocked",
+    )
+    return MissionDocument(
+        id=M,
+        prompt="the prompt",
+        dir=f"/somewhere/.rho/missions/{M}",
+        repo="/somewhere",
+        base_commit="b" * 40,
+        integration_branch=f"rho-mission/{M}/integration",
+        features=features,
+        waves=[["a", "b"], ["c"]],
+        wave_joins=[join],
+        status="partial",
+        started_at=T0,
+        completed_at=at(9),
+    )
+
+
+def test_the_mission_graph_has_the_ids_of_design_section_4() -> None:
+    doc = mission_graph(_mission())
+
+    feature = f"rho/mission-feature/{M}"
+    assert [(n.id, n.kind) for n in doc.nodes] == [
+        (f"rho/mission-feature/{M}/a", "execution"),
+        (f"rho/mission-feature/{M}/b", "execution"),
+        (f"rho/mission-feature/{M}/c", "execution"),
+        (f"rho/mission-wave/{M}/1", "operations"),
+        (f"rho/mission/{M}", "execution"),
+    ]
+    edges = {(e.id, e.kind, e.source.id, e.target.id) for e in doc.edges}
+    assert {e for e in edges if e[1] != "depends_on"} == {
+        (f"rho/edge/mission/{M}/contains/{f}", "contains", f"rho/mission/{M}", f"{feature}/{f}")
+        for f in "abc"
+    } | {
+        (
+            f"rho/edge/mission/{M}/produced-wave/1",
+            "produced",
+            f"rho/mission/{M}",
+            f"rho/mission-wave/{M}/1",
+        ),
+    } | {
+        (
+            f"rho/edge/mission-wave/{M}/1/contains/{f}",
+            "contains",
+            f"rho/mission-wave/{M}/1",
+            f"{feature}/{f}",
+        )
+        for f in "ab"
+    }
+    depends = {(e[2], e[3]) for e in edges if e[1] == "depends_on"}
+    assert depends == {(f"{feature}/c", f"{feature}/a"), (f"{feature}/c", f"{feature}/b")}
+    assert all(
+        e.attributes == {"dependency_type": "blocks"} for e in doc.edges if e.kind == "depends_on"
+    )
+
+
+def test_the_mission_graph_events_follow_the_run() -> None:
+    doc = mission_graph(_mission())
+
+    created = f"rho/event/mission/{M}/created"
+    events = [(e.id, e.type, e.subject.id, e.occurred_at, e.causation_id) for e in doc.events]
+    assert events == [
+        (
+            f"rho/event/mission-feature/{M}/a/transitioned",
+            "transitioned",
+            f"rho/mission-feature/{M}/a",
+            at(6),
+            created,
+        ),
+        (
+            f"rho/event/mission-feature/{M}/b/transitioned",
+            "transitioned",
+            f"rho/mission-feature/{M}/b",
+            at(7),
+            created,
+        ),
+        (
+            f"rho/event/mission-wave/{M}/1/observed",
+            "observed",
+            f"rho/mission-wave/{M}/1",
+            at(8),
+            created,
+        ),
+        (created, "created", f"rho/mission/{M}", T0, None),
+    ]
+    assert {e.correlation_id for e in doc.events} == {M}
+    assert doc.generated_at == at(9)
+
+
+def test_mission_graph_attributes_are_counts_statuses_and_digests() -> None:
+    mission = _mission()
+    nodes = {n.id: n.attributes for n in mission_graph(mission).nodes}
+
+    assert nodes[f"rho/mission/{M}"] == {
+        "status": "partial",
+        "feature_count": "3",
+        "completed_count": "1",
+        "failed_count": "1",
+        "wave_count": "2",
+        "joined_wave_count": "1",
+        "max_workers": "4",
+        "prompt_sha256": sha256("the prompt"),
+        "base_commit_sha256": sha256("b" * 40),
+        "integration_branch_sha256": sha256(f"rho-mission/{M}/integration"),
+        "data_classification": "metadata_only",
+    }
+    assert nodes[f"rho/mission-feature/{M}/b"] == {
+        "status": "failed",
+        "attempts": "2",
+        "wave": "1",
+        "blocker_count": "0",
+        "description_sha256": sha256("do b"),
+        "expected_behavior_sha256": sha256("do b"),
+        "branch_sha256": sha256(f"rho-mission/{M}/b"),
+        "command_sha256": sha256("make b"),
+        "error_sha256": sha256("boom"),
+        "data_classification": "metadata_only",
+    }
+    a = nodes[f"rho/mission-feature/{M}/a"]
+    assert (a["commit_sha256"], a["files_changed_count"]) == (sha256("c" * 40), "1")
+    assert nodes[f"rho/mission-feature/{M}/c"]["wave"] == "2"
+    assert nodes[f"rho/mission-wave/{M}/1"] == {
+        "status": "joined",
+        "wave": "1",
+        "feature_count": "2",
+        "completed_count": "1",
+        "failed_count": "1",
+        "cancelled_count": "0",
+        "blocked_count": "1",
+        "data_classification": "metadata_only",
+    }
+
+
+@pytest.mark.parametrize("clear", ["the prompt", "/somewhere", "make b", "boom", "do a", "b" * 40])
+def test_the_mission_graph_never_holds_text_in_clear(clear: str) -> None:
+    assert clear.encode() not in graph.dump_graph(mission_graph(_mission()))
+
+
+def test_the_same_mission_projects_to_the_same_bytes() -> None:
+    mission = _mission()
+    once = graph.dump_graph(mission_graph(mission))
+    assert graph.dump_graph(mission_graph(mission)) == once
+    assert graph.dump_graph(mission_graph(mission.model_copy(deep=True))) == once
+    reread = MissionDocument.model_validate_json(mission.model_dump_json())
+    assert graph.dump_graph(mission_graph(reread)) == once
+
+
+def test_a_planned_mission_projects_without_waves_or_transitions() -> None:
+    mission = _mission()
+    mission.wave_joins = []
+    mission.started_at = mission.completed_at = None
+    for feature in mission.features:
+        feature.status, feature.started_at, feature.completed_at = "pending", None, None
+        feature.handoff = None
+    doc = mission_graph(mission)
+
+    assert doc.generated_at == "1970-01-01T00:00:00Z"
+    assert [e.type for e in doc.events] == ["created"]
+    assert not any(n.kind == "operations" for n in doc.nodes)
