@@ -8,7 +8,7 @@ dumped and written the same way. This script builds the mission as it stands at 
 
 - projection: ``mission_graph(mission)`` (builds and validates every node, edge and event);
 - graph validation: ``validate_graph`` + ``sort_facts``, as ``dump_graph`` does again;
-- graph dump: ``document_data`` + ``json.dumps`` of the validated graph;
+- graph dump: ``model_dump_json(indent=2)`` of the validated graph, as ``dump_graph`` does;
 - mission.json dump: ``model_dump_json(indent=2)``;
 - writes: both files through ``write_atomic`` (temp file, fsync, rename, folder fsync).
 
@@ -19,7 +19,6 @@ Prints medians and file sizes; nothing here asserts on speed.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import tempfile
@@ -28,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from graph import MAX_GRAPH_FILE_BYTES, GraphDocument, document_data, sort_facts, validate_graph
+from graph import MAX_GRAPH_FILE_BYTES, GraphDocument, sort_facts, validate_graph
 from rho_mission._models import Feature, Handoff, MissionConfig, MissionDocument, WaveJoin
 from rho_mission._persist import prepare_mission_dir, save_mission
 from rho_mission._projection import mission_graph
@@ -140,7 +139,8 @@ def one_run(mission: MissionDocument, folder: Path) -> dict[str, float]:
 
 def _graph_bytes(graph: GraphDocument) -> bytes:
     # What dump_graph does after its validation.
-    return (json.dumps(document_data(graph), indent=2, ensure_ascii=False) + "\n").encode()
+    text = graph.model_dump_json(indent=2, by_alias=True, exclude_none=True)
+    return (text + "\n").encode()
 
 
 def report(runs: list[dict[str, float]], folder: Path, options: argparse.Namespace) -> None:

@@ -15,7 +15,9 @@ worktrees and mission folders of the previous run deleted), one warm-up pair fir
 interleaved rho/make/rho/make. Prints the medians and the ratio rho/make (target <= 1.0x),
 and, from the journal.jsonl of each rho run, where rho's wall time goes.
 
-Run: ``.venv/bin/python bench/bench_mission_overhead.py [--runs 5] [--files 500]``.
+Run: ``.venv/bin/python bench/bench_mission_overhead.py [--runs 3] [--files 500] [--tmpdir D]``.
+The file system decides much of make's side (a fresh ``worktree add`` writes every file): try
+both the default temporary folder and a tmpfs (``--tmpdir /dev/shm``).
 Nothing here asserts on speed; a failed run (non-zero exit, missing branches) stops the script.
 """
 
@@ -298,14 +300,16 @@ def report(rho: list[float], make: list[float], parts: list[dict[str, float]]) -
 def main() -> None:
     """Check the tools, build the repository, run both sides interleaved, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="timed pairs (after one warm-up)")
+    parser.add_argument("--runs", type=int, default=3, help="timed pairs (after one warm-up)")
     parser.add_argument("--files", type=int, default=500)
+    parser.add_argument("--tmpdir", help="where the repository goes (e.g. /dev/shm: a tmpfs)")
     options = parser.parse_args()
     for tool in ("make", "flock", "git"):
         if shutil.which(tool) is None:
             sys.exit(f"error: {tool} is not installed")
     print(run(["make", "--version"], Path.cwd()).splitlines()[0], "| flock |", RHO)
-    with tempfile.TemporaryDirectory(prefix="bench-mission-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="bench-mission-", dir=options.tmpdir) as scratch:
+        print(f"repository in {scratch}")
         setup = prepare(Path(scratch), options.files)
         report(*measure(setup, options.runs))
 

@@ -9,6 +9,7 @@ producer ``rho-mission``, ``effective_at`` = ``created_at``, ``data_classificati
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -79,7 +80,10 @@ def _attribute_text(value: AttributeValue) -> str:
     return str(value)
 
 
+@functools.lru_cache(maxsize=256)
 def _provenance(producer: str, version: str | None, source_id: str | None) -> Provenance:
+    # Shared between facts: a projection of 1,000 features makes thousands of identical ones,
+    # and facts are never mutated after they are built.
     return Provenance(producer=producer, version=version, source_id=source_id)
 
 

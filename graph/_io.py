@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import GraphDocumentError
-from ._model import GraphDocument, document_data, sort_facts
+from ._model import GraphDocument, sort_facts
 from ._validate import validate_graph
 
 __all__ = [
@@ -42,7 +42,9 @@ def dump_graph(doc: GraphDocument | Mapping[str, Any]) -> bytes:
         GraphValidationError: *doc* breaks the contract (see `validate_graph`).
     """
     graph = sort_facts(validate_graph(doc))
-    text = json.dumps(document_data(graph), indent=2, ensure_ascii=False)
+    # pydantic's serializer writes the same bytes as json.dumps(indent=2, ensure_ascii=False)
+    # of document_data(graph), several times faster: a mission rewrites this file at every join.
+    text = graph.model_dump_json(indent=2, by_alias=True, exclude_none=True)
     return f"{text}\n".encode()
 
 

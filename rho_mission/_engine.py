@@ -94,6 +94,8 @@ class _WaveRunner:
         )
         self.limiter = anyio.CapacityLimiter(mission.config.max_workers)
         self.cancelled = False
+        # Features whose branch never moved past the integration head: nothing to merge.
+        self.unchanged: set[str] = set()
 
     def _worktree_folder(self) -> Path:
         return self.repo.root / ".rho" / "worktrees" / self.mission.id
@@ -243,6 +245,8 @@ class _WaveRunner:
             return self.repo.commit_all(worktree, message, base=head)
 
         result = await anyio.to_thread.run_sync(commit)
+        if result.commit_id is None:
+            self.unchanged.add(feature.id)
         count = len(result.files_changed)
         return Handoff(
             commit_id=result.commit_id,
@@ -296,14 +300,15 @@ class _WaveRunner:
     async def _merge_completed(self, ids: list[str]) -> None:
         for feature_id in sorted(ids):
             feature = self.mission.feature(feature_id)
-            if feature.status != "completed" or feature.branch is None:
+            branch = feature.branch
+            if feature.status != "completed" or feature.id in self.unchanged or branch is None:
                 continue
-            if await anyio.to_thread.run_sync(self.repo.branch_commit, feature.branch) is None:
+            if await anyio.to_thread.run_sync(self.repo.branch_commit, branch) is None:
                 continue  # completed before the mission (a task done in the store): no branch
             message = f"rho-mission {self.mission.id}: merge {feature.id}"
             try:
                 await anyio.to_thread.run_sync(
-                    self.repo.merge_into, self._integration, feature.branch, message
+                    self.repo.merge_into, self._integration, branch, message
                 )
             except MergeConflictError as exc:
                 feature.handoff = None

@@ -310,10 +310,13 @@ class GitRepo:
             GitOperationError: staging or committing failed (for example mid-rebase).
         """
         start = self._worktree_head(worktree) if base is None else self.resolve_commit(base)
-        self.run("add", "--all", cwd=worktree)
-        if self.run_status("diff", "--cached", "--quiet", cwd=worktree)[0] == 1:
-            with self.locked():
-                self.run(*_commit_args(message), cwd=worktree, env=self._identity_env())
+        # One status call answers the common case of a worker that changed nothing; staging
+        # and the staged-diff check run only when there is something to stage.
+        if self.run("status", "--porcelain", "-z", "--untracked-files=all", cwd=worktree):
+            self.run("add", "--all", cwd=worktree)
+            if self.run_status("diff", "--cached", "--quiet", cwd=worktree)[0] == 1:
+                with self.locked():
+                    self.run(*_commit_args(message), cwd=worktree, env=self._identity_env())
         head = self._worktree_head(worktree)
         if head == start:
             return CommitResult(None, [])

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from graph import GraphBuilder, GraphDocument, Node, sha256_hex
+from graph import GraphBuilder, GraphDocument, Node, Ref, sha256_hex
 
 if TYPE_CHECKING:
     from taskstore import Task
@@ -31,13 +31,14 @@ def mission_graph(mission: MissionDocument) -> GraphDocument:
     created = mission.started_at or _EPOCH
     latest = _latest(mission) or created
     builder = GraphBuilder(generated_at=latest)
+    # Refs are built once per node and reused by every edge and event that names the node.
     root = builder.node(
         f"rho/mission/{mission.id}",
         "execution",
         _mission_attributes(mission),
         created_at=created,
         effective_at=latest,
-    )
+    ).ref
     builder.event(
         f"rho/event/mission/{mission.id}/created",
         "created",
@@ -45,7 +46,11 @@ def mission_graph(mission: MissionDocument) -> GraphDocument:
         occurred_at=created,
         correlation_id=mission.id,
     )
-    features = {f.id: _feature_node(builder, mission, f, root, created) for f in mission.features}
+    waves = {i: n for n, wave in enumerate(mission.waves, 1) for i in wave}
+    features = {
+        f.id: _feature_node(builder, mission, f, root, created, waves.get(f.id, 0))
+        for f in mission.features
+    }
     _dependency_edges(builder, mission, features, created)
     for join in mission.wave_joins:
         _wave_node(builder, mission, join, root, features)
@@ -76,16 +81,21 @@ def _mission_attributes(mission: MissionDocument) -> dict[str, str | int]:
 
 
 def _feature_node(
-    builder: GraphBuilder, mission: MissionDocument, feature: Feature, root: Node, created: str
-) -> Node:
+    builder: GraphBuilder,
+    mission: MissionDocument,
+    feature: Feature,
+    root: Ref,
+    created: str,
+    wave: int,
+) -> Ref:
     prefix = f"rho/mission-feature/{mission.id}/{feature.id}"
     node = builder.node(
         prefix,
         "execution",
-        _feature_attributes(mission, feature),
+        _feature_attributes(feature, wave),
         created_at=created,
         effective_at=feature.completed_at or feature.started_at or created,
-    )
+    ).ref
     builder.edge(
         f"rho/edge/mission/{mission.id}/contains/{feature.id}",
         "contains",
@@ -105,16 +115,16 @@ def _feature_node(
     return node
 
 
-def _feature_attributes(mission: MissionDocument, feature: Feature) -> dict[str, str | int]:
-    wave = next((n for n, ids in enumerate(mission.waves, 1) if feature.id in ids), 0)
+def _feature_attributes(feature: Feature, wave: int) -> dict[str, str | int]:
     attributes: dict[str, str | int] = {
         "status": feature.status,
         "attempts": feature.attempts,
-        "wave": wave,
         "blocker_count": len(feature.blocked_by),
         "description_sha256": sha256_hex(feature.description),
         "expected_behavior_sha256": sha256_hex(feature.expected_behavior),
     }
+    if wave:  # a feature outside every wave has none (renderings group by this attribute)
+        attributes["wave"] = wave
     optional = {"branch": feature.branch, "command": feature.command, "error": feature.error}
     if feature.handoff is not None:
         attributes["files_changed_count"] = len(feature.handoff.files_changed)
@@ -126,7 +136,7 @@ def _feature_attributes(mission: MissionDocument, feature: Feature) -> dict[str,
 
 
 def _dependency_edges(
-    builder: GraphBuilder, mission: MissionDocument, features: dict[str, Node], created: str
+    builder: GraphBuilder, mission: MissionDocument, features: dict[str, Ref], created: str
 ) -> None:
     for feature in mission.features:
         for blocker in feature.blocked_by:
@@ -145,8 +155,8 @@ def _wave_node(
     builder: GraphBuilder,
     mission: MissionDocument,
     join: WaveJoin,
-    root: Node,
-    features: dict[str, Node],
+    root: Ref,
+    features: dict[str, Ref],
 ) -> None:
     prefix = f"rho/mission-wave/{mission.id}/{join.wave}"
     node = builder.node(
@@ -163,7 +173,7 @@ def _wave_node(
         },
         created_at=join.started_at,
         effective_at=join.completed_at,
-    )
+    ).ref
     builder.edge(
         f"rho/edge/mission/{mission.id}/produced-wave/{join.wave}",
         "produced",

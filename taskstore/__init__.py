@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ._schedule import STATUSES as STATUSES
     from ._schedule import Schedule as Schedule
     from ._schedule import compute_schedule as compute_schedule
+    from ._store import StatusChange as StatusChange
     from ._store import TaskStore as TaskStore
     from ._store import dump_document as dump_document
     from ._store import parse_document as parse_document
@@ -53,6 +54,7 @@ _LOCATIONS = {
     "ScheduleError": "_errors",
     "ScheduleLimitError": "_errors",
     "SelfBlockerError": "_errors",
+    "StatusChange": "_store",
     "StoreDocument": "_model",
     "StoreReadError": "_errors",
     "StoreWriteError": "_errors",

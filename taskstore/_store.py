@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
@@ -25,9 +26,19 @@ from ._guard import check_caps, check_new_blockers
 from ._model import Dependency, StoreDocument, Task
 from ._schedule import STATUSES, Schedule, compute_schedule
 
-__all__ = ["TaskStore", "now_rfc3339"]
+__all__ = ["StatusChange", "TaskStore", "now_rfc3339"]
 
 R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class StatusChange:
+    """One progress report for ``TaskStore.record_progress``."""
+
+    task_id: str
+    status: str
+    attempts: int | None = None
+    last_error: str | None = None
 
 
 def now_rfc3339() -> str:
@@ -170,10 +181,8 @@ class TaskStore:
             InvalidTaskError: an unknown status, a blank subject, or removing a non-blocker.
             ScheduleError: a new blocker that is itself, missing, or closes a cycle.
         """
-        if status is not None and status not in STATUSES:
-            raise InvalidTaskError(
-                f"invalid status {quote(status)}; expected one of {', '.join(sorted(STATUSES))}"
-            )
+        if status is not None:
+            _check_status(status)
         if subject is not None:
             _require_text("subject", subject)
 
@@ -190,6 +199,34 @@ class TaskStore:
             return task
 
         return self.mutate(change)
+
+    def record_progress(self, changes: Sequence[StatusChange]) -> list[str]:
+        """Apply status changes (with attempts and ``lastError``) in one locked rewrite.
+
+        For callers that follow running work, like a mission: a task that no longer exists is
+        skipped, and its id returned, rather than failing the whole batch.
+
+        Raises:
+            InvalidTaskError: an unknown status; nothing is written.
+            StoreReadError, StoreWriteError: the file cannot be read or replaced.
+        """
+        for change in changes:
+            _check_status(change.status)
+
+        def apply(document: StoreDocument) -> list[str]:
+            by_id = {task.id: task for task in document.tasks}
+            missing: list[str] = []
+            for change in changes:
+                task = by_id.get(change.task_id)
+                if task is None:
+                    missing.append(change.task_id)
+                    continue
+                _apply_fields(
+                    task, change.status, None, None, None, change.last_error, change.attempts
+                )
+            return missing
+
+        return self.mutate(apply)
 
     def import_tasks(self, tasks: list[Task]) -> list[Task]:
         """Add *tasks* as they are (ids kept) and return them.
@@ -237,8 +274,10 @@ def parse_document(raw: bytes, source: str) -> StoreDocument:
 
 def dump_document(document: StoreDocument) -> bytes:
     """The canonical bytes of a store: 2-space JSON, tasks sorted by id, trailing newline."""
-    data = document.model_dump(by_alias=True, exclude_none=True)
-    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
+    # The same bytes as json.dumps(indent=2, ensure_ascii=False) of the dumped dict, written by
+    # pydantic's serializer several times faster: every store write pays for this.
+    text = document.model_dump_json(indent=2, by_alias=True, exclude_none=True)
+    return (text + "\n").encode()
 
 
 def _first_problem(exc: ValidationError) -> str:
@@ -254,6 +293,13 @@ def _find(document: StoreDocument, task_id: str) -> Task:
         if task.id == task_id:
             return task
     raise TaskNotFoundError(task_id)
+
+
+def _check_status(status: str) -> None:
+    if status not in STATUSES:
+        raise InvalidTaskError(
+            f"invalid status {quote(status)}; expected one of {', '.join(sorted(STATUSES))}"
+        )
 
 
 def _require_text(field: str, value: str) -> None:

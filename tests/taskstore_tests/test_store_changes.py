@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from taskstore import Task, TaskStore
+import pytest
+
+from taskstore import InvalidTaskError, StatusChange, Task, TaskStore
 
 from ._graphs import task
 
@@ -98,3 +100,33 @@ def test_import_of_ids_that_only_look_numeric_leaves_the_counter(store: TaskStor
     store.import_tasks([task("task_²"), task("task_1x"), task("task_"), task("task_1.5")])
     assert store.load().next_id == 1
     assert store.add("next").id == "task_1"
+
+
+def test_record_progress_applies_a_batch_in_one_rewrite(store: TaskStore) -> None:
+    store.add("a")
+    store.add("b")
+    revision = store.load().revision
+    missing = store.record_progress(
+        [
+            StatusChange("task_1", "in_progress", attempts=1),
+            StatusChange("gone", "completed", attempts=1),
+            StatusChange("task_2", "failed", attempts=2, last_error="exit 3"),
+            StatusChange("task_1", "completed", attempts=1),
+        ]
+    )
+    document = store.load()
+    assert missing == ["gone"]
+    assert document.revision == revision + 1
+    first, second = document.tasks
+    assert (first.status, first.attempts, first.last_error) == ("completed", 1, None)
+    assert (second.status, second.attempts, second.last_error) == ("failed", 2, "exit 3")
+
+
+def test_record_progress_refuses_an_unknown_status_and_writes_nothing(
+    store: TaskStore, store_path: Path
+) -> None:
+    store.add("a")
+    before = store_path.read_bytes()
+    with pytest.raises(InvalidTaskError, match=r'^invalid status "done"; expected one of '):
+        store.record_progress([StatusChange("task_1", "done")])
+    assert store_path.read_bytes() == before
