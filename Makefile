@@ -29,6 +29,10 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/bench_schedule.py
 	$(PY) bench/bench_ready_cli.py
+	$(PY) bench/bench_graph_prepare.py
+	$(PY) bench/bench_worktrees.py
+	$(PY) bench/bench_join_persist.py
+	$(PY) bench/bench_mission_overhead.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

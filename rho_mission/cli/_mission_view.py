@@ -6,22 +6,17 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from ._render import console
+from ._render import console, status_text
 
 if TYPE_CHECKING:
     from rho_mission._mission import Mission
     from rho_mission._models import Feature
 
 __all__ = ["print_mission", "print_mission_list"]
-
-_STYLE = {"completed": "green", "failed": "red", "in_progress": "yellow", "cancelled": "magenta"}
-
-
-def _styled(status: str) -> str:
-    style = _STYLE.get(status)
-    return f"[{style}]{status}[/]" if style else status
 
 
 def _seconds(start: str | None, end: str | None) -> str:
@@ -34,9 +29,9 @@ def _seconds(start: str | None, end: str | None) -> str:
 def print_mission(mission: Mission) -> None:
     """Header, one table of features by wave, then the joins."""
     out = console()
-    out.print(f"[bold]mission {mission.id}[/]  {_styled(mission.status)}")
-    out.print(f"prompt: {mission.prompt}")
-    out.print(f"base {mission.base_commit[:12]}  integration {mission.integration_branch}")
+    out.print(Text.assemble(("mission " + mission.id, "bold"), "  ", status_text(mission.status)))
+    out.print(f"prompt: {escape(mission.prompt)}")
+    out.print(f"base {mission.base_commit[:12]}  integration {escape(mission.integration_branch)}")
     out.print(
         f"started {mission.started_at or '-'}  completed {mission.completed_at or '-'}  "
         f"took {_seconds(mission.started_at, mission.completed_at) or '-'}"
@@ -56,17 +51,17 @@ def _feature_table(mission: Mission) -> Table:
     return table
 
 
-def _feature_row(feature: Feature) -> list[str]:
+def _feature_row(feature: Feature) -> list[str | Text]:
     files = str(len(feature.handoff.files_changed)) if feature.handoff else ""
     note = feature.error or (feature.handoff.summary if feature.handoff else feature.description)
     return [
-        feature.id,
-        _styled(feature.status),
+        escape(feature.id),
+        status_text(feature.status),
         str(feature.attempts),
         _seconds(feature.started_at, feature.completed_at),
         files,
-        feature.branch or "",
-        note,
+        escape(feature.branch or ""),
+        escape(note),
     ]
 
 
@@ -79,10 +74,10 @@ def print_mission_list(missions: Sequence[Mission]) -> None:
         done = sum(1 for f in mission.features if f.status == "completed")
         table.add_row(
             mission.id,
-            _styled(mission.status),
+            status_text(mission.status),
             str(len(mission.features)),
             str(done),
             mission.started_at or "",
-            mission.dir,
+            escape(mission.dir),
         )
     console().print(table)

@@ -8,15 +8,16 @@ from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
+
+from ._render import status_text
 
 if TYPE_CHECKING:
     from rho_mission._mission import Mission
     from rho_mission._models import Feature, WaveJoin
 
 __all__ = ["LiveProgress", "PlainProgress", "progress_for"]
-
-_STYLE = {"completed": "green", "failed": "red", "in_progress": "yellow", "cancelled": "magenta"}
 
 
 class PlainProgress:
@@ -71,13 +72,12 @@ class LiveProgress:
         for number, wave in enumerate(mission.waves, start=1):
             for feature_id in wave:
                 feature = mission.feature(feature_id)
-                style = _STYLE.get(feature.status, "")
                 table.add_row(
                     str(number),
-                    feature.id,
-                    f"[{style}]{feature.status}[/]" if style else feature.status,
+                    escape(feature.id),
+                    status_text(feature.status),
                     str(feature.attempts),
-                    feature.description,
+                    escape(feature.description),
                 )
         return table
 

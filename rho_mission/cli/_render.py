@@ -6,12 +6,21 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 if TYPE_CHECKING:
     from taskstore import Task
 
-__all__ = ["console", "print_ready", "print_task_detail", "print_task_table"]
+__all__ = [
+    "console",
+    "escape",
+    "print_ready",
+    "print_task_detail",
+    "print_task_table",
+    "status_text",
+]
 
 _STATUS_STYLE = {
     "completed": "green",
@@ -27,9 +36,9 @@ def console() -> Console:
     return Console(highlight=False, soft_wrap=False)
 
 
-def _status(status: str) -> str:
-    style = _STATUS_STYLE.get(status)
-    return f"[{style}]{status}[/]" if style else status
+def status_text(status: str) -> Text:
+    """A task or feature status, coloured by what it means."""
+    return Text(status, style=_STATUS_STYLE.get(status, ""))
 
 
 def print_task_table(tasks: Sequence[Task], title: str) -> None:
@@ -38,12 +47,13 @@ def print_task_table(tasks: Sequence[Task], title: str) -> None:
     for column in ("id", "status", "subject", "blocked by", "command"):
         table.add_column(column, overflow="fold")
     for task in tasks:
+        # Subjects and commands are the user's text: "[a-z]" must print, not be read as markup.
         table.add_row(
-            task.id,
-            _status(task.status),
-            task.subject,
-            ", ".join(sorted(set(task.blocker_ids))),
-            task.command or "",
+            escape(task.id),
+            status_text(task.status),
+            escape(task.subject),
+            escape(", ".join(sorted(set(task.blocker_ids)))),
+            escape(task.command or ""),
         )
     console().print(table)
 
@@ -56,7 +66,7 @@ def print_task_detail(task: Task) -> None:
     rows: list[tuple[str, Any]] = [
         ("id", task.id),
         ("subject", task.subject),
-        ("status", _status(task.status)),
+        ("status", status_text(task.status)),
         ("description", task.description),
         ("parent", task.parent_id),
         ("owner", task.owner),
@@ -69,7 +79,7 @@ def print_task_detail(task: Task) -> None:
     rows.extend((dependency.type, dependency.target_id) for dependency in task.dependencies)
     for name, value in rows:
         if value not in (None, ""):
-            table.add_row(name, str(value))
+            table.add_row(name, value if isinstance(value, Text) else escape(str(value)))
     console().print(table)
 
 
@@ -79,8 +89,8 @@ def print_ready(ready: Sequence[Any], waves: list[list[str]]) -> None:
     table.add_column("id")
     table.add_column("subject", overflow="fold")
     for task in ready:
-        table.add_row(task.id, task.subject)
+        table.add_row(escape(task.id), escape(task.subject))
     out = console()
     out.print(table)
     for number, wave in enumerate(waves, start=1):
-        out.print(f"wave {number}: {' '.join(wave)}")
+        out.print(f"wave {number}: {escape(' '.join(wave))}")

@@ -290,3 +290,15 @@ def test_commands_on_a_missing_store_see_an_empty_one(rho: RunRho, tmp_path: Pat
 def test_version_prints_the_package_version(rho: RunRho) -> None:
     result = rho("--version")
     assert (result.code, result.stdout) == (0, f"rho, version {version('rho-mission')}\n")
+
+
+def test_human_output_prints_brackets_in_user_text_as_written(rho: RunRho, tmp_path: Path) -> None:
+    store = tmp_path / "tasks.json"
+    subject = "Parse [a-z] words [bold]x[/bold]"
+    rho("task", "add", subject, "--command", "printf '[tool.ruff]'", "--store", str(store))
+    for command in ("list", "show task_1", "ready"):
+        result = rho("task", *command.split(), "--store", str(store), env={"COLUMNS": "200"})
+        assert result.code == 0
+        assert subject in result.stdout, command
+    listed = rho("task", "list", "--store", str(store), env={"COLUMNS": "200"})
+    assert "printf '[tool.ruff]'" in listed.stdout
