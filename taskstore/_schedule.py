@@ -6,8 +6,8 @@ and ``type``. Work is done on integer indices assigned in code-point order of th
 sorting a wave is sorting integers and the result never depends on the input order.
 
 Speed matters (agents call ``rho task ready`` in loops, on graphs up to the caps): the common case
-of a clean graph goes through ``_quick_blockers``, which checks in bulk with C-level loops;
-anything unusual, and every failure, goes through the exact one-by-one checks of
+of a clean graph goes through ``_quick_graph``, one pass over the edges after bulk checks of ids
+and statuses; anything unusual, and every failure, goes through the exact one-by-one checks of
 ``_resolve_blockers``, so that errors and their order are the same on both lanes.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from operator import attrgetter
 from typing import Generic, Protocol, TypeVar
 
@@ -99,46 +100,66 @@ def compute_schedule(tasks: Iterable[T]) -> Schedule[T]:
     if len(ordered) > MAX_TASKS:
         raise ScheduleLimitError("task", MAX_TASKS)
     ids = [task.id for task in ordered]
-    blockers = _quick_blockers(ordered, ids)
-    if blockers is None:
-        blockers = _resolve_blockers(ordered)
-    waves = _layer(blockers)
+    graph = _quick_graph(ordered, ids) or _Graph.of(_resolve_blockers(ordered))
+    waves = _layer(graph)
     if sum(map(len, waves)) < len(ordered):
         # The quick lane lets a self-blocker through (it can never be placed): the exact checks
         # report it, as they would have before any cycle.
         blockers = _resolve_blockers(ordered)
-        placed = {task for wave in _layer(blockers) for task in wave}
+        placed = {task for wave in _layer(_Graph.of(blockers)) for task in wave}
         raise ScheduleCycleError(_find_cycle(ordered, blockers, placed))
     return Schedule(
         waves=[[ids[i] for i in wave] for wave in waves],
-        ready=_ready(ordered, blockers),
+        ready=_ready(ordered, graph.dependents),
     )
 
 
-def _quick_blockers(ordered: list[T], ids: list[str]) -> list[list[int]] | None:
-    """Blocker indices per task when the graph is plainly clean, else None (use the exact lane).
+@dataclass(slots=True)
+class _Graph:
+    """Per task (by index): the tasks it blocks, and how many blockers it waits for."""
+
+    dependents: list[list[int]]
+    blocker_counts: list[int]
+
+    @classmethod
+    def of(cls, blockers: list[list[int]]) -> _Graph:
+        dependents: list[list[int]] = [[] for _ in blockers]
+        for task, mine in enumerate(blockers):
+            for blocker in mine:
+                dependents[blocker].append(task)
+        return cls(dependents, list(map(len, blockers)))
+
+
+def _quick_graph(ordered: list[T], ids: list[str]) -> _Graph | None:
+    """The graph in one pass over the edges when it is plainly clean, else None (exact lane).
 
     Clean means: unique ids, none blank or padded with whitespace; known statuses; every blocking
     target exactly one of those ids; at most ``MAX_EDGES`` blocking dependencies even counting
-    duplicates. A duplicate target stays in the list twice and so also counts twice among the
-    blockers still to finish: waves and ready come out the same. Self-blockers pass here (such a
-    task is never placed) and are reported by the exact lane.
+    duplicates. A duplicate target is an extra dependent and an extra blocker to wait for, so it
+    unlocks its task exactly when the single edge would: waves and ready come out the same.
+    Self-blockers pass here (such a task is never placed) and are reported by the exact lane.
     """
     index = dict(zip(ids, range(len(ids)), strict=True))
-    statuses = [task.status for task in ordered]
     if len(index) != len(ids) or "" in index or list(map(str.strip, ids)) != ids:
         return None
-    if not STATUSES.issuperset(statuses):
+    if not STATUSES.issuperset([task.status for task in ordered]):
         return None
+    dependents: list[list[int]] = [[] for _ in ids]
+    add_dependent = [tasks.append for tasks in dependents]
+    counts: list[int] = []
     try:
-        blockers = [
-            [index[d.target_id] for d in task.dependencies if d.type == _BLOCKS] for task in ordered
-        ]
+        for position, task in enumerate(ordered):
+            count = 0
+            for dependency in task.dependencies:
+                if dependency.type == _BLOCKS:
+                    add_dependent[index[dependency.target_id]](position)
+                    count += 1
+            counts.append(count)
     except KeyError:  # a missing or whitespace-padded target
         return None
-    if sum(map(len, blockers)) > MAX_EDGES:
+    if sum(counts) > MAX_EDGES:
         return None
-    return blockers
+    return _Graph(dependents, counts)
 
 
 def _resolve_blockers(ordered: list[T]) -> list[list[int]]:
@@ -181,14 +202,11 @@ def _resolve_blockers(ordered: list[T]) -> list[list[int]]:
     return blockers
 
 
-def _layer(blockers: list[list[int]]) -> list[list[int]]:
+def _layer(graph: _Graph) -> list[list[int]]:
     """Kahn's algorithm level by level; tasks on or behind a cycle are left out."""
-    remaining = list(map(len, blockers))
-    dependents: list[list[int]] = [[] for _ in blockers]
-    for task, mine in enumerate(blockers):
-        for blocker in mine:
-            dependents[blocker].append(task)
-    wave = [task for task, count in enumerate(remaining) if count == 0]
+    remaining = list(graph.blocker_counts)
+    dependents = graph.dependents
+    wave = [task for task, count in enumerate(remaining) if not count]
     waves: list[list[int]] = []
     while wave:
         waves.append(wave)
@@ -224,10 +242,14 @@ def _find_cycle(
         walk.append(step)
 
 
-def _ready(ordered: list[T], blockers: list[list[int]]) -> list[T]:
-    completed = [task.status == "completed" for task in ordered].__getitem__
+def _ready(ordered: list[T], dependents: list[list[int]]) -> list[T]:
+    """Pending tasks none of whose blockers is anything but completed."""
+    unfinished = (
+        mine for task, mine in zip(ordered, dependents, strict=True) if task.status != "completed"
+    )
+    waiting = set(chain.from_iterable(unfinished))
     return [
         task
-        for task, mine in zip(ordered, blockers, strict=True)
-        if task.status == "pending" and all(map(completed, mine))
+        for position, task in enumerate(ordered)
+        if task.status == "pending" and position not in waiting
     ]
