@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
+from graph import sha256_hex as digest
+
 from ._clock import now_rfc3339
-from ._errors import MergeConflictError, MissionError
+from ._errors import MissionError
 from ._git import CommitResult, GitRepo
-from ._journal import Journal, digest
+from ._journal import Journal
 from ._models import Feature, FeatureStatus, Handoff, MissionStatus, WaveJoin
 from ._persist import make_private_dirs, save_mission
 from ._recover import recover_processes
@@ -94,14 +96,12 @@ class _WaveRunner:
         )
         self.limiter = anyio.CapacityLimiter(mission.config.max_workers)
         self.cancelled = False
-        # Features whose branch never moved past the integration head: nothing to merge.
-        self.unchanged: set[str] = set()
 
     def _worktree_folder(self) -> Path:
         return self.repo.root / ".rho" / "worktrees" / self.mission.id
 
     async def run(self, waves: list[list[str]]) -> None:
-        first = _first_unfinished(self.mission.features, waves)
+        first = _first_unfinished(self.mission.features, waves, self.mission.wave_joins)
         await recover_processes(
             self.folder / "journal.jsonl", self.mission.id, self.mission.config.grace_period
         )
@@ -130,8 +130,10 @@ class _WaveRunner:
         mission.completed_at = None
         self.repo.exclude(".rho/")
         make_private_dirs(self._worktree_folder().parent)
-        if self.repo.branch_commit(mission.integration_branch) is None:
-            self.repo.create_branch(mission.integration_branch, mission.base_commit)
+        # Back to the head of the last recorded join: a crash in the middle of a join may have
+        # merged part of a wave that now runs again.
+        mission.integration_head = mission.integration_head or mission.base_commit
+        self.repo.create_branch(mission.integration_branch, mission.integration_head)
         prune_stale(self.repo, self._worktree_folder())
         save_mission(mission)
         self.journal.record(
@@ -179,7 +181,7 @@ class _WaveRunner:
             try:
                 await self._attempts(feature, head)
             except anyio.get_cancelled_exc_class():
-                with anyio.CancelScope(shield=True):
+                if feature.status == "in_progress":  # not when it had already ended
                     await self._end(feature, "cancelled", "cancelled")
                 raise
 
@@ -216,7 +218,16 @@ class _WaveRunner:
                 handoff = await self.worker(context)
             if scope.cancelled_caught:
                 return f"timed out after {self.mission.config.task_timeout:g}s"
-            return handoff or await self._commit(feature, worktree, head)
+            committed = await self._commit(feature, worktree, head)
+            if handoff is None:
+                return committed
+            # The worker's words, git's facts: what it left uncommitted is committed too.
+            return committed.model_copy(
+                update={
+                    "summary": handoff.summary or committed.summary,
+                    "tests_passed": handoff.tests_passed,
+                }
+            )
         except Exception as exc:
             # A worker's exception fails its feature with the exception's text.
             return str(exc) or type(exc).__name__
@@ -245,8 +256,6 @@ class _WaveRunner:
             return self.repo.commit_all(worktree, message, base=head)
 
         result = await anyio.to_thread.run_sync(commit)
-        if result.commit_id is None:
-            self.unchanged.add(feature.id)
         count = len(result.files_changed)
         return Handoff(
             commit_id=result.commit_id,
@@ -255,6 +264,11 @@ class _WaveRunner:
         )
 
     async def _end(self, feature: Feature, status: FeatureStatus, error: str | None) -> None:
+        # Shielded: a cancellation must not split the record of an end (mission, journal, store).
+        with anyio.CancelScope(shield=True):
+            await self._record_end(feature, status, error)
+
+    async def _record_end(self, feature: Feature, status: FeatureStatus, error: str | None) -> None:
         feature.status = status
         feature.error = error
         feature.completed_at = now_rfc3339()
@@ -301,7 +315,7 @@ class _WaveRunner:
         for feature_id in sorted(ids):
             feature = self.mission.feature(feature_id)
             branch = feature.branch
-            if feature.status != "completed" or feature.id in self.unchanged or branch is None:
+            if feature.status != "completed" or branch is None or _unchanged(feature):
                 continue
             if await anyio.to_thread.run_sync(self.repo.branch_commit, branch) is None:
                 continue  # completed before the mission (a task done in the store): no branch
@@ -310,13 +324,20 @@ class _WaveRunner:
                 await anyio.to_thread.run_sync(
                     self.repo.merge_into, self._integration, branch, message
                 )
-            except MergeConflictError as exc:
+            except MissionError as exc:
+                # A conflict, or git refusing (the user checked the branch out): the feature's
+                # work is not in the integration branch, so it has not completed.
                 feature.handoff = None
                 await self._end(feature, "failed", str(exc))
+        head = await anyio.to_thread.run_sync(self.repo.branch_commit, self._integration)
+        self.mission.integration_head = head
 
     async def _finish(self) -> None:
         mission = self.mission
-        await anyio.to_thread.run_sync(self.pool.close)
+        try:
+            await anyio.to_thread.run_sync(self.pool.close)
+        except MissionError as exc:
+            mission.warnings.append(f"worktrees not removed: {exc}")
         mission.warnings.extend(self.store.problems)
         mission.status = _final_status(mission.features, self.cancelled)
         mission.completed_at = now_rfc3339()
@@ -342,13 +363,25 @@ def _reset(feature: Feature) -> None:
     feature.completed_at = None
 
 
-def _first_unfinished(features: list[Feature], waves: list[list[str]]) -> int:
-    """Index of the first wave with a feature that is not completed (len(waves) if none)."""
+def _first_unfinished(
+    features: list[Feature], waves: list[list[str]], joins: list[WaveJoin]
+) -> int:
+    """Index of the first wave not cleanly joined or with a feature not completed.
+
+    A wave whose features all completed but whose join was never recorded (a crash, or a join
+    that failed) runs again: its completed features are not rerun, but they are merged.
+    """
     done = {f.id for f in features if f.status == "completed"}
     for index, wave in enumerate(waves):
-        if not done.issuperset(wave):
+        joined = index < len(joins) and not (joins[index].failed_ids or joins[index].cancelled_ids)
+        if not joined or not done.issuperset(wave):
             return index
     return len(waves)
+
+
+def _unchanged(feature: Feature) -> bool:
+    """True when the feature's branch never moved past the integration head: nothing to merge."""
+    return feature.handoff is not None and feature.handoff.commit_id is None
 
 
 def _join_record(

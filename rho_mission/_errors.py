@@ -36,7 +36,8 @@ __all__ = [
 ]
 
 
-def _quote(value: str) -> str:
+def quote(value: str) -> str:
+    """*value* as a JSON string, the quoting every message of this package uses."""
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -75,7 +76,7 @@ class UnknownRefError(MissionError, LookupError):
     """Raised when a ref (branch, tag, sha, ``HEAD~2``...) names no commit."""
 
     def __init__(self, ref: str) -> None:
-        super().__init__(f"unknown git ref {_quote(ref)}")
+        super().__init__(f"unknown git ref {quote(ref)}")
         self.ref = ref
 
     def __str__(self) -> str:
@@ -91,7 +92,7 @@ class BranchCheckedOutError(MissionError):
 
     def __init__(self, branch: str, worktree: str) -> None:
         super().__init__(
-            f"branch {_quote(branch)} is checked out at {worktree}; refusing to move it"
+            f"branch {quote(branch)} is checked out at {worktree}; refusing to move it"
         )
         self.branch = branch
         self.worktree = worktree

@@ -8,18 +8,12 @@ written and fsynced at every join, when mission.json becomes durable too.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Journal", "digest"]
-
-
-def digest(text: str) -> str:
-    """SHA-256 hex of *text* (UTF-8)."""
-    return hashlib.sha256(text.encode()).hexdigest()
+__all__ = ["Journal"]
 
 
 class Journal:

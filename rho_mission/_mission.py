@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 from collections.abc import Iterator, Sequence
@@ -14,7 +13,7 @@ from filelock import FileLock, Timeout
 from pydantic import PrivateAttr, ValidationError
 
 from ._engine import Observer, Worker, run_waves
-from ._errors import InvalidMissionError, MissionError
+from ._errors import InvalidMissionError, MissionError, quote
 from ._git import GitRepo
 from ._models import Feature, MissionConfig, MissionDocument
 from ._persist import prepare_mission_dir
@@ -98,10 +97,10 @@ class Mission(MissionDocument):
             InvalidMissionError: a feature with that id exists.
         """
         if any(existing.id == feature.id for existing in self.features):
-            raise InvalidMissionError(f"feature {_q(feature.id)} already exists")
+            raise InvalidMissionError(f"feature {quote(feature.id)} already exists")
         if not _BRANCH_SAFE.fullmatch(feature.id) or ".." in feature.id:
             raise InvalidMissionError(
-                f"feature id {_q(feature.id)} cannot name a git branch; "
+                f"feature id {quote(feature.id)} cannot name a git branch; "
                 "use letters, digits, '.', '_' and '-'"
             )
         feature.branch = f"rho-mission/{self.id}/{feature.id}"
@@ -166,11 +165,11 @@ class Mission(MissionDocument):
             for feature_id in wave:
                 if feature_id not in known:
                     raise InvalidMissionError(
-                        f"staged execution wave {number} names unknown feature {_q(feature_id)}"
+                        f"staged execution wave {number} names unknown feature {quote(feature_id)}"
                     )
                 if feature_id in seen:
                     raise InvalidMissionError(
-                        f"feature {_q(feature_id)} appears more than once in staged waves"
+                        f"feature {quote(feature_id)} appears more than once in staged waves"
                     )
                 seen.add(feature_id)
         return plan
@@ -188,7 +187,8 @@ class Mission(MissionDocument):
             feature = self.feature(feature_id)
             if feature.status != "completed" and not feature.command:
                 raise InvalidMissionError(
-                    f"task {_q(feature_id)} has no command; set metadata.command or pass --run CMD"
+                    f"task {quote(feature_id)} has no command; "
+                    "set metadata.command or pass --run CMD"
                 )
 
     @property
@@ -211,10 +211,6 @@ def list_missions(repo: str | Path) -> list[Mission]:
         except InvalidMissionError:
             continue
     return sorted(found, key=lambda m: (m.started_at or "", m.id), reverse=True)
-
-
-def _q(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)
 
 
 @contextmanager

@@ -126,6 +126,7 @@ class MissionDocument(BaseModel):
     repo: str
     base_commit: str
     integration_branch: str
+    integration_head: str | None = None
     features: list[Feature] = Field(default_factory=list)
     waves: list[list[str]] = Field(default_factory=list)
     wave_joins: list[WaveJoin] = Field(default_factory=list)

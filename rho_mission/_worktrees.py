@@ -121,7 +121,8 @@ class WorktreePool:
         """Give back a worktree that ``acquire`` returned; its branch stays as the worker left it.
 
         The worktree's HEAD is detached so that the branch can be deleted, merged or checked
-        out elsewhere; its files are cleaned when it is next acquired.
+        out elsewhere; its files are cleaned when it is next acquired (a kept worktree is
+        never acquired again: its files stay for inspection).
 
         Raises:
             ValueError: *path* was not acquired from this pool, or was released already.
@@ -130,18 +131,17 @@ class WorktreePool:
             if path not in self._busy:
                 raise ValueError(f"worktree {path} is not in use from this pool")
             self._busy.remove(path)
-            if self._keep:
-                self._kept.append(path)
-                return
         try:
             with self.repo.locked():
                 # Detach HEAD where it stands; unlike "checkout --detach", no index refresh.
+                # A kept worktree is detached too: a retry of its feature elsewhere must be able
+                # to move the branch.
                 self.repo.run("update-ref", "--no-deref", "HEAD", "HEAD", cwd=path)
         except MissionError:
             self._discard(path)
             return
         with self._state:
-            self._idle.append(path)
+            (self._kept if self._keep else self._idle).append(path)
 
     def close(self) -> None:
         """Remove every worktree of the pool (in use or idle) and its folder; idempotent.
@@ -205,6 +205,7 @@ class WorktreePool:
             # The busy entry comes first so that a failed add is discarded like any other.
             try:
                 self.repo.run(*add, str(path), start)
+                path.chmod(0o700)  # git creates it with the default mode; it holds task files
             except BaseException:
                 self._discard(path)
                 raise

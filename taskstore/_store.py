@@ -111,13 +111,19 @@ class TaskStore:
             StoreReadError, StoreWriteError: the file cannot be read or replaced.
             TaskStoreError: whatever *change* refuses.
         """
-        ensure_private_dir(self.path.parent)
-        with self._lock:
+        try:
+            ensure_private_dir(self.path.parent)
+            self._lock.acquire()
+        except OSError as exc:  # the folder or its lock file cannot be made (a file in the way)
+            raise StoreWriteError(str(self.path), exc.strerror or str(exc)) from exc
+        try:
             document = self.load()
             result = change(document)
             document.revision += 1
             document.tasks.sort(key=lambda task: task.id)
             self._write(document)
+        finally:
+            self._lock.release()
         return result
 
     def _write(self, document: StoreDocument) -> None:
@@ -344,12 +350,15 @@ def _add_dependency(document: StoreDocument, task: Task, target: str, kind: str)
         target = target.strip()
     else:
         target = _find(document, target.strip()).id
+        if target == task.id:
+            raise InvalidTaskError(f"task {quote(task.id)} cannot be {kind} to itself")
     if any(d.target_id.strip() == target and d.type == kind for d in task.dependencies):
         return
     task.dependencies.append(Dependency.model_validate({"targetId": target, "type": kind}))
 
 
 def _remove_blocker(task: Task, blocker: str) -> None:
+    blocker = blocker.strip()
     kept = [
         d for d in task.dependencies if not (d.type == "blocks" and d.target_id.strip() == blocker)
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
@@ -39,47 +40,71 @@ class PlainProgress:
 
 
 class LiveProgress:
-    """A rich table of waves and features, redrawn as they change."""
+    """A rich table of waves and features, redrawn by rich's own refresh thread (8 per second).
+
+    Missions up to ``FEATURE_ROWS`` features get one row per feature; larger ones one row per
+    wave with its counts, so that a redraw stays cheap at 1,000 features.
+    """
+
+    FEATURE_ROWS = 40
 
     def __init__(self, mission: Mission, console: Console) -> None:
         self.mission = mission
         self.started = time.monotonic()
-        self.live = Live(self._table(), console=console, refresh_per_second=8, transient=False)
+        self.live = Live(
+            get_renderable=self._table, console=console, refresh_per_second=8, transient=False
+        )
 
     def __enter__(self) -> LiveProgress:
         self.live.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.live.update(self._table())
+        self.live.refresh()
         self.live.__exit__(None, None, None)
 
     def feature_changed(self, mission: Mission, feature: Feature) -> None:
-        """Redraw the table."""
-        self.live.update(self._table())
+        """Nothing to do: the next refresh shows the change."""
 
     def wave_joined(self, mission: Mission, join: WaveJoin) -> None:
-        """Redraw the table and print the join summary above it."""
+        """Print the join summary above the table."""
         self.live.console.print(join.summary)
-        self.live.update(self._table())
 
     def _table(self) -> Table:
         mission = self.mission
         elapsed = time.monotonic() - self.started
         table = Table(title=f"mission {mission.id}  {elapsed:5.1f}s", title_justify="left")
-        for column in ("wave", "task", "status", "attempts", "subject"):
-            table.add_column(column, overflow="ellipsis", no_wrap=True)
-        for number, wave in enumerate(mission.waves, start=1):
-            for feature_id in wave:
-                feature = mission.feature(feature_id)
-                table.add_row(
-                    str(number),
-                    escape(feature.id),
-                    status_text(feature.status),
-                    str(feature.attempts),
-                    escape(feature.description),
-                )
+        by_id = {feature.id: feature for feature in mission.features}
+        if len(by_id) <= self.FEATURE_ROWS:
+            _feature_rows(table, mission.waves, by_id)
+        else:
+            _wave_rows(table, mission.waves, by_id)
         return table
+
+
+def _feature_rows(table: Table, waves: list[list[str]], by_id: dict[str, Feature]) -> None:
+    for column in ("wave", "task", "status", "attempts", "subject"):
+        table.add_column(column, overflow="ellipsis", no_wrap=True)
+    for number, wave in enumerate(waves, start=1):
+        for feature in map(by_id.__getitem__, wave):
+            table.add_row(
+                str(number),
+                escape(feature.id),
+                status_text(feature.status),
+                str(feature.attempts),
+                escape(feature.description),
+            )
+
+
+def _wave_rows(table: Table, waves: list[list[str]], by_id: dict[str, Feature]) -> None:
+    statuses = ("in_progress", "completed", "failed", "cancelled", "pending")
+    table.add_column("wave")
+    table.add_column("features")
+    for status in statuses:
+        table.add_column(status_text(status))
+    for number, wave in enumerate(waves, start=1):
+        counts = Counter[str](by_id[feature_id].status for feature_id in wave)
+        table.add_row(str(number), str(len(wave)), *(str(counts[s] or "") for s in statuses))
 
 
 def progress_for(mission: Mission, as_json: bool) -> LiveProgress | PlainProgress:

@@ -77,17 +77,31 @@ async def test_a_worker_that_changes_nothing_completes_with_no_commit(repo_path:
     assert git_out(repo_path, "rev-parse", f"rho-mission/{mission.id}/a") == mission.base_commit
 
 
-async def test_a_worker_returning_its_own_handoff_keeps_it(repo_path: Path) -> None:
+async def test_a_worker_returning_its_own_handoff_keeps_its_words_and_loses_no_work(
+    repo_path: Path,
+) -> None:
     own = Handoff(commit_id=None, files_changed=["x.py"], summary="did it", tests_passed=True)
 
     async def report(ctx: WorkerContext) -> Handoff | None:
-        return own
+        return own  # a.txt, written by ScriptedWorker, is left uncommitted
 
-    mission = plan(repo_path, ["a"])
-    await mission.run_staged(ScriptedWorker({"a": report}), waves=[["a"]])
+    seen: list[bool] = []
 
-    assert mission.feature("a").status == "completed"
-    assert mission.feature("a").handoff == own
+    async def look(ctx: WorkerContext) -> Handoff | None:
+        seen.append((ctx.worktree / "a.txt").exists())
+        return None
+
+    mission = plan(repo_path, ["a", "b"])
+    await mission.run_staged(ScriptedWorker({"a": report, "b": look}), waves=[["a"], ["b"]])
+
+    handoff = mission.feature("a").handoff
+    assert handoff is not None
+    assert (handoff.summary, handoff.tests_passed) == ("did it", True)
+    # The facts come from git: the engine committed what the worker left.
+    assert handoff.files_changed == ["a.txt"]
+    assert handoff.commit_id == git_out(repo_path, "rev-parse", f"rho-mission/{mission.id}/a")
+    assert seen == [True]
+    assert mission.status == "completed"
 
 
 async def test_a_raising_worker_fails_its_feature_with_the_exception_text(repo_path: Path) -> None:
@@ -277,7 +291,9 @@ async def test_kept_worktrees_stay_with_the_features_work(repo_path: Path) -> No
     assert sorted(worktree_paths(repo_path)[1:]) == sorted(kept.values())
     assert (kept["a"] / "a.txt").read_text() == "a\n"
     assert (kept["b"] / "a.txt").read_text() == "a\n"
-    assert git_out(kept["b"], "symbolic-ref", "--short", "HEAD") == f"rho-mission/{mission.id}/b"
+    # Detached at the feature branch's head, so that a retry elsewhere can still move the branch.
+    branch_head = git_out(repo_path, "rev-parse", f"rho-mission/{mission.id}/b")
+    assert git_out(kept["b"], "rev-parse", "HEAD") == branch_head
 
 
 async def test_the_engine_excludes_its_folder_from_the_users_status(repo_path: Path) -> None:
@@ -470,3 +486,87 @@ async def test_the_worker_cap_holds_and_is_reached(repo_path: Path, cap: int, to
     assert [f.status for f in mission.features] == ["completed"] * total
     assert (gauge.peak, gauge.peak_active) == (cap, cap)
     assert sorted(worker.ran) == ids
+
+
+async def test_a_join_that_git_refuses_fails_the_feature_and_resume_merges_it(
+    repo_path: Path, tmp_path: Path
+) -> None:
+    """Not only conflicts: any refusal of the merge keeps the work out of the integration
+    branch, so the feature is failed, and the wave runs again on resume."""
+    mission = plan(repo_path, ["a", "b"])
+    holder = tmp_path / "holder"
+
+    async def hold_integration(ctx: WorkerContext) -> Handoff | None:
+        # The user checks the integration branch out while the wave runs: the merge must not
+        # move a checked-out branch.
+        git_out(repo_path, "worktree", "add", "-q", str(holder), mission.integration_branch)
+        return None
+
+    await mission.run_staged(ScriptedWorker({"a": hold_integration}), waves=[["a"], ["b"]])
+    assert (mission.feature("a").status, mission.feature("b").status) == ("failed", "pending")
+    assert "is checked out at" in (mission.feature("a").error or "")
+
+    git_out(repo_path, "worktree", "remove", "--force", str(holder))
+    worker = ScriptedWorker()
+    await mission.resume(worker)
+
+    assert mission.status == "completed"
+    assert worker.ran == ["a", "b"]
+    files = git_out(repo_path, "ls-tree", "--name-only", mission.integration_branch).split()
+    assert {"a.txt", "b.txt"} <= set(files)
+
+
+async def test_resume_restarts_the_integration_branch_from_the_last_recorded_join(
+    repo_path: Path,
+) -> None:
+    """A crash in the middle of a join can leave part of a wave merged; resume drops it."""
+
+    async def fail(ctx: WorkerContext) -> Handoff | None:
+        raise RuntimeError("not yet")
+
+    mission = plan(repo_path, ["a", "b"])
+    await mission.run_staged(ScriptedWorker({"b": fail}), waves=[["a"], ["b"]])
+    recorded = git_out(repo_path, "rev-parse", mission.integration_branch)
+    assert mission.integration_head == recorded
+    tree = git_out(repo_path, "rev-parse", f"{recorded}^{{tree}}")
+    stray = git_out(repo_path, "commit-tree", tree, "-p", recorded, "-m", "half a join")
+    git_out(repo_path, "update-ref", f"refs/heads/{mission.integration_branch}", stray)
+
+    await mission.resume(ScriptedWorker())
+
+    assert mission.status == "completed"
+    history = git_out(repo_path, "rev-list", mission.integration_branch).split()
+    assert recorded in history
+    assert stray not in history
+
+
+async def test_kept_worktrees_do_not_stop_a_retry(repo_path: Path) -> None:
+    async def fail_once(ctx: WorkerContext) -> Handoff | None:
+        if ctx.attempt == 1:
+            raise RuntimeError("flaky")
+        return None
+
+    mission = plan(repo_path, ["a"], retries=1, keep_worktrees=True)
+    await mission.run_staged(ScriptedWorker({"a": fail_once}), waves=[["a"]])
+
+    assert (mission.feature("a").status, mission.feature("a").attempts) == ("completed", 2)
+
+
+async def test_resume_joins_a_wave_whose_features_finished_but_whose_join_was_lost(
+    repo_path: Path,
+) -> None:
+    """A crash after a wave's features completed but before its join was saved."""
+    mission = plan(repo_path, ["a", "b"])
+    await mission.run_staged(ScriptedWorker(), waves=[["a"], ["b"]])
+    after_wave_1 = git_out(repo_path, "rev-parse", f"rho-mission/{mission.id}/a")
+    del mission.wave_joins[1:]
+    mission.integration_head = after_wave_1
+    git_out(repo_path, "update-ref", f"refs/heads/{mission.integration_branch}", after_wave_1)
+
+    worker = ScriptedWorker()
+    await mission.resume(worker)
+
+    assert worker.ran == []  # b completed: not run again, only joined
+    assert [join.wave for join in mission.wave_joins] == [1, 2]
+    files = git_out(repo_path, "ls-tree", "--name-only", mission.integration_branch).split()
+    assert "b.txt" in files

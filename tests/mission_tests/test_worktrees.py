@@ -214,18 +214,33 @@ def test_a_worktree_left_mid_rebase_is_replaced(pool: WorktreePool, git: Git) ->
     assert not first.exists()
 
 
-def test_keep_leaves_released_worktrees_on_their_branch(
+def test_keep_leaves_released_worktrees_and_their_files_at_their_branch_head(
     repo: GitRepo, folder: Path, git: Git
 ) -> None:
     with WorktreePool(repo, folder, MISSION, keep=True) as pool:
         first = pool.acquire("m/a", "HEAD")
+        (first / "output.txt").write_text("left for inspection\n", encoding="utf-8")
         pool.release(first)
         second = pool.acquire("m/b", "HEAD")
         pool.release(second)
     assert first != second
-    assert [branch_of(git, first), branch_of(git, second)] == ["m/a", "m/b"]
+    assert (first / "output.txt").read_text(encoding="utf-8") == "left for inspection\n"
+    for path, branch in ((first, "m/a"), (second, "m/b")):
+        # Detached at the branch's head, so that the branch can still move (a retry elsewhere).
+        assert git(path, "rev-parse", "HEAD") == git(repo.root, "rev-parse", branch)
     assert "locked" not in git(repo.root, "worktree", "list", "--porcelain")
     assert prune_stale(repo, folder) == [first, second]
+
+
+def test_keep_lets_a_retry_take_the_same_branch_in_another_worktree(
+    repo: GitRepo, folder: Path
+) -> None:
+    with WorktreePool(repo, folder, MISSION, keep=True) as pool:
+        first = pool.acquire("m/a", "HEAD")
+        pool.release(first)
+        retry = pool.acquire("m/a", "HEAD")
+        assert retry != first
+        pool.release(retry)
 
 
 def test_prune_stale_removes_what_a_crashed_run_left(repo: GitRepo, folder: Path, git: Git) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from taskstore import InvalidTaskError, StatusChange, Task, TaskStore
+from taskstore import InvalidTaskError, StatusChange, StoreWriteError, Task, TaskStore
 
 from ._graphs import task
 
@@ -130,3 +130,25 @@ def test_record_progress_refuses_an_unknown_status_and_writes_nothing(
     with pytest.raises(InvalidTaskError, match=r'^invalid status "done"; expected one of '):
         store.record_progress([StatusChange("task_1", "done")])
     assert store_path.read_bytes() == before
+
+
+def test_a_task_cannot_be_related_to_itself(store: TaskStore, store_path: Path) -> None:
+    store.add("a")
+    before = store_path.read_bytes()
+    with pytest.raises(InvalidTaskError, match=r'^task "task_1" cannot be related to itself$'):
+        store.update("task_1", add_related=["task_1"])
+    assert store_path.read_bytes() == before
+
+
+def test_remove_blocker_trims_the_id_like_add_blocker(store: TaskStore) -> None:
+    store.add("a")
+    store.add("b", blocked_by=["task_1"])
+    store.update("task_2", remove_blockers=[" task_1 "])
+    assert store.get("task_2").blocker_ids == []
+
+
+def test_a_store_folder_that_cannot_be_made_is_a_write_error(tmp_path: Path) -> None:
+    (tmp_path / ".rho").write_text("a file where the folder should be\n", encoding="utf-8")
+    store = TaskStore(tmp_path / ".rho" / "tasks.json")
+    with pytest.raises(StoreWriteError, match=r"^write task store .*tasks\.json: "):
+        store.add("a")
