@@ -4,7 +4,6 @@ The tree::
 
     MissionError                    root; ``exit_code`` is what ``rho`` exits with (default 2)
     ├── InvalidMissionError         a mission, its waves or its config are refused (also ValueError)
-    ├── MissionCancelledError       Ctrl-C, SIGTERM or a timeout stopped the mission (exit 130)
     ├── FeatureFailedError          a worker reports that its feature failed (exit 1)
     ├── NotAGitRepositoryError      a path lies in no git work tree
     ├── UnknownRefError             a ref names no commit (also LookupError)
@@ -28,7 +27,6 @@ __all__ = [
     "GitOperationError",
     "InvalidMissionError",
     "MergeConflictError",
-    "MissionCancelledError",
     "MissionError",
     "NotAGitRepositoryError",
     "RepositoryLockTimeoutError",
@@ -50,12 +48,6 @@ class MissionError(Exception):
 
 class InvalidMissionError(MissionError, ValueError):
     """Raised when a mission, its waves or its configuration are refused before any work starts."""
-
-
-class MissionCancelledError(MissionError):
-    """Raised when Ctrl-C, SIGTERM or a timeout cancelled the mission."""
-
-    exit_code = 130
 
 
 class FeatureFailedError(MissionError):

@@ -31,6 +31,7 @@ from anyio.abc import Process
 __all__ = [
     "ProcessResult",
     "group_alive",
+    "live_members",
     "run_command",
     "signal_group",
     "terminate_group",
@@ -257,6 +258,16 @@ def _has_live_member(pgid: int) -> bool:
             # belongs to whoever spawned it (the event loop's child watcher, for run_command).
             _reap(int(entry.name))
     return alive
+
+
+def live_members(pgid: int) -> list[int]:
+    """The pids of group *pgid* that are not zombies, from /proc (empty without /proc)."""
+    members: list[int] = []
+    for entry in os.scandir(_PROC) if _PROC.is_dir() else ():
+        stat = _read_stat(entry.path) if entry.name.isdigit() else None
+        if stat is not None and stat[2] == pgid and stat[0] not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
 
 
 def _read_stat(proc_dir: str) -> tuple[str, int, int] | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ._process import terminate_group
+from ._process import live_members, terminate_group
 
 __all__ = ["orphan_groups", "recover_processes"]
 
@@ -52,24 +52,7 @@ async def recover_processes(journal: Path, mission_id: str, grace: float) -> lis
 
 def _belongs_to(pgid: int, mission_id: str) -> bool:
     marker = f"RHO_MISSION_ID={mission_id}".encode()
-    return any(marker in _environ(pid).split(b"\0") for pid in _live_members(pgid))
-
-
-def _live_members(pgid: int) -> list[int]:
-    """The processes of group *pgid* that are not zombies, from /proc."""
-    members = []
-    for entry in _PROC.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text(encoding="ascii", errors="replace")
-        except OSError:
-            continue  # it ended while we looked
-        # The command name is in parentheses and may itself contain ")" or spaces.
-        state, _, group = stat.rpartition(")")[2].split()[:3]
-        if int(group) == pgid and state not in ("Z", "X"):
-            members.append(int(entry.name))
-    return members
+    return any(marker in _environ(pid).split(b"\0") for pid in live_members(pgid))
 
 
 def _environ(pid: int) -> bytes:

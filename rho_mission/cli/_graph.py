@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ._errors import CliError
-from ._paths import resolve_store_path
+from ._paths import command_store_path
 
 if TYPE_CHECKING:
     from graph import GraphDocument
@@ -54,8 +54,7 @@ def load_source(mission_dir: Path | None, store_path: Path | None) -> GraphDocum
     from rho_mission import task_store_graph
     from taskstore import TaskStore
 
-    root = (click.get_current_context().find_root().obj or {}).get("store")
-    path = resolve_store_path(store_path, root)
+    path = command_store_path(store_path)
     if not path.is_file():
         # Reading a missing store as empty suits `rho task`; exporting or uploading an empty
         # graph because of a typo does not.

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._errors import CliError
-from ._paths import find_repo_root, resolve_store_path
+from ._paths import command_store_path, find_repo_root
 
 if TYPE_CHECKING:
     from rho_mission._mission import Mission
@@ -78,7 +78,6 @@ def _run_from_tasks(
     from taskstore import ScheduleError
 
     repo = _repo_root()
-    root_store = (click.get_current_context().find_root().obj or {}).get("store")
     config = MissionConfig(
         max_workers=workers,
         retries=retries,
@@ -87,7 +86,7 @@ def _run_from_tasks(
         keep_worktrees=keep_worktrees,
         run_command=run_command,
     )
-    store = resolve_store_path(store_path, root_store)
+    store = command_store_path(store_path)
     try:
         planned = mission_from_tasks(store, repo, config, base=base)
     except ScheduleError as exc:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ._errors import CliError
-from ._paths import resolve_store_path
+from ._paths import command_store_path
 from ._quick import print_json, ready_document, waves_document
 
 if TYPE_CHECKING:
@@ -42,15 +42,10 @@ def _json_option(command: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(command)
 
 
-def _store_path(store_path: Path | None) -> Path:
-    root = click.get_current_context().find_root().obj or {}
-    return resolve_store_path(store_path, root.get("store"))
-
-
 def _open_store(store_path: Path | None) -> TaskStore:
     from taskstore import TaskStore
 
-    return TaskStore(_store_path(store_path))
+    return TaskStore(command_store_path(store_path))
 
 
 def _schedule(tasks: Sequence[Any]) -> Schedule[Any]:
@@ -189,7 +184,7 @@ def ready(store_path: Path | None, as_json: bool) -> None:
     """
     from taskstore import read_task_views
 
-    schedule = _schedule(read_task_views(_store_path(store_path)))
+    schedule = _schedule(read_task_views(command_store_path(store_path)))
     if as_json:
         print_json(ready_document(schedule))
         return
@@ -208,7 +203,7 @@ def waves(store_path: Path | None, as_json: bool) -> None:
     """
     from taskstore import read_task_views
 
-    schedule = _schedule(read_task_views(_store_path(store_path)))
+    schedule = _schedule(read_task_views(command_store_path(store_path)))
     if as_json:
         print_json(waves_document(schedule))
         return
