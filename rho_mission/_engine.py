@@ -1,8 +1,9 @@
 """The wave engine: run features wave by wave, join, persist, and only then go on.
 
 Inside a wave an anyio task group runs features with at most ``max_workers`` at once (a
-``CapacityLimiter``). Every blocking git call goes through a worker thread. All mission state
-is changed on the event loop thread only, so the document never needs a lock of its own.
+``CapacityLimiter``). Once features run, every blocking git call goes through a worker thread
+(the set-up before the first wave runs git directly: nothing else is running yet). All mission
+state is changed on the event loop thread only, so the document never needs a lock of its own.
 
 A join, and the final write of the mission, run in shielded scopes: a cancellation (Ctrl-C,
 SIGTERM, a timeout) stops the work, never the record of it.
