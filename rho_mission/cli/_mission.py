@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import sys
@@ -54,11 +55,30 @@ def mission(
 
     Example: rho mission --from-tasks --run "make check" --workers 4
     """
+    _forget_inherited_git_paths()
     if ctx.invoked_subcommand is not None:
         return 0
     if not from_tasks:
         raise click.UsageError("nothing to run: pass --from-tasks, or use resume, show or list")
     return _run_from_tasks(store_path, **options)
+
+
+# Set for a git hook (rho run from one) or by a wrapper, these would point every git call of the
+# engine, and every task command, at the user's own repository, index or work tree instead of
+# the mission's worktrees.
+_GIT_PATH_VARIABLES = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_PREFIX",
+)
+
+
+def _forget_inherited_git_paths() -> None:
+    for variable in _GIT_PATH_VARIABLES:
+        os.environ.pop(variable, None)
 
 
 def _run_from_tasks(

@@ -11,6 +11,7 @@ import json
 import os
 import shlex
 import signal
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import pytest
 from rho_mission._git import GitRepo
 
 from ._cli_helpers import (
+    RHO,
     RhoRuns,
     branches,
     group_alive,
@@ -30,6 +32,7 @@ from ._cli_helpers import (
     pgid_of,
     pid_gone,
     read_pid,
+    rho_env,
     run_rho,
     spec,
     store_tasks,
@@ -361,5 +364,33 @@ def test_downstream_task_sees_its_blockers_work_and_the_checkout_stays_untouched
         "file0002.txt",
         "sub/b.txt",
     ]
+    assert snapshot(repo_path) == before
+    assert not (repo_path / "a.txt").exists()
+
+
+def test_git_paths_inherited_from_a_hook_do_not_point_the_mission_at_the_users_checkout(
+    repo: GitRepo, repo_path: Path, snapshot: Callable[[Path], str]
+) -> None:
+    """``rho`` run from a git hook inherits GIT_DIR, GIT_WORK_TREE and GIT_INDEX_FILE."""
+    before = snapshot(repo_path)
+    import_tasks(repo_path, [spec("task_1", "echo a > a.txt")])
+    env = rho_env() | {
+        "GIT_DIR": str(repo_path / ".git"),
+        "GIT_WORK_TREE": str(repo_path),
+        "GIT_INDEX_FILE": str(repo_path / ".git" / "index"),
+    }
+    done = subprocess.run(
+        [str(RHO), "mission", "--from-tasks"],
+        cwd=repo_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    ident = mission_dir(repo_path).name
+    assert tree_files(repo_path, f"rho-mission/{ident}/integration")["a.txt"] == "a\n"
     assert snapshot(repo_path) == before
     assert not (repo_path / "a.txt").exists()
