@@ -27,6 +27,7 @@ from typing import Any, NoReturn
 
 import rfc8785
 
+from ._build import sha256_hex
 from ._errors import GraphLimitError, SensitiveKeyCollisionError, fact_label, quote
 from ._model import Edge, Event, Evidence, GraphDocument, Node, Provenance, Scope, sort_facts
 from ._model import document_data as _document_data
@@ -188,7 +189,7 @@ def _cloud_provenance(provenance: Provenance) -> Provenance:
 def _cloud_evidence(evidence: Evidence) -> Evidence:
     if _URI_DIGEST.fullmatch(evidence.uri):
         return evidence
-    digest = hashlib.sha256(evidence.uri.encode("utf-8")).hexdigest()
+    digest = sha256_hex(evidence.uri)
     return evidence.model_copy(update={"uri": f"sha256:{digest}"})
 
 
@@ -238,7 +239,7 @@ def _cloud_attributes(fact: str, fact_id: str, attributes: Mapping[str, str]) ->
         elif f"{key}_sha256" in attributes:
             raise SensitiveKeyCollisionError(fact, fact_id, key)
         else:
-            result[f"{key}_sha256"] = hashlib.sha256(value.encode("utf-8")).hexdigest()
+            result[f"{key}_sha256"] = sha256_hex(value)
     _check_attribute_bounds(fact, fact_id, result)
     return dict(sorted(result.items()))
 
