@@ -23,7 +23,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import rfc8785
 
@@ -144,8 +144,8 @@ def prepare_for_cloud(doc: GraphDocument | Mapping[str, Any]) -> PreparedGraph:
             schema_version=graph.schema_version,
             generated_at=graph.generated_at,
             scope=_cloud_scope(graph.scope),
-            nodes=[_prepare_node(node) for node in graph.nodes],
-            edges=[_prepare_edge(edge) for edge in graph.edges],
+            nodes=[_prepare_fact(node, "node") for node in graph.nodes],
+            edges=[_prepare_fact(edge, "edge") for edge in graph.edges],
             events=[_prepare_event(event) for event in graph.events],
         )
     )
@@ -193,22 +193,16 @@ def _cloud_evidence(evidence: Evidence) -> Evidence:
     return evidence.model_copy(update={"uri": f"sha256:{digest}"})
 
 
-def _prepare_node(node: Node) -> Node:
-    return node.model_copy(
-        update={
-            "scope": _cloud_scope(node.scope),
-            "provenance": _cloud_provenance(node.provenance),
-            "attributes": _cloud_attributes("node", node.id, node.attributes),
-        }
-    )
+_Fact = TypeVar("_Fact", Node, Edge)
 
 
-def _prepare_edge(edge: Edge) -> Edge:
-    return edge.model_copy(
+def _prepare_fact(fact: _Fact, label: str) -> _Fact:
+    """A node or an edge as Rho Cloud receives it (*label* names it in errors)."""
+    return fact.model_copy(
         update={
-            "scope": _cloud_scope(edge.scope),
-            "provenance": _cloud_provenance(edge.provenance),
-            "attributes": _cloud_attributes("edge", edge.id, edge.attributes),
+            "scope": _cloud_scope(fact.scope),
+            "provenance": _cloud_provenance(fact.provenance),
+            "attributes": _cloud_attributes(label, fact.id, fact.attributes),
         }
     )
 
