@@ -22,11 +22,13 @@ from graph import sha256_hex as digest
 
 from ._clock import now_rfc3339
 from ._errors import MissionError
+from ._folders import private_folder
 from ._git import CommitResult, GitRepo
 from ._journal import Journal
 from ._models import Feature, FeatureStatus, Handoff, MissionStatus, WaveJoin
-from ._persist import make_private_dirs, save_mission
-from ._recover import recover_processes
+from ._persist import save_mission
+from ._recover import end_mission_processes
+from ._refs import RefHistory, settle_refs
 from ._storesync import StoreSync
 from ._worktrees import WorktreePool, prune_stale
 
@@ -79,8 +81,34 @@ async def run_waves(
     A cancellation of the caller's scope is recorded (features ``cancelled``, the join written,
     mission ``cancelled``) and then re-raised. A mission timeout ends the same way but returns.
     """
-    runner = _WaveRunner(mission, worker, observer or _Silent())
+    runner = _WaveRunner(mission, worker, _Guarded(mission, observer or _Silent()))
     await runner.run([list(wave) for wave in waves])
+
+
+class _Guarded:
+    """Passes progress on to an observer until it raises; a failing observer (a closed stdout)
+    never changes what the mission does: the first error becomes a warning, then it is dropped."""
+
+    def __init__(self, mission: Mission, observer: Observer) -> None:
+        self.mission = mission
+        self.observer: Observer | None = observer
+
+    def feature_changed(self, mission: Mission, feature: Feature) -> None:
+        self._call(lambda observer: observer.feature_changed(mission, feature))
+
+    def wave_joined(self, mission: Mission, join: WaveJoin) -> None:
+        self._call(lambda observer: observer.wave_joined(mission, join))
+
+    def _call(self, notify: Callable[[Observer], None]) -> None:
+        if self.observer is None:
+            return
+        try:
+            notify(self.observer)
+        except Exception as exc:  # the observer is the caller's code, like a worker
+            self.observer = None
+            self.mission.warnings.append(
+                f"progress display stopped: {type(exc).__name__}: {exc}".rstrip(": ")
+            )
 
 
 class _WaveRunner:
@@ -91,7 +119,10 @@ class _WaveRunner:
         self.folder = Path(mission.dir)
         self.repo = GitRepo.open(Path(mission.repo))
         self.journal = Journal(self.folder / "journal.jsonl")
+        self.history = RefHistory.load(self.journal)
         self.store = StoreSync.for_mission(mission)
+        # The head each feature branch must hold when rho next moves it (compare-and-swap).
+        self.branch_heads: dict[str, str | None] = {}
         self.pool = WorktreePool(
             self.repo, self._worktree_folder(), mission.id, keep=mission.config.keep_worktrees
         )
@@ -103,9 +134,8 @@ class _WaveRunner:
 
     async def run(self, waves: list[list[str]]) -> None:
         first = _first_unfinished(self.mission.features, waves, self.mission.wave_joins)
-        await recover_processes(
-            self.folder / "journal.jsonl", self.mission.id, self.mission.config.grace_period
-        )
+        # Orphans of a crashed run must not write into the worktrees of this one.
+        await end_mission_processes(self.mission.id, self.mission.config.grace_period)
         self._start(waves, first)
         try:
             with _deadline(self.mission.config.timeout) as scope:
@@ -121,6 +151,9 @@ class _WaveRunner:
 
     def _start(self, waves: list[list[str]], first: int) -> None:
         mission = self.mission
+        # Refs first: a ref someone else moved refuses the run before anything is written.
+        with self.repo.locked():
+            self.branch_heads = settle_refs(self.repo, mission, self.history)
         del mission.wave_joins[first:]
         for feature in mission.features:
             if feature.status != "completed":
@@ -130,11 +163,7 @@ class _WaveRunner:
         mission.started_at = mission.started_at or now_rfc3339()
         mission.completed_at = None
         self.repo.exclude(".rho/")
-        make_private_dirs(self._worktree_folder().parent)
-        # Back to the head of the last recorded join: a crash in the middle of a join may have
-        # merged part of a wave that now runs again.
-        mission.integration_head = mission.integration_head or mission.base_commit
-        self.repo.create_branch(mission.integration_branch, mission.integration_head)
+        private_folder(self._worktree_folder().parent, self.repo.root)
         prune_stale(self.repo, self._worktree_folder())
         save_mission(mission)
         self.journal.record(
@@ -154,8 +183,8 @@ class _WaveRunner:
 
     async def _run_wave(self, number: int, ids: list[str], later: list[list[str]]) -> WaveJoin:
         started = now_rfc3339()
-        head = await anyio.to_thread.run_sync(self.repo.branch_commit, self._integration)
-        assert head is not None  # created in _start; only the engine moves it
+        head = self.mission.integration_head
+        assert head is not None  # settled in _start; moved only by joins
         try:
             async with anyio.create_task_group() as group:
                 for feature_id in ids:
@@ -210,7 +239,7 @@ class _WaveRunner:
         """One try of *feature*: its handoff, or the error text."""
         assert feature.branch is not None  # given by Mission.add_feature
         try:
-            worktree = await anyio.to_thread.run_sync(self.pool.acquire, feature.branch, head)
+            worktree = await self._acquire(feature, feature.branch, head)
         except MissionError as exc:
             return str(exc)
         try:
@@ -234,7 +263,28 @@ class _WaveRunner:
             return str(exc) or type(exc).__name__
         finally:
             with anyio.CancelScope(shield=True):
+                await self._settle_branch(feature, feature.branch)
                 await anyio.to_thread.run_sync(self.pool.release, worktree)
+
+    async def _acquire(self, feature: Feature, branch: str, head: str) -> Path:
+        expected = self.branch_heads.get(feature.id)
+        if expected != head:
+            self.history.note(branch, head, "start")
+        # Whatever happens next, the branch may now hold *head*: the check of its next move
+        # must accept it (a failed move below leaves the old value, known already).
+        worktree = await anyio.to_thread.run_sync(self.pool.acquire, branch, head, expected)
+        self.branch_heads[feature.id] = head
+        return worktree
+
+    async def _settle_branch(self, feature: Feature, branch: str) -> None:
+        """Note what the attempt left on the feature branch: the value its next move expects."""
+        try:
+            found = await anyio.to_thread.run_sync(self.repo.branch_commit, branch)
+        except MissionError:
+            return  # unknown stays unknown: the next move is refused rather than blind
+        if found is not None:
+            self.history.note(branch, found, "end")
+        self.branch_heads[feature.id] = found
 
     def _context(self, feature: Feature, worktree: Path, head: str) -> WorkerContext:
         def started(pgid: int) -> None:
@@ -254,7 +304,7 @@ class _WaveRunner:
         message = f"rho-mission {self.mission.id}: {feature.id} {feature.description}".strip()
 
         def commit() -> CommitResult:
-            return self.repo.commit_all(worktree, message, base=head)
+            return self.repo.commit_all(worktree, message, base=head, branch=feature.branch)
 
         result = await anyio.to_thread.run_sync(commit)
         count = len(result.files_changed)
@@ -313,28 +363,48 @@ class _WaveRunner:
         return join
 
     async def _merge_completed(self, ids: list[str]) -> None:
+        """Merge the wave's completed work, by commit, into the integration branch.
+
+        Each move compares against the head rho recorded; a merge git refuses fails its
+        feature: its work is not in the integration branch, so it has not completed.
+        """
+        head = self.mission.integration_head
+        assert head is not None  # settled in _start
+        checked_out_checked = False
         for feature_id in sorted(ids):
             feature = self.mission.feature(feature_id)
-            branch = feature.branch
-            if feature.status != "completed" or branch is None or _unchanged(feature):
-                continue
-            if await anyio.to_thread.run_sync(self.repo.branch_commit, branch) is None:
-                continue  # completed before the mission (a task done in the store): no branch
-            message = f"rho-mission {self.mission.id}: merge {feature.id}"
+            commit = feature.handoff.commit_id if feature.handoff else None
+            if feature.status != "completed" or commit is None:
+                continue  # no new commit, or completed before the mission
             try:
-                await anyio.to_thread.run_sync(
-                    self.repo.merge_into, self._integration, branch, message
-                )
+                merged = await anyio.to_thread.run_sync(self._merged_head, feature, head, commit)
+                if merged != head:
+                    if not checked_out_checked:
+                        await anyio.to_thread.run_sync(
+                            self.repo.refuse_checked_out, self._integration
+                        )
+                        checked_out_checked = True
+                    await self._move_integration(merged, head, feature.id)
+                    head = merged
             except MissionError as exc:
-                # A conflict, or git refusing (the user checked the branch out): the feature's
-                # work is not in the integration branch, so it has not completed.
                 feature.handoff = None
                 await self._end(feature, "failed", str(exc))
-        head = await anyio.to_thread.run_sync(self.repo.branch_commit, self._integration)
         self.mission.integration_head = head
+
+    def _merged_head(self, feature: Feature, head: str, commit: str) -> str:
+        message = f"rho-mission {self.mission.id}: merge {feature.id}"
+        names = (self._integration, feature.branch or feature.id)
+        return self.repo.merge_commit(head, commit, message, names)
+
+    async def _move_integration(self, new: str, old: str, feature_id: str) -> None:
+        self.history.note(self._integration, new, "join")
+        message = f"rho-mission {self.mission.id}: merge {feature_id}"
+        await anyio.to_thread.run_sync(self.repo.move_branch, self._integration, new, old, message)
 
     async def _finish(self) -> None:
         mission = self.mission
+        # Nothing of the mission outlives it: a task's daemon that left its process group too.
+        await end_mission_processes(mission.id, mission.config.grace_period)
         try:
             await anyio.to_thread.run_sync(self.pool.close)
         except MissionError as exc:
@@ -378,11 +448,6 @@ def _first_unfinished(
         if not joined or not done.issuperset(wave):
             return index
     return len(waves)
-
-
-def _unchanged(feature: Feature) -> bool:
-    """True when the feature's branch never moved past the integration head: nothing to merge."""
-    return feature.handoff is not None and feature.handoff.commit_id is None
 
 
 def _join_record(

@@ -5,10 +5,13 @@ The tree::
     MissionError                    root; ``exit_code`` is what ``rho`` exits with (default 2)
     ├── InvalidMissionError         a mission, its waves or its config are refused (also ValueError)
     ├── FeatureFailedError          a worker reports that its feature failed (exit 1)
+    │   └── FeatureResultError      what a worktree holds cannot be taken as its feature's work
     ├── NotAGitRepositoryError      a path lies in no git work tree
     ├── UnknownRefError             a ref names no commit (also LookupError)
     ├── BranchCheckedOutError       refusing to move a branch that a work tree has checked out
     ├── RepositoryLockTimeoutError  the repository-wide lock stayed held (also TimeoutError)
+    ├── UnsafePathError             a symbolic link (or a file) where rho expects its own folder
+    ├── RefMovedError               a ref rho owns is not where rho last recorded it
     ├── MergeConflictError          two branches change the same lines; ``.files`` names them
     └── GitOperationError           a git command failed; ``.stderr`` holds git's own words
 
@@ -24,13 +27,16 @@ from collections.abc import Sequence
 __all__ = [
     "BranchCheckedOutError",
     "FeatureFailedError",
+    "FeatureResultError",
     "GitOperationError",
     "InvalidMissionError",
     "MergeConflictError",
     "MissionError",
     "NotAGitRepositoryError",
+    "RefMovedError",
     "RepositoryLockTimeoutError",
     "UnknownRefError",
+    "UnsafePathError",
 ]
 
 
@@ -54,6 +60,14 @@ class FeatureFailedError(MissionError):
     """Raised by a worker when its feature failed; the engine records the message as its error."""
 
     exit_code = 1
+
+
+class FeatureResultError(FeatureFailedError):
+    """Raised when what a worktree holds cannot be taken as its feature's work.
+
+    For example a worker that checked out history not built on the feature's start commit:
+    merging it would bring in unrelated work, and leaving it out would lose it silently.
+    """
 
 
 class NotAGitRepositoryError(MissionError):
@@ -144,3 +158,26 @@ def _first_line(stderr: str, status: int | None) -> str:
         if line.startswith(("fatal:", "error:")):
             return line
     return lines[0] if lines else f"exit status {status}"
+
+
+class UnsafePathError(MissionError):
+    """Raised instead of using a path where rho expects its own folder but finds something else.
+
+    rho never follows a symbolic link out of ``.rho/``: a chmod, a rewrite or a removal there
+    would reach the link's target.
+    """
+
+    def __init__(self, path: object, problem: str) -> None:
+        super().__init__(f"refusing to use {path}: it {problem}, not a folder of rho's own")
+        self.path = str(path)
+
+
+class RefMovedError(MissionError):
+    """Raised instead of moving a ref that is not where rho last recorded it.
+
+    The message names the ref, says what moved and how to proceed; nothing was overwritten.
+    """
+
+    def __init__(self, ref: str, detail: str) -> None:
+        super().__init__(f"{quote(ref)} {detail}")
+        self.ref = ref

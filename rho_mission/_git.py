@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -23,13 +24,15 @@ from pathlib import Path
 from typing import NamedTuple
 
 import filelock
-import git
 
+from ._environ import child_environ
 from ._errors import (
     BranchCheckedOutError,
+    FeatureResultError,
     GitOperationError,
     MergeConflictError,
     NotAGitRepositoryError,
+    RefMovedError,
     RepositoryLockTimeoutError,
     UnknownRefError,
 )
@@ -84,7 +87,7 @@ class _RepoLock:
         self.path = path
         self._thread_lock = threading.RLock()
         # The thread lock already serialises threads; the file lock counts nested holds itself.
-        self._file_lock = filelock.FileLock(path, thread_local=False)
+        self._file_lock = filelock.FileLock(path, mode=0o600, thread_local=False)
 
     @contextlib.contextmanager
     def hold(self, timeout: float | None) -> Iterator[None]:
@@ -125,10 +128,9 @@ class GitRepo:
     the git directory shared by all its worktrees (``<root>/.git`` for a main work tree).
     """
 
-    def __init__(self, repo: git.Repo, root: Path, common_dir: Path) -> None:
+    def __init__(self, root: Path, common_dir: Path) -> None:
         self.root = root
         self.common_dir = common_dir
-        self._repo = repo
         self._lock = _repo_lock(common_dir / LOCK_FILE_NAME)
         self._identity: dict[str, str] | None = None
 
@@ -136,18 +138,21 @@ class GitRepo:
     def open(cls, path: str | os.PathLike[str]) -> GitRepo:
         """Open the repository whose work tree holds *path* (the top level or any folder below).
 
+        Found by git itself from *path*, never from inherited ``GIT_DIR`` or ``GIT_WORK_TREE``.
+
         Raises:
             NotAGitRepositoryError: *path* lies in no git work tree, or in a bare repository.
         """
         shown = os.path.abspath(path)
-        try:
-            repo = git.Repo(path, search_parent_directories=True)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-            raise NotAGitRepositoryError(shown) from exc
-        if repo.working_tree_dir is None:
+        args = ("rev-parse", "--path-format=absolute", "--git-common-dir", "--is-inside-work-tree")
+        status, out, _ = _execute(["git", "-C", shown, *args], child_environ())
+        lines = out.splitlines()
+        if status != 0 or len(lines) != 2:
+            raise NotAGitRepositoryError(shown)
+        if lines[1] != "true":
             raise NotAGitRepositoryError(shown, "git work tree")
-        root = Path(repo.working_tree_dir).resolve()
-        return cls(repo, root, Path(repo.common_dir).resolve())
+        status, top, _ = _execute(["git", "-C", shown, "rev-parse", "--show-toplevel"], None)
+        return cls(Path(top.strip()).resolve(), Path(lines[0]).resolve())
 
     def __repr__(self) -> str:
         return f"GitRepo({str(self.root)!r})"
@@ -177,23 +182,12 @@ class GitRepo:
         """
         where = self.root if cwd is None else cwd
         command = ["git", "-C", str(where), *_PLUMBING_CONFIG, *args]
-        call_env = dict(env or {})
+        extra = dict(env or {})
         if cwd is not None:
             # A worktree folder that lost its .git file must not let git climb up to the
             # user's repository and run a checkout or clean there.
-            call_env["GIT_CEILING_DIRECTORIES"] = str(Path(where).resolve().parent)
-        try:
-            status, out, err = self._repo.git.execute(
-                command,
-                with_extended_output=True,
-                with_exceptions=False,
-                env=call_env,
-                strip_newline_in_stdout=False,
-            )
-        except git.GitCommandError as exc:
-            code = exc.status if isinstance(exc.status, int) else None
-            raise GitOperationError(command, code, str(exc)) from exc
-        return int(status), str(out or ""), str(err or "")
+            extra["GIT_CEILING_DIRECTORIES"] = str(Path(where).resolve().parent)
+        return _execute(command, extra)
 
     # -- the lock ----------------------------------------------------------------------------
 
@@ -297,19 +291,33 @@ class GitRepo:
 
     # -- commits and merges ------------------------------------------------------------------
 
-    def commit_all(self, worktree: Path, message: str, *, base: str | None = None) -> CommitResult:
-        """Stage everything in *worktree* and commit it on its branch if anything changed.
+    def commit_all(
+        self,
+        worktree: Path,
+        message: str,
+        *,
+        base: str | None = None,
+        branch: str | None = None,
+    ) -> CommitResult:
+        """Commit what *worktree* holds, its HEAD and its uncommitted changes, on *branch*.
 
-        Ignored files stay out. Hooks and signing never run; when the user has no
-        ``user.email``, the commit is made as ``rho-mission <rho-mission@localhost>``. The
-        result compares the worktree's head with *base* (default: the head before this call),
-        so commits the worker made itself count too.
+        The result is the worktree's HEAD, whatever branch the worker left it on (or none):
+        when it is not on *branch*, HEAD is detached first (so that rho's commit moves no branch
+        of the worker's), and then *branch* is moved to the result. Ignored files stay out.
+        Hooks and signing never run; when the user has no ``user.email``, the commit is made as
+        ``rho-mission <rho-mission@localhost>``. The result compares HEAD with *base* (default:
+        the head before this call), so commits the worker made itself count too.
 
         Raises:
             UnknownRefError: *base* names no commit.
+            FeatureResultError: HEAD no longer descends from *base* (the worker checked out
+                unrelated history): that work cannot be taken.
             GitOperationError: staging or committing failed (for example mid-rebase).
         """
-        start = self._worktree_head(worktree) if base is None else self.resolve_commit(base)
+        start = self._worktree_head(worktree) if base is None else self._commit_id(base)
+        left_branch = branch is not None and self._head_ref(worktree) != f"refs/heads/{branch}"
+        if left_branch:
+            self.run("update-ref", "--no-deref", "HEAD", "HEAD", cwd=worktree)
         # One status call answers the common case of a worker that changed nothing; staging
         # and the staged-diff check run only when there is something to stage.
         if self.run("status", "--porcelain", "-z", "--untracked-files=all", cwd=worktree):
@@ -320,15 +328,20 @@ class GitRepo:
         head = self._worktree_head(worktree)
         if head == start:
             return CommitResult(None, [])
+        if not self._is_ancestor(start, head):
+            raise FeatureResultError(
+                "the worktree's HEAD does not descend from the feature's start commit; "
+                "its work cannot be merged"
+            )
+        if left_branch and branch is not None:
+            with self.locked():
+                self.move_branch(branch, head, self.branch_commit(branch), message)
         return CommitResult(head, self._changed_files(start, head))
 
     def merge_into(self, target_branch: str, source_branch: str, message: str) -> str:
         """Merge *source_branch* into *target_branch* without any worktree; return the new head.
 
-        Already contained: nothing changes. *target_branch* behind: it is fast-forwarded.
-        Otherwise ``git merge-tree`` computes the merged tree and a merge commit with both
-        parents is written. Only the target ref moves (checked against its old value); no
-        work tree, index or HEAD is touched.
+        ``merge_commit`` then ``move_branch``, the move checked against the head just read.
 
         Raises:
             UnknownRefError: either branch does not exist.
@@ -339,17 +352,99 @@ class GitRepo:
             old = self.branch_commit(target_branch)
             if old is None:
                 raise UnknownRefError(target_branch)
-            new = self.branch_commit(source_branch)
-            if new is None:
+            source = self.branch_commit(source_branch)
+            if source is None:
                 raise UnknownRefError(source_branch)
-            if self._is_ancestor(new, old):
-                return old
-            if not self._is_ancestor(old, new):
-                new = self._merge_commit(old, new, message, (target_branch, source_branch))
-            self._move_branch(target_branch, new, old, message)
+            new = self.merge_commit(old, source, message, (target_branch, source_branch))
+            if new != old:
+                self.refuse_checked_out(target_branch)
+                self.move_branch(target_branch, new, old, message)
             return new
 
+    def merge_commit(
+        self, head: str, commit: str, message: str, names: tuple[str, str] = ("", "")
+    ) -> str:
+        """The commit that merges *commit* into *head*; no ref moves.
+
+        *head* itself when it already contains *commit*; *commit* when *head* is behind it (a
+        fast-forward); else a new merge commit of both, its tree computed by ``git merge-tree``.
+        *names* (target, source) name the two sides in a conflict error.
+
+        Raises:
+            MergeConflictError: the two conflict; ``.files`` names the files.
+        """
+        if self._is_ancestor(commit, head):
+            return head
+        if self._is_ancestor(head, commit):
+            return commit
+        return self._merge_commit(head, commit, message, names)
+
+    def move_branch(self, name: str, new: str, expected: str | None, message: str = "") -> None:
+        """Point branch *name* at *new* if it still holds *expected* (None: if it does not exist).
+
+        A compare-and-swap (``git update-ref <ref> <new> <old>``): a branch that someone else
+        moved meanwhile is refused, never overwritten.
+
+        Raises:
+            RefMovedError: the branch does not hold *expected*.
+            GitOperationError: *name* is not a valid branch name, or *new* no commit.
+        """
+        ref = f"refs/heads/{name}"
+        old = expected or ""  # git's "must not exist yet"
+        with self.locked():
+            status, _, err = self.run_status(
+                "update-ref", "-m", f"rho-mission: {message or 'move'}", ref, new, old
+            )
+            if status == 0:
+                return
+            found = self.branch_commit(name)
+            if found == expected:
+                raise GitOperationError(["git", "update-ref", ref], status, err)
+            raise RefMovedError(
+                name,
+                f"moved while rho was moving it (expected {_short(expected)}, found "
+                f"{_short(found)}); nothing was overwritten",
+            )
+
+    def refuse_checked_out(self, branch: str) -> None:
+        """Refuse to go on when a work tree has *branch* checked out.
+
+        ``update-ref`` skips git's "checked out elsewhere" check; moving a checked-out branch
+        would leave that work tree's files looking modified under its user.
+
+        Raises:
+            BranchCheckedOutError: a work tree has *branch* checked out.
+        """
+        for tree in self.worktrees():
+            if tree.branch == branch:
+                raise BranchCheckedOutError(branch, str(tree.path))
+
+    def refs_under(self, prefix: str) -> dict[str, str]:
+        """The branches whose names start with *prefix* (``rho-mission/<id>/``) and their commits.
+
+        One ``git for-each-ref`` call; keys are short branch names.
+        """
+        out = self.run(
+            "for-each-ref", "--format=%(objectname) %(refname:strip=2)", f"refs/heads/{prefix}"
+        )
+        pairs = (line.split(" ", 1) for line in out.splitlines() if line)
+        return {name: sha for sha, name in pairs}
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Whether commit *ancestor* is *descendant* or one of its ancestors."""
+        return self._is_ancestor(ancestor, descendant)
+
     # -- helpers -----------------------------------------------------------------------------
+
+    def _commit_id(self, ref: str) -> str:
+        # A full sha needs no git process; anything else is resolved.
+        if len(ref) == 40 and all(c in "0123456789abcdef" for c in ref):
+            return ref
+        return self.resolve_commit(ref)
+
+    def _head_ref(self, worktree: Path) -> str | None:
+        status, out, _ = self.run_status("symbolic-ref", "--quiet", "HEAD", cwd=worktree)
+        return out.strip() if status == 0 else None
 
     def _worktree_head(self, worktree: Path) -> str:
         return self.run("rev-parse", "--verify", "HEAD^{commit}", cwd=worktree).strip()
@@ -379,14 +474,6 @@ class GitRepo:
             "commit-tree", "--no-gpg-sign", *parents, "-m", message, tree, env=env
         ).strip()
 
-    def _move_branch(self, branch: str, new: str, old: str, message: str) -> None:
-        # update-ref skips git's "checked out elsewhere" check; moving a checked-out branch
-        # would leave that work tree's files looking modified, so refuse it here.
-        for tree in self.worktrees():
-            if tree.branch == branch:
-                raise BranchCheckedOutError(branch, str(tree.path))
-        self.run("update-ref", "-m", f"rho-mission: {message}", f"refs/heads/{branch}", new, old)
-
     def _identity_env(self) -> dict[str, str]:
         if self._identity is None:
             status, out, _ = self.run_status("config", "user.email")
@@ -394,6 +481,37 @@ class GitRepo:
             fallback = {k: v for k, v in _FALLBACK_IDENTITY.items() if not os.environ.get(k)}
             self._identity = {} if configured else fallback
         return self._identity
+
+
+def _execute(command: list[str], extra: Mapping[str, str] | None) -> tuple[int, str, str]:
+    """Run *command* with the caller's environment minus git's repository paths.
+
+    Not through GitPython: it merges the whole ``os.environ`` into every call and honours an
+    inherited ``GIT_WORK_TREE`` when it opens a repository, which is what must never happen here.
+
+    Raises:
+        GitOperationError: git could not be started at all.
+    """
+    try:
+        done = subprocess.run(
+            command,
+            env=child_environ(extra),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
+    except OSError as exc:
+        raise GitOperationError(command, None, str(exc)) from exc
+    return done.returncode, _text(done.stdout), _text(done.stderr)
+
+
+def _text(data: bytes) -> str:
+    # Paths in git's output are bytes; undecodable ones survive the round trip to the OS.
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _short(commit: str | None) -> str:
+    return commit[:12] if commit else "no branch"
 
 
 def _commit_args(message: str) -> tuple[str, ...]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import os
 import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -13,17 +13,16 @@ from filelock import FileLock, Timeout
 from pydantic import PrivateAttr, ValidationError
 
 from ._engine import Observer, Worker, run_waves
-from ._errors import InvalidMissionError, MissionError, quote
+from ._errors import InvalidMissionError, MissionError, NotAGitRepositoryError, quote
 from ._git import GitRepo
-from ._models import Feature, MissionConfig, MissionDocument
+from ._models import Feature, MissionConfig, MissionDocument, feature_id_problem
 from ._persist import prepare_mission_dir
+from ._recover import kill_mission_processes
 from ._shell import shell_worker
 
-__all__ = ["Mission", "list_missions"]
+__all__ = ["Mission", "list_missions", "mission_is_running", "mission_state"]
 
 MISSION_FILE = "mission.json"
-# A feature id becomes the last component of its branch name, so it must be a safe ref part.
-_BRANCH_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?<![.])(?<!\.lock)")
 
 
 class Mission(MissionDocument):
@@ -58,6 +57,9 @@ class Mission(MissionDocument):
         git = GitRepo.open(Path(repo))
         ident = mission_id or secrets.token_hex(4)
         folder = git.root / ".rho" / "missions" / ident
+        if os.path.lexists(folder):
+            # Reusing it would overwrite that mission's record and reset its branches.
+            raise InvalidMissionError(f"mission id {ident} is taken: {folder} exists")
         mission = cls(
             id=ident,
             prompt=prompt,
@@ -73,14 +75,19 @@ class Mission(MissionDocument):
 
     @classmethod
     def load(cls, directory: str | Path) -> Mission:
-        """Read ``DIR/mission.json``.
+        """Read ``DIR/mission.json``, with its paths taken from where DIR is now.
+
+        A copied folder, or a repository that moved, works where it is: ``dir`` becomes DIR,
+        ``repo`` the repository holding it, and a task store that was inside the old
+        repository is looked for at the same place in the new one. Nothing is written.
 
         Raises:
-            InvalidMissionError: the folder or file is missing, or the file is not a mission.
+            InvalidMissionError: the folder or file is missing, or the file is not a mission
+                (its refs outside ``rho-mission/<id>/`` included).
         """
         path = Path(directory) / MISSION_FILE
         try:
-            return cls.model_validate_json(path.read_bytes())
+            mission = cls.model_validate_json(path.read_bytes())
         except FileNotFoundError as exc:
             raise InvalidMissionError(f"no mission at {directory}: {MISSION_FILE} missing") from exc
         except (IsADirectoryError, NotADirectoryError) as exc:
@@ -89,6 +96,28 @@ class Mission(MissionDocument):
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "document"
             raise InvalidMissionError(f"invalid {path}: {where}: {first['msg'].lower()}") from exc
+        except RecursionError as exc:
+            raise InvalidMissionError(f"invalid {path}: nested too deeply") from exc
+        mission._relocate(Path(directory))
+        return mission
+
+    def _relocate(self, folder: Path) -> None:
+        here = Path(os.path.abspath(folder))
+        if str(here) == self.dir:
+            return
+        try:
+            root = GitRepo.open(here).root
+        except NotAGitRepositoryError:
+            root = None  # still readable (show, list); a run will say it is in no repository
+        old_repo = Path(self.repo)
+        self.dir = str(here)
+        if root is None or root == old_repo:
+            return
+        self.repo = str(root)
+        store = self.config.task_store
+        if store and Path(store).is_relative_to(old_repo):
+            moved = root / Path(store).relative_to(old_repo)
+            self.config = self.config.model_copy(update={"task_store": str(moved)})
 
     def add_feature(self, feature: Feature) -> Feature:
         """Add *feature*, giving it its branch ``rho-mission/<mission>/<feature>``.
@@ -98,11 +127,9 @@ class Mission(MissionDocument):
         """
         if any(existing.id == feature.id for existing in self.features):
             raise InvalidMissionError(f"feature {quote(feature.id)} already exists")
-        if not _BRANCH_SAFE.fullmatch(feature.id) or ".." in feature.id:
-            raise InvalidMissionError(
-                f"feature id {quote(feature.id)} cannot name a git branch; "
-                "use letters, digits, '.', '_' and '-'"
-            )
+        problem = feature_id_problem(feature.id)
+        if problem is not None:
+            raise InvalidMissionError(problem)
         feature.branch = f"rho-mission/{self.id}/{feature.id}"
         self.features.append(feature)
         return feature
@@ -127,9 +154,18 @@ class Mission(MissionDocument):
         plan = self._check_waves(waves)
         if worker is None:
             self.check_runnable(plan)
-        with _exclusive(Path(self.dir)):
+        with _exclusive(self):
             await run_waves(self, worker or shell_worker, plan, observer)
         return self
+
+    def kill_processes(self) -> list[int]:
+        """SIGKILL every process this mission's tasks started, at once; return their pids.
+
+        What a second Ctrl-C does: the running ``run_staged`` then records every cancelled
+        feature and the join as after the first. Safe to call from a signal handler's task or
+        another thread.
+        """
+        return kill_mission_processes(self.id)
 
     def run_staged_sync(
         self,
@@ -213,16 +249,57 @@ def list_missions(repo: str | Path) -> list[Mission]:
     return sorted(found, key=lambda m: (m.started_at or "", m.id), reverse=True)
 
 
+def mission_is_running(mission: MissionDocument) -> bool:
+    """Whether some process holds *mission*'s run lock (a live run of it, anywhere)."""
+    try:
+        lock = _run_lock(GitRepo.open(Path(mission.dir)), mission.id)
+    except NotAGitRepositoryError:
+        return False
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return True
+    lock.release()
+    return False
+
+
+def mission_state(mission: MissionDocument) -> str:
+    """The mission's status, or ``interrupted`` for one recorded as running that no process runs.
+
+    A crash (kill -9, power loss) leaves ``executing`` in mission.json with worktrees still
+    locked: such a mission waits to be resumed or cleaned.
+    """
+    if mission.status == "executing" and not mission_is_running(mission):
+        return "interrupted"
+    return mission.status
+
+
+def _run_lock(repo: GitRepo, mission_id: str) -> FileLock:
+    # In the git directory, keyed by the mission id: a copy of the mission folder (resume
+    # COPY_DIR) shares the lock with the original, as it shares its branches.
+    return FileLock(str(repo.common_dir / f"rho-mission-{mission_id}.lock"), mode=0o600)
+
+
 @contextmanager
-def _exclusive(folder: Path) -> Iterator[None]:
-    """Hold ``DIR/mission.lock`` so that two processes never run one mission at once."""
-    prepare_mission_dir(folder)
-    lock = FileLock(str(folder / "mission.lock"), mode=0o600)
+def _exclusive(mission: Mission) -> Iterator[None]:
+    """Hold the mission's run lock so that two processes never run one mission at once.
+
+    Raises:
+        MissionError: another process runs this mission.
+        InvalidMissionError: the mission never ran but its folder holds a mission already.
+        UnsafePathError: a symbolic link stands where the mission's folders go.
+    """
+    folder = Path(mission.dir)
+    repo = GitRepo.open(Path(mission.repo))
+    lock = _run_lock(repo, mission.id)
     try:
         lock.acquire(timeout=0)
     except Timeout as exc:
-        raise MissionError(f"mission {folder.name} is already running") from exc
+        raise MissionError(f"mission {mission.id} is already running") from exc
     try:
+        if mission.started_at is None and os.path.lexists(folder / MISSION_FILE):
+            raise InvalidMissionError(f"mission id {mission.id} is taken: {folder} holds one")
+        prepare_mission_dir(folder, repo.root)
         yield
     finally:
         lock.release()

@@ -7,9 +7,11 @@ behaviour lives in ``_engine`` and is attached in ``_mission``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+import re
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "FEATURE_STATUSES",
@@ -21,7 +23,29 @@ __all__ = [
     "MissionDocument",
     "MissionStatus",
     "WaveJoin",
+    "feature_id_problem",
 ]
+
+# A feature id becomes the last component of its branch name, so it must be a safe ref part,
+# and short enough for a file name (its log, its branch's file under .git/refs).
+_BRANCH_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?<![.])(?<!\.lock)")
+MAX_FEATURE_ID = 100
+# Names of the mission's own refs (rho-mission/<id>/integration, and the fix stages'
+# fix-<wave>): a feature named so would share its branch. Case-insensitive file systems too.
+_RESERVED = re.compile(r"(?i)integration|fix-\d+")
+
+
+def feature_id_problem(feature_id: str) -> str | None:
+    """Why *feature_id* cannot name a feature's branch, or None when it can."""
+    shown = json.dumps(feature_id, ensure_ascii=False)
+    if len(feature_id) > MAX_FEATURE_ID:
+        return f"feature id is {len(feature_id)} characters; the limit is {MAX_FEATURE_ID}"
+    if not _BRANCH_SAFE.fullmatch(feature_id) or ".." in feature_id:
+        return f"feature id {shown} cannot name a git branch; use letters, digits, '.', '_' and '-'"
+    if _RESERVED.fullmatch(feature_id):
+        return f"feature id {shown} is reserved: it names a ref of the mission itself"
+    return None
+
 
 MISSION_SCHEMA: Literal["rho.mission/v1"] = "rho.mission/v1"
 MissionStatus = Literal["planning", "executing", "completed", "failed", "partial", "cancelled"]
@@ -134,6 +158,20 @@ class MissionDocument(BaseModel):
     started_at: str | None = None
     completed_at: str | None = None
     config: MissionConfig = Field(default_factory=MissionConfig)
+
+    @model_validator(mode="after")
+    def _refs_inside_the_mission(self) -> Self:
+        # mission.json is read back by resume: a branch edited to "main" must never be moved.
+        prefix = f"rho-mission/{self.id}/"
+        if self.integration_branch != f"{prefix}integration":
+            raise ValueError(f"integration_branch must be {prefix}integration")
+        for feature in self.features:
+            problem = feature_id_problem(feature.id)
+            if problem is not None:
+                raise ValueError(problem)
+            if feature.branch is not None and feature.branch != prefix + feature.id:
+                raise ValueError(f"the branch of feature {feature.id} must be {prefix}{feature.id}")
+        return self
 
     def feature(self, feature_id: str) -> Feature:
         """The feature with id *feature_id*.

@@ -2,34 +2,38 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graph import write_graph
 from taskstore import write_atomic
 
+from ._folders import private_folder
 from ._projection import mission_graph
 
 if TYPE_CHECKING:
     from ._models import MissionDocument
 
-__all__ = ["make_private_dirs", "prepare_mission_dir", "save_mission"]
+__all__ = ["folder_anchor", "prepare_mission_dir", "save_mission"]
 
 
-def make_private_dirs(folder: Path, depth: int = 1) -> None:
-    """Create *folder*, mode 0700, with its *depth* - 1 parents and every folder below ``.rho``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    parts = folder.parts
-    first = len(parts) - depth + 1
-    if ".rho" in parts:
-        first = min(first, len(parts) - parts[::-1].index(".rho"))
-    for end in range(first, len(parts) + 1):
-        Path(*parts[:end]).chmod(0o700)
+def folder_anchor(folder: Path, repo: Path) -> Path:
+    """Where the symlink checks of *folder* start: the repository root for a folder below
+    ``<repo>/.rho``, else the folder's parent (a mission folder the user put elsewhere)."""
+    folder = Path(os.path.abspath(folder))
+    return repo if folder.is_relative_to(repo / ".rho") else folder.parent
 
 
-def prepare_mission_dir(folder: Path) -> None:
-    """Create the mission folder and its ``logs/``, each (and every folder from ``.rho``) 0700."""
-    make_private_dirs(folder / "logs", depth=2)
+def prepare_mission_dir(folder: Path, repo: Path) -> None:
+    """Create the mission folder, its ``logs/`` and ``prompts/``, each 0700, never via a symlink.
+
+    Raises:
+        UnsafePathError: a symbolic link (or a file) stands where one of these folders goes.
+    """
+    anchor = folder_anchor(folder, repo)
+    for sub in ("logs", "prompts"):
+        private_folder(folder / sub, anchor)
 
 
 def save_mission(mission: MissionDocument) -> None:

@@ -1,62 +1,114 @@
-"""Recovery after a crash: end the process groups a killed ``rho`` left running.
+"""Find and end every process of a mission, journaled or not.
 
-The journal records every process group the shell worker started (``process`` events) and every
-feature's end (``finish``). A group started after its feature's last finish belongs to a run that
-died. Before a mission runs again such groups are terminated, so that no orphan keeps writing to
-a worktree; a group is touched only while one of its live members has this mission's id in its
-environment (``RHO_MISSION_ID``), so a process id reused by the system since the crash is left
-alone. Any member counts, not only the leader: a command that exited after the crash while its
-background children run on leaves a leader that is gone, or a zombie whose environment is empty.
+The shell worker gives each task process ``RHO_MISSION_ID=<mission>`` in its environment, and
+its children inherit it, even those that leave the task's process group (``setsid``). So the
+processes of a mission are found by that mark in ``/proc/<pid>/environ``, not from the journal:
+a run killed between spawning a task and journaling it, or a task's daemon that escaped its
+group, is found all the same. A process id reused by the system since a crash carries no mark
+and is left alone. rho itself and its ancestors are never counted (a mission run from inside a
+task of another mission carries that mission's mark too).
+
+Used before a mission runs again (orphans of a crashed run must not write into the worktrees of
+the new one), at the end of every run (nothing of a mission outlives it), and on a second
+Ctrl-C or SIGTERM (``kill_mission_processes``: SIGKILL at once, no grace).
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import os
 from pathlib import Path
+from signal import SIGKILL, SIGTERM
 
-from ._process import live_members, terminate_group
+import anyio
 
-__all__ = ["orphan_groups", "recover_processes"]
+from ._process import signal_group
+
+__all__ = ["end_mission_processes", "kill_mission_processes", "mission_processes"]
 
 _PROC = Path("/proc")
+_KILL_WAIT = 5.0
+_POLL = 0.02
 
 
-def orphan_groups(journal: Path) -> list[int]:
-    """Process groups started by features whose run never recorded a finish afterwards."""
-    open_groups: dict[str, int] = {}
-    try:
-        lines = journal.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
+def mission_processes(mission_id: str) -> list[int]:
+    """The live processes (zombies excluded) whose environment names *mission_id*, sorted."""
+    if not _PROC.is_dir():
         return []
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line torn by the crash itself
-        feature = entry.get("feature_id")
-        if entry.get("event") == "process" and isinstance(entry.get("pgid"), int):
-            open_groups[feature] = entry["pgid"]
-        elif entry.get("event") == "finish":
-            open_groups.pop(feature, None)
-    return sorted(open_groups.values())
-
-
-async def recover_processes(journal: Path, mission_id: str, grace: float) -> list[int]:
-    """Terminate the orphan groups recorded in *journal* that still belong to *mission_id*."""
-    return [
-        pgid
-        for pgid in orphan_groups(journal)
-        if _belongs_to(pgid, mission_id) and await terminate_group(pgid, grace)
-    ]
-
-
-def _belongs_to(pgid: int, mission_id: str) -> bool:
     marker = f"RHO_MISSION_ID={mission_id}".encode()
-    return any(marker in _environ(pid).split(b"\0") for pid in live_members(pgid))
+    spared = _self_and_ancestors()
+    found: list[int] = []
+    for entry in os.scandir(_PROC):
+        if entry.name.isdigit() and int(entry.name) not in spared:
+            pid = int(entry.name)
+            if marker in _read(pid, "environ").split(b"\0"):
+                found.append(pid)
+    return sorted(found)
 
 
-def _environ(pid: int) -> bytes:
+def kill_mission_processes(mission_id: str) -> list[int]:
+    """SIGKILL every process of *mission_id* and their process groups, at once."""
+    pids = mission_processes(mission_id)
+    _signal(pids, SIGKILL)
+    return pids
+
+
+async def end_mission_processes(mission_id: str, grace: float) -> list[int]:
+    """SIGTERM every process of *mission_id* (and its group), SIGKILL what is left after *grace*.
+
+    Returns the processes found. Waits a bounded time after SIGKILL (a process stuck in the
+    kernel cannot be waited for forever).
+    """
+    pids = mission_processes(mission_id)
+    if not pids:
+        return []
+    _signal(pids, SIGTERM)
+    if not await _gone(mission_id, grace):
+        _signal(mission_processes(mission_id), SIGKILL)
+        await _gone(mission_id, _KILL_WAIT)
+    return pids
+
+
+async def _gone(mission_id: str, timeout: float) -> bool:  # noqa: ASYNC109
+    # Polled: the kernel tells nobody but their parents when processes end.
+    with anyio.move_on_after(timeout):
+        while mission_processes(mission_id):  # noqa: ASYNC110
+            await anyio.sleep(_POLL)
+        return True
+    return False
+
+
+def _signal(pids: list[int], signum: int) -> None:
+    own_group = os.getpgrp()
+    groups = {_group_of(pid) for pid in pids} - {own_group, None}
+    for pgid in sorted(g for g in groups if g is not None):
+        with contextlib.suppress(PermissionError):
+            signal_group(pgid, signum)
+    for pid in pids:  # those that left their group
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)
+
+
+def _group_of(pid: int) -> int | None:
     try:
-        return (_PROC / str(pid) / "environ").read_bytes()
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
+def _self_and_ancestors() -> set[int]:
+    spared: set[int] = set()
+    pid = os.getpid()
+    while pid > 0 and pid not in spared:
+        spared.add(pid)
+        stat = _read(pid, "stat").decode("ascii", "replace")
+        fields = stat.rpartition(")")[2].split()
+        pid = int(fields[1]) if len(fields) > 1 else 0
+    return spared
+
+
+def _read(pid: int, name: str) -> bytes:
+    try:
+        return (_PROC / str(pid) / name).read_bytes()
     except OSError:
         return b""

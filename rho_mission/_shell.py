@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._environ import child_environ
 from ._errors import FeatureFailedError
 from ._process import run_command
 
@@ -18,7 +19,10 @@ if TYPE_CHECKING:
     from ._engine import WorkerContext
     from ._models import Handoff
 
-__all__ = ["shell_worker", "worker_environment"]
+__all__ = ["SUBJECT_ENV_LIMIT", "shell_worker", "worker_environment"]
+
+# Far below Linux's 128 KiB cap on one environment string; subjects are bounded at 500 on entry.
+SUBJECT_ENV_LIMIT = 1000
 
 
 async def shell_worker(ctx: WorkerContext) -> Handoff | None:
@@ -44,18 +48,29 @@ async def shell_worker(ctx: WorkerContext) -> Handoff | None:
 
 
 def worker_environment(ctx: WorkerContext, prompt_file: Path) -> dict[str, str]:
-    """The process environment: the caller's, plus the RHO_* variables of DESIGN §3."""
-    return {
-        **os.environ,
-        "RHO_MISSION_ID": ctx.mission.id,
-        "RHO_MISSION_DIR": ctx.mission.dir,
-        "RHO_TASK_ID": ctx.feature.id,
-        "RHO_TASK_SUBJECT": ctx.feature.description,
-        "RHO_TASK_PROMPT_FILE": str(prompt_file),
-        "RHO_WORKTREE": str(ctx.worktree),
-        "RHO_BASE_COMMIT": ctx.base_commit,
-        "RHO_ATTEMPT": str(ctx.attempt),
-    }
+    """The process environment: the caller's, plus the RHO_* variables of DESIGN §3.
+
+    Git's repository variables are dropped (see ``_environ``). The subject is cut to
+    ``SUBJECT_ENV_LIMIT`` characters: a hand-written store may hold one too long for ``execve``;
+    the whole text is in the prompt file.
+    """
+    return child_environ(
+        {
+            "RHO_MISSION_ID": ctx.mission.id,
+            "RHO_MISSION_DIR": ctx.mission.dir,
+            "RHO_TASK_ID": ctx.feature.id,
+            "RHO_TASK_SUBJECT": _env_text(ctx.feature.description),
+            "RHO_TASK_PROMPT_FILE": str(prompt_file),
+            "RHO_WORKTREE": str(ctx.worktree),
+            "RHO_BASE_COMMIT": ctx.base_commit,
+            "RHO_ATTEMPT": str(ctx.attempt),
+        }
+    )
+
+
+def _env_text(text: str) -> str:
+    text = text.replace("\0", "")
+    return text if len(text) <= SUBJECT_ENV_LIMIT else text[: SUBJECT_ENV_LIMIT - 1] + "…"
 
 
 def _write_prompt(ctx: WorkerContext) -> Path:

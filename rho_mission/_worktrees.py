@@ -15,17 +15,26 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import shutil
 import threading
 from pathlib import Path
 from types import TracebackType
 
-from ._errors import InvalidMissionError, MissionError
+from ._errors import GitOperationError, InvalidMissionError, RefMovedError, UnsafePathError
+from ._folders import check_own_folder, private_folder
 from ._git import GitRepo, WorktreeInfo
 
 __all__ = ["WorktreePool", "prune_stale"]
 
 _LOCK_REASON = re.compile(r"^rho-mission \S+ pid (\d+)$")
+
+
+class _Unset:
+    """The type of ``_UNSET``: no expected value given."""
+
+
+_UNSET = _Unset()
 _MISSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 # What a worker can leave in a worktree's git dir that a checkout does not clear (an unfinished
@@ -70,6 +79,9 @@ class WorktreePool:
         self._busy: set[Path] = set()
         self._kept: list[Path] = []
         self._next = 1
+        # A name of its own for every pool (every run): a process of a crashed run that may still
+        # be alive never writes into a worktree of the run that resumes.
+        self._run = secrets.token_hex(3)
         self._closed = False
 
     def __enter__(self) -> WorktreePool:
@@ -89,29 +101,41 @@ class WorktreePool:
         with self._state:
             return sorted([*self._idle, *self._busy, *self._kept])
 
-    def acquire(self, branch: str, start_commit: str) -> Path:
+    def acquire(
+        self, branch: str, start_commit: str, expected: str | _Unset | None = _UNSET
+    ) -> Path:
         """Return a clean worktree with *branch* checked out, created or reset at *start_commit*.
 
-        An idle worktree is reused when it is healthy; otherwise a new one is added under the
-        pool's folder (a stale worktree left at that path by a crash is removed first).
+        The branch moves only if it still holds *expected* (None: if it does not exist; by
+        default whatever it holds now), checked by git as it moves. An idle worktree is
+        reused when it is healthy; otherwise a new one is added under the pool's folder.
 
         Raises:
             InvalidMissionError: the pool's folder lies in the work tree but is not ignored.
+            UnsafePathError: a symbolic link stands where the pool's folders go.
             UnknownRefError: *start_commit* names no commit.
-            GitOperationError: git refused (for example *branch* is checked out elsewhere).
+            RefMovedError: *branch* does not hold *expected*.
+            GitOperationError: git refused.
             RuntimeError: the pool is closed.
         """
         start = self.repo.resolve_commit(start_commit)
+        if isinstance(expected, _Unset):
+            expected = self.repo.branch_commit(branch)
         path = self._take_idle()
         if path is not None:
-            with contextlib.suppress(MissionError):
+            try:
                 if _reusable(path):
-                    self._switch(path, branch, start)
+                    self._switch(path, branch, start, expected)
                     return path
+            except RefMovedError:
+                self._give_back(path)  # healthy: the branch is what was refused
+                raise
+            except GitOperationError:
+                pass
             self._discard(path)  # broken by its last worker: replace it with a fresh one
         path = self._create(start)
         try:
-            self._switch(path, branch, start)
+            self._switch(path, branch, start, expected)
         except BaseException:
             self._discard(path)
             raise
@@ -137,7 +161,7 @@ class WorktreePool:
                 # A kept worktree is detached too: a retry of its feature elsewhere must be able
                 # to move the branch.
                 self.repo.run("update-ref", "--no-deref", "HEAD", "HEAD", cwd=path)
-        except MissionError:
+        except GitOperationError:
             self._discard(path)
             return
         with self._state:
@@ -193,7 +217,7 @@ class WorktreePool:
             if stale is not None or path.exists():
                 _remove_worktree(self.repo, path)
                 self.repo.run("worktree", "prune")
-            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private_folder(self.folder, _anchor(self.repo, self.folder))
             reason = f"rho-mission {self.mission_id} pid {os.getpid()}"
             add = ("worktree", "add", "--detach", "--no-checkout", "--lock", "--reason", reason)
             with self._state:
@@ -216,22 +240,28 @@ class WorktreePool:
         registered = {tree.path.resolve(): tree for tree in self.repo.worktrees()}
         with self._state:
             while True:
-                path = self.folder / f"{self.mission_id}-{self._next}"
+                path = self.folder / f"{self.mission_id}-{self._run}-{self._next}"
                 self._next += 1
                 entry = registered.get(path)
                 if entry is None or not _in_use(entry):
                     return path, entry
 
-    def _switch(self, path: Path, branch: str, start: str) -> None:
+    def _switch(self, path: Path, branch: str, start: str, expected: str | None) -> None:
         # The same end state as "checkout --force -B <branch> <start>" + "clean -ffdx", but the
         # files are rewritten outside the lock (HEAD, index and files of a linked worktree are
-        # its own), and under it only cheap ref writes: "branch --force" (which refuses a
-        # branch checked out elsewhere) and a symbolic HEAD, with no second index refresh.
+        # its own), and under it only cheap ref writes: the branch moved by compare-and-swap
+        # and a symbolic HEAD, with no second index refresh.
         self.repo.run("checkout", "--quiet", "--detach", "--force", start, cwd=path)
         self.repo.run("clean", "-ffdxq", cwd=path)
         with self.repo.locked():
-            self.repo.run("branch", "--force", "--no-track", "--", branch, start, cwd=path)
+            if expected != start:
+                self.repo.move_branch(branch, start, expected, "start of a feature attempt")
             self.repo.run("symbolic-ref", "HEAD", f"refs/heads/{branch}", cwd=path)
+
+    def _give_back(self, path: Path) -> None:
+        with self._state:
+            self._busy.discard(path)
+            self._idle.append(path)
 
     def _discard(self, path: Path) -> None:
         with self._state:
@@ -276,16 +306,23 @@ def prune_stale(repo: GitRepo, folder: str | os.PathLike[str]) -> list[Path]:
 
 def _checked_folder(repo: GitRepo, folder: str | os.PathLike[str], *, ignored: bool = True) -> Path:
     # Whatever lies under the folder may be deleted, and worktrees in the user's work tree must
-    # not show up in their "git status": refuse the work tree itself, or an unignored part.
-    path = Path(folder).resolve()
+    # not show up in their "git status": refuse the work tree itself, or an unignored part, and
+    # a symbolic link on the way (its target would be what gets deleted).
+    path = Path(os.path.abspath(folder))
     if repo.root.is_relative_to(path):
         raise InvalidMissionError(f"worktree folder {path} holds the repository itself")
+    check_own_folder(path, _anchor(repo, path))
     inside = ignored and path.is_relative_to(repo.root)
     if inside and repo.run_status("check-ignore", "-q", f"{path}/")[0] != 0:
         raise InvalidMissionError(
             f"worktree folder {path} is inside the work tree but not ignored by git"
         )
     return path
+
+
+def _anchor(repo: GitRepo, folder: Path) -> Path:
+    # Below the repository every component is rho's to check; elsewhere, the folder's parent.
+    return repo.root if folder.is_relative_to(repo.root) else folder.parent
 
 
 def _remove_unregistered(repo: GitRepo, root: Path) -> list[Path]:
@@ -305,7 +342,10 @@ def _remove_unregistered(repo: GitRepo, root: Path) -> list[Path]:
 
 def _remove_worktree(repo: GitRepo, path: Path) -> None:
     # Double --force: the worktree is locked (by us) and may hold changes or untracked files.
-    # git also refuses a folder it does not know: that is a leftover, deleted by hand.
+    # git also refuses a folder it does not know: that is a leftover, deleted by hand. A link
+    # in its place is not ours to follow.
+    if os.path.islink(path):
+        raise UnsafePathError(path, "is a symbolic link")
     status, _, _ = repo.run_status("worktree", "remove", "--force", "--force", str(path))
     if status != 0 and path.exists():
         repo.run_status("worktree", "unlock", str(path))

@@ -44,6 +44,13 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option("--timeout", callback=_duration, help="Mission time limit (90s, 5m, 1h).")
 @click.option("--task-timeout", callback=_duration, help="Per-task time limit (90s, 5m).")
 @click.option("--base", default="HEAD", show_default=True, help="Commit the mission starts from.")
+@click.option(
+    "--grace",
+    callback=_duration,
+    default="5s",
+    show_default=True,
+    help="Time a cancelled task gets between SIGTERM and SIGKILL.",
+)
 @click.option("--keep-worktrees", is_flag=True, help="Leave the worktrees for inspection.")
 @click.option("--dry-run", is_flag=True, help="Show the plan; run and write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final mission.json on stdout.")
@@ -89,6 +96,7 @@ def _run_from_tasks(
     retries: int,
     timeout: float | None,
     task_timeout: float | None,
+    grace: float,
     base: str,
     keep_worktrees: bool,
     dry_run: bool,
@@ -103,6 +111,7 @@ def _run_from_tasks(
         retries=retries,
         timeout=timeout,
         task_timeout=task_timeout,
+        grace_period=grace,
         keep_worktrees=keep_worktrees,
         run_command=run_command,
     )
@@ -146,14 +155,15 @@ def _execute(target: Mission, as_json: bool, resume: bool = False) -> int:
     progress = progress_for(target, as_json)
 
     async def main() -> None:
-        with anyio.CancelScope() as scope:
-            async with anyio.create_task_group() as group:
-                group.start_soon(_cancel_on_signal, scope)
+        async with anyio.create_task_group() as group:
+            run_scope = anyio.CancelScope()
+            await group.start(_handle_signals, run_scope, target)
+            with run_scope:
                 if resume:
                     await target.resume(observer=progress)
                 else:
                     await target.run_staged(waves=target.waves, observer=progress)
-                group.cancel_scope.cancel()
+            group.cancel_scope.cancel()
 
     if isinstance(progress, LiveProgress):
         with progress:
@@ -185,14 +195,36 @@ def _run_event_loop(main: Callable[[], Awaitable[None]]) -> None:
         raise error from error.__cause__
 
 
-async def _cancel_on_signal(scope: Any) -> None:
+async def _handle_signals(run_scope: Any, target: Mission, *, task_status: Any) -> None:
+    """First SIGINT/SIGTERM: cancel the run (SIGTERM, grace, SIGKILL; the record is written).
+    Any later one: SIGKILL every process of the mission at once, and keep sweeping until the
+    run has recorded its end, so that no process outlives it however many signals come.
+
+    Lives outside the run's cancel scope: the receiver stays installed until the end, so a
+    second signal never reaches Python's default handlers (KeyboardInterrupt, or death by
+    SIGTERM) in the middle of the shielded clean-up.
+    """
     import anyio
 
-    # Keep receiving after the first signal: a second Ctrl-C must not interrupt the
-    # shielded clean-up that records the join.
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for _ in signals:
-            scope.cancel()
+        task_status.started()
+        received = 0
+        async with anyio.create_task_group() as sweeper:
+            async for _ in signals:
+                received += 1
+                if received == 1:
+                    run_scope.cancel()
+                elif received == 2:
+                    sweeper.start_soon(_kill_until_done, target)
+
+
+async def _kill_until_done(target: Mission) -> None:
+    import anyio
+
+    # Until the run ends: a task spawned as the first signal arrived is caught too.
+    while True:
+        target.kill_processes()
+        await anyio.sleep(0.1)
 
 
 def _finish(target: Mission, as_json: bool) -> int:
@@ -232,9 +264,11 @@ def show(directory: Path, as_json: bool) -> int:
     if as_json:
         sys.stdout.write(target.model_dump_json(indent=2) + "\n")
         return 0
+    from rho_mission._mission import mission_state
+
     from ._mission_view import print_mission
 
-    print_mission(target)
+    print_mission(target, mission_state(target))
     return 0
 
 
@@ -246,19 +280,21 @@ def list_(as_json: bool) -> int:
     Example: rho mission list
     """
     from rho_mission import list_missions
+    from rho_mission._mission import mission_state
 
-    found = list_missions(_repo_root())
+    found = [(m, mission_state(m)) for m in list_missions(_repo_root())]
     if as_json:
         rows = [
             {
                 "id": m.id,
                 "status": m.status,
+                "state": state,
                 "dir": m.dir,
                 "started_at": m.started_at,
                 "completed_at": m.completed_at,
                 "features": len(m.features),
             }
-            for m in found
+            for m, state in found
         ]
         sys.stdout.write(json.dumps({"missions": rows}, indent=2) + "\n")
         return 0

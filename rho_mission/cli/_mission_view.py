@@ -26,10 +26,18 @@ def _seconds(start: str | None, end: str | None) -> str:
     return f"{delta.total_seconds():.1f}s"
 
 
-def print_mission(mission: Mission) -> None:
-    """Header, one table of features by wave, then the joins."""
+def print_mission(mission: Mission, state: str) -> None:
+    """Header, one table of features by wave, then the joins.
+
+    *state* is the mission's status, or ``interrupted`` (see ``mission_state``).
+    """
     out = console()
-    out.print(Text.assemble(("mission " + mission.id, "bold"), "  ", status_text(mission.status)))
+    out.print(Text.assemble(("mission " + mission.id, "bold"), "  ", status_text(state)))
+    if state == "interrupted":
+        out.print(
+            "no process runs this mission any more (it was killed or crashed): "
+            f"resume it with 'rho mission resume {escape(mission.dir)}'"
+        )
     out.print(f"prompt: {escape(mission.prompt)}")
     out.print(f"base {mission.base_commit[:12]}  integration {escape(mission.integration_branch)}")
     out.print(
@@ -65,19 +73,21 @@ def _feature_row(feature: Feature) -> list[str | Text]:
     ]
 
 
-def print_mission_list(missions: Sequence[Mission]) -> None:
-    """One row per mission: id, status, counts, start, folder."""
+def print_mission_list(missions: Sequence[tuple[Mission, str]]) -> None:
+    """One row per (mission, state): id, state, counts, start, folder."""
     table = Table(title=f"{len(missions)} mission(s)", title_justify="left")
     for column in ("id", "status", "features", "completed", "started", "dir"):
         table.add_column(column, overflow="fold")
-    for mission in missions:
+    for mission, state in missions:
         done = sum(1 for f in mission.features if f.status == "completed")
         table.add_row(
             mission.id,
-            status_text(mission.status),
+            status_text(state),
             str(len(mission.features)),
             str(done),
             mission.started_at or "",
             escape(mission.dir),
         )
     console().print(table)
+    if any(state == "interrupted" for _, state in missions):
+        console().print("interrupted: killed or crashed; resume with 'rho mission resume DIR'")

@@ -10,6 +10,8 @@ import pytest
 
 from rho_mission import Feature, Handoff, Mission, WaveJoin, WorkerContext
 from rho_mission._git import GitRepo
+from rho_mission._journal import Journal
+from rho_mission._refs import RefHistory
 
 from ._helpers import (
     WAIT,
@@ -519,7 +521,10 @@ async def test_a_join_that_git_refuses_fails_the_feature_and_resume_merges_it(
 async def test_resume_restarts_the_integration_branch_from_the_last_recorded_join(
     repo_path: Path,
 ) -> None:
-    """A crash in the middle of a join can leave part of a wave merged; resume drops it."""
+    """A crash in the middle of a join can leave part of a wave merged; resume drops it.
+
+    The stray head is one rho journaled as its own (a join's move noted, then a crash).
+    """
 
     async def fail(ctx: WorkerContext) -> Handoff | None:
         raise RuntimeError("not yet")
@@ -530,14 +535,16 @@ async def test_resume_restarts_the_integration_branch_from_the_last_recorded_joi
     assert mission.integration_head == recorded
     tree = git_out(repo_path, "rev-parse", f"{recorded}^{{tree}}")
     stray = git_out(repo_path, "commit-tree", tree, "-p", recorded, "-m", "half a join")
+    history = RefHistory.load(Journal(Path(mission.dir, "journal.jsonl")))
+    history.note(mission.integration_branch, stray, "join")
     git_out(repo_path, "update-ref", f"refs/heads/{mission.integration_branch}", stray)
 
     await mission.resume(ScriptedWorker())
 
     assert mission.status == "completed"
-    history = git_out(repo_path, "rev-list", mission.integration_branch).split()
-    assert recorded in history
-    assert stray not in history
+    commits = git_out(repo_path, "rev-list", mission.integration_branch).split()
+    assert recorded in commits
+    assert stray not in commits
 
 
 async def test_kept_worktrees_do_not_stop_a_retry(repo_path: Path) -> None:

@@ -260,11 +260,12 @@ async def test_mission_files_are_private(repo_path: Path) -> None:
         "logs/a.log": 0o600,
         "mission-graph.json": 0o600,
         "mission.json": 0o600,
-        "mission.lock": 0o600,
         "prompts/a.md": 0o600,
     }
     for folder in (".rho", ".rho/missions", ".rho/worktrees"):
         assert modes(repo_path / folder)["."] == 0o700, folder
+    locks = modes(repo_path / ".git")
+    assert locks[f"rho-mission-{mission.id}.lock"] == locks["rho-mission.lock"] == 0o600
 
 
 async def test_the_mission_graph_is_valid_and_reproducible(repo_path: Path) -> None:
@@ -332,7 +333,8 @@ async def test_graph_and_journal_hold_only_metadata_and_digests(
     assert done["expected_behavior_sha256"] == sha256("ExpectMarker2")
     assert done["commit_sha256"] == sha256(ok.handoff.commit_id)
     events = journal(mission)
-    assert events[0]["prompt_sha256"] == sha256("PromptMarker0")
+    started = next(e for e in events if e["event"] == "mission")
+    assert started["prompt_sha256"] == sha256("PromptMarker0")
     finish = [e for e in events if e["event"] == "finish" and e["feature_id"] == "py"]
     assert [e["error_sha256"] for e in finish] == [sha256("ErrorMarker7 went wrong")]
 

@@ -141,6 +141,7 @@ def test_show_and_list_describe_a_finished_mission(project: Path) -> None:
             {
                 "id": ident,
                 "status": "completed",
+                "state": "completed",
                 "dir": str(folder),
                 "started_at": document["started_at"],
                 "completed_at": document["completed_at"],

@@ -257,14 +257,18 @@ def test_prune_stale_removes_what_a_crashed_run_left(repo: GitRepo, folder: Path
     assert prune_stale(repo, folder) == []
 
 
-def test_acquire_replaces_a_stale_worktree_at_its_path(pool: WorktreePool, git: Git) -> None:
-    stale = pool.folder / f"{MISSION}-1"
-    git(pool.repo.root, "worktree", "add", "--quiet", "-b", "m/crashed", str(stale), "HEAD")
-    (stale / "half-done.txt").write_text("output\n", encoding="utf-8")
-    path = pool.acquire("m/crashed", "HEAD")
-    assert path == stale
-    assert not (path / "half-done.txt").exists()
-    assert registered(git, pool.repo) == [str(pool.repo.root), str(stale)]
+def test_a_pool_never_takes_the_path_of_an_earlier_runs_worktree(
+    repo: GitRepo, folder: Path, git: Git
+) -> None:
+    # A process of a crashed run may still write into its worktree: a new run works elsewhere.
+    with WorktreePool(repo, folder, MISSION) as first:
+        old = first.acquire("m/crashed", "HEAD")
+        (old / "half-done.txt").write_text("output\n", encoding="utf-8")
+        with WorktreePool(repo, folder, MISSION) as second:
+            path = second.acquire("m/other", "HEAD")
+            assert path != old
+            assert path.parent == old.parent
+            assert (old / "half-done.txt").exists()
 
 
 def test_prune_stale_keeps_the_worktrees_of_an_open_pool(pool: WorktreePool) -> None:
