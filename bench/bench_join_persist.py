@@ -173,7 +173,7 @@ def main() -> None:
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-join-") as scratch:
         folder = Path(scratch) / ".rho" / "missions" / MISSION_ID
-        prepare_mission_dir(folder)
+        prepare_mission_dir(folder, Path(scratch))
         mission = build_mission(folder, options.features, options.waves)
         save_mission(mission)  # warm-up: imports, pydantic schemas, the files' first creation
         runs = [one_run(mission, folder) for _ in range(options.runs)]

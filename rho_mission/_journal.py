@@ -27,7 +27,8 @@ class Journal:
         """Append one observation; with *durable*, fsync before returning."""
         self._seq += 1
         line = json.dumps({"seq": self._seq, "at": at, "event": event, **fields}, sort_keys=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # O_NOFOLLOW: a link planted in the mission folder must not send our writes elsewhere.
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, (line + "\n").encode())
             if durable:

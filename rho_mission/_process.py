@@ -149,7 +149,8 @@ def _open_log(log_path: Path) -> int:
     """Open the log for appending (0600), creating its folder (0700) if missing."""
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     # O_CLOEXEC: children spawned concurrently by other tasks must not inherit this descriptor.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+    # O_NOFOLLOW: a link planted at the log's path must not send task output elsewhere.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
     return os.open(log_path, flags, 0o600)
 
 

@@ -83,7 +83,7 @@ def _write_prompt(ctx: WorkerContext) -> Path:
         f"Mission: {ctx.mission.prompt}\n\n"
         f"Expected behaviour:\n\n{ctx.feature.expected_behavior}\n"
     )
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
     return path

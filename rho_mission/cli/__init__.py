@@ -15,11 +15,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     import click (``_quick.py``); every other command line, and every failure, runs the full CLI.
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    from ._output import guarded_output
     from ._quick import quick_run
 
-    code = quick_run(args)
-    if code is None:
-        from ._main import run
+    with guarded_output():
+        code = quick_run(args)
+        if code is None:
+            from ._main import run
 
-        code = run(args)
+            code = run(args)
     sys.exit(code)

@@ -22,21 +22,37 @@ __all__ = ["LiveProgress", "PlainProgress", "progress_for"]
 
 
 class PlainProgress:
-    """One line per feature transition and per join, for logs and pipes."""
+    """One line per feature transition and per join, for logs and pipes.
+
+    A closed or failing output never changes what a mission does: after the first ``OSError``
+    on *stream* (the reader of ``| head -1`` went away, a full disk) the lines stop and the
+    mission runs on. The engine fails a mission whose observer raises, so nothing may.
+    """
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
+        self.writing = True
 
     def feature_changed(self, mission: Mission, feature: Feature) -> None:
         """Print ``<task> <status>`` (with the error when it failed)."""
         line = f"{feature.id} {feature.status}"
         if feature.status in ("failed", "cancelled") and feature.error:
             line += f": {feature.error}"
-        print(line, file=self.stream, flush=True)
+        self._print(line)
 
     def wave_joined(self, mission: Mission, join: WaveJoin) -> None:
         """Print the join's summary."""
-        print(join.summary, file=self.stream, flush=True)
+        self._print(join.summary)
+
+    def _print(self, line: str) -> None:
+        if not self.writing:
+            return
+        try:
+            print(line, file=self.stream, flush=True)
+        except OSError:
+            # Progress is a courtesy: its loss is no error of the mission's. What became of the
+            # stream itself is the CLI's top-level handler's business (``_main.run``).
+            self.writing = False
 
 
 class LiveProgress:
