@@ -168,7 +168,7 @@ class UnsafePathError(MissionError):
     """
 
     def __init__(self, path: object, problem: str) -> None:
-        super().__init__(f"refusing to use {path}: it {problem}, not a folder of rho's own")
+        super().__init__(f"refusing to use {path}: it {problem}; rho follows no link in .rho")
         self.path = str(path)
 
 

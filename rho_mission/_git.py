@@ -49,6 +49,11 @@ _FALLBACK_IDENTITY = {
     "GIT_COMMITTER_EMAIL": "rho-mission@localhost",
 }
 
+_UNRELATED = (
+    "the worktree's HEAD does not descend from the feature's start commit; "
+    "its work cannot be merged"
+)
+
 # Hooks and fsmonitor daemons belong to the user's interactive work, not to rho's plumbing in
 # throw-away worktrees: a slow post-checkout hook would run on every feature, a daemon would be
 # spawned per worktree and outlive it.
@@ -316,8 +321,11 @@ class GitRepo:
         """
         start = self._worktree_head(worktree) if base is None else self._commit_id(base)
         left_branch = branch is not None and self._head_ref(worktree) != f"refs/heads/{branch}"
-        if left_branch:
-            self.run("update-ref", "--no-deref", "HEAD", "HEAD", cwd=worktree)
+        if (
+            left_branch
+            and self.run_status("update-ref", "--no-deref", "HEAD", "HEAD", cwd=worktree)[0]
+        ):
+            raise FeatureResultError(_UNRELATED)  # an orphan branch: HEAD names no commit yet
         # One status call answers the common case of a worker that changed nothing; staging
         # and the staged-diff check run only when there is something to stage.
         if self.run("status", "--porcelain", "-z", "--untracked-files=all", cwd=worktree):
@@ -329,10 +337,7 @@ class GitRepo:
         if head == start:
             return CommitResult(None, [])
         if not self._is_ancestor(start, head):
-            raise FeatureResultError(
-                "the worktree's HEAD does not descend from the feature's start commit; "
-                "its work cannot be merged"
-            )
+            raise FeatureResultError(_UNRELATED)
         if left_branch and branch is not None:
             with self.locked():
                 self.move_branch(branch, head, self.branch_commit(branch), message)

@@ -18,6 +18,7 @@ that were reparented to this process (a child subreaper) are reaped here.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from subprocess import DEVNULL
 
 import anyio
 from anyio.abc import Process
+
+from ._errors import UnsafePathError
 
 __all__ = [
     "ProcessResult",
@@ -151,7 +154,12 @@ def _open_log(log_path: Path) -> int:
     # O_CLOEXEC: children spawned concurrently by other tasks must not inherit this descriptor.
     # O_NOFOLLOW: a link planted at the log's path must not send task output elsewhere.
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
-    return os.open(log_path, flags, 0o600)
+    try:
+        return os.open(log_path, flags, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePathError(log_path, "is a symbolic link") from exc
+        raise
 
 
 async def _stop(process: Process, grace: float) -> None:
