@@ -94,7 +94,8 @@ def read_graph_file(path: str | os.PathLike[str], *, label: str = "graph") -> Gr
 
     Raises:
         GraphDocumentError: the file is missing, is a folder, is larger than 1 MiB, cannot be
-            read, is not UTF-8, or is not JSON; the message names the problem and the path.
+            read, is not UTF-8, or is not JSON (or nests too deeply to parse); the message
+            names the problem and the path.
         GraphValidationError: the JSON is not a valid ``rho.graph/v1`` document (unsupported
             schema version, missing ``generated_at``, a dangling reference, ...).
     """
@@ -112,6 +113,10 @@ def read_graph_file(path: str | os.PathLike[str], *, label: str = "graph") -> Gr
         where = f"line {exc.lineno} column {exc.colno}"
         raise GraphDocumentError(
             f"{label} is not valid JSON ({exc.msg.lower()} at {where}): {target}", str(target)
+        ) from None
+    except RecursionError:  # the stdlib parser recurses once per level of nesting
+        raise GraphDocumentError(
+            f"{label} is not valid JSON (nested too deeply): {target}", str(target)
         ) from None
     return validate_graph(parsed)
 

@@ -30,6 +30,7 @@ from ._persist import save_mission
 from ._recover import end_mission_processes
 from ._refs import RefHistory, settle_refs
 from ._storesync import StoreSync
+from ._workers import call_worker, failure_text
 from ._worktrees import WorktreePool, prune_stale
 
 if TYPE_CHECKING:
@@ -51,7 +52,9 @@ class WorkerContext:
     on_process_start: Callable[[int], None] = field(default=lambda pgid: None)
 
 
-Worker = Callable[[WorkerContext], Awaitable[Handoff | None]]
+Worker = (
+    Callable[[WorkerContext], Awaitable[Handoff | None]] | Callable[[WorkerContext], Handoff | None]
+)
 
 
 class Observer(Protocol):
@@ -244,8 +247,11 @@ class _WaveRunner:
             return str(exc)
         try:
             context = self._context(feature, worktree, head)
-            with _deadline(self.mission.config.task_timeout) as scope:
-                handoff = await self.worker(context)
+            try:
+                with _deadline(self.mission.config.task_timeout) as scope:
+                    handoff = await call_worker(self.worker, context)
+            except Exception as exc:  # the worker is the caller's code: it fails its feature
+                return failure_text(exc, context.log_path)
             if scope.cancelled_caught:
                 return f"timed out after {self.mission.config.task_timeout:g}s"
             committed = await self._commit(feature, worktree, head)
@@ -258,9 +264,8 @@ class _WaveRunner:
                     "tests_passed": handoff.tests_passed,
                 }
             )
-        except Exception as exc:
-            # A worker's exception fails its feature with the exception's text.
-            return str(exc) or type(exc).__name__
+        except MissionError as exc:  # committing what the worker left: git refused
+            return str(exc)
         finally:
             with anyio.CancelScope(shield=True):
                 await self._settle_branch(feature, feature.branch)
@@ -323,6 +328,8 @@ class _WaveRunner:
         feature.status = status
         feature.error = error
         feature.completed_at = now_rfc3339()
+        if feature.log and not (self.folder / feature.log).exists():
+            feature.log = None  # a library worker that wrote no log: name no missing file
         self.journal.record(
             "finish",
             feature.completed_at,

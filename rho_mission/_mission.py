@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 from collections.abc import Iterator, Sequence
@@ -17,6 +18,7 @@ from ._errors import InvalidMissionError, MissionError, NotAGitRepositoryError, 
 from ._git import GitRepo
 from ._models import Feature, MissionConfig, MissionDocument, feature_id_problem
 from ._persist import prepare_mission_dir
+from ._plan import staged_plan
 from ._recover import kill_mission_processes
 from ._shell import shell_worker
 
@@ -138,43 +140,43 @@ class Mission(MissionDocument):
         self,
         worker: Worker | None = None,
         *,
-        waves: Sequence[Sequence[str]],
+        waves: Sequence[Sequence[str]] | None = None,
         observer: Observer | None = None,
     ) -> Mission:
-        """Run the features named in *waves*, wave after wave, and return this mission.
+        """Run the features wave after wave, and return this mission.
 
-        Without *worker*, the shell worker runs each feature's command (or ``config.run_command``).
-        A mission without features gets one per id named in *waves*.
+        *waves* names the features of each wave; without it, the mission's own waves, else
+        waves cut from the features' ``blocked_by`` by the task store's validator. Without
+        *worker*, the shell worker runs each feature's command (or ``config.run_command``); a
+        worker may be ``async def`` or plain (run in a thread). A mission without features
+        gets one per id named in *waves*.
 
         Raises:
-            InvalidMissionError: empty waves, an unknown or repeated id, or (shell worker) a
-                feature with no command, all before any work starts.
+            InvalidMissionError: empty waves, an unknown or repeated id, a feature in or before
+                the wave of one of its blockers, or (shell worker) a feature with no command,
+                all before any work starts.
             MissionError: another process is running this mission.
         """
-        plan = self._check_waves(waves)
+        plan = staged_plan(self, waves)
         if worker is None:
             self.check_runnable(plan)
         with _exclusive(self):
             await run_waves(self, worker or shell_worker, plan, observer)
         return self
 
-    def kill_processes(self) -> list[int]:
-        """SIGKILL every process this mission's tasks started, at once; return their pids.
-
-        What a second Ctrl-C does: the running ``run_staged`` then records every cancelled
-        feature and the join as after the first. Safe to call from a signal handler's task or
-        another thread.
-        """
-        return kill_mission_processes(self.id)
-
     def run_staged_sync(
         self,
         worker: Worker | None = None,
         *,
-        waves: Sequence[Sequence[str]],
+        waves: Sequence[Sequence[str]] | None = None,
         observer: Observer | None = None,
     ) -> Mission:
-        """``run_staged`` for callers without an event loop."""
+        """``run_staged`` for callers without an event loop.
+
+        Raises:
+            MissionError: called from inside a running event loop (await ``run_staged``).
+        """
+        _refuse_inside_event_loop("run_staged_sync", "run_staged")
 
         async def run() -> Mission:
             return await self.run_staged(worker, waves=waves, observer=observer)
@@ -187,28 +189,29 @@ class Mission(MissionDocument):
         """Continue from the first unfinished wave; completed features stay completed."""
         return await self.run_staged(worker, waves=self.waves, observer=observer)
 
-    def _check_waves(self, waves: Sequence[Sequence[str]]) -> list[list[str]]:
-        plan = [list(wave) for wave in waves if wave]
-        if not plan:
-            raise InvalidMissionError("staged execution waves are empty")
-        if not self.features:
-            # Each id once: a repeated id is reported below, as for a mission with features.
-            for feature_id in dict.fromkeys(i for wave in plan for i in wave):
-                self.add_feature(Feature(feature_id))
-        known = {feature.id for feature in self.features}
-        seen: set[str] = set()
-        for number, wave in enumerate(plan, start=1):
-            for feature_id in wave:
-                if feature_id not in known:
-                    raise InvalidMissionError(
-                        f"staged execution wave {number} names unknown feature {quote(feature_id)}"
-                    )
-                if feature_id in seen:
-                    raise InvalidMissionError(
-                        f"feature {quote(feature_id)} appears more than once in staged waves"
-                    )
-                seen.add(feature_id)
-        return plan
+    def resume_sync(
+        self, worker: Worker | None = None, *, observer: Observer | None = None
+    ) -> Mission:
+        """``resume`` for callers without an event loop.
+
+        Raises:
+            MissionError: called from inside a running event loop (await ``resume``).
+        """
+        _refuse_inside_event_loop("resume_sync", "resume")
+
+        async def run() -> Mission:
+            return await self.resume(worker, observer=observer)
+
+        return anyio.run(run)
+
+    def kill_processes(self) -> list[int]:
+        """SIGKILL every process this mission's tasks started, at once; return their pids.
+
+        What a second Ctrl-C does: the running ``run_staged`` then records every cancelled
+        feature and the join as after the first. Safe to call from a signal handler's task or
+        another thread.
+        """
+        return kill_mission_processes(self.id)
 
     def check_runnable(self, waves: Sequence[Sequence[str]] | None = None) -> None:
         """Refuse, before any work starts, a feature the shell worker could not run.
@@ -247,6 +250,16 @@ def list_missions(repo: str | Path) -> list[Mission]:
         except InvalidMissionError:
             continue
     return sorted(found, key=lambda m: (m.started_at or "", m.id), reverse=True)
+
+
+def _refuse_inside_event_loop(name: str, instead: str) -> None:
+    try:
+        asyncio.get_running_loop()  # rho runs on asyncio; a caller inside one must await
+    except RuntimeError:
+        return
+    raise MissionError(
+        f"{name} cannot run inside a running event loop; use 'await mission.{instead}(...)'"
+    )
 
 
 def mission_is_running(mission: MissionDocument) -> bool:

@@ -159,7 +159,7 @@ def _entries(path: Path) -> Iterable[dict[str, object]]:
     for line in lines:
         try:
             entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+        except (json.JSONDecodeError, RecursionError):
+            continue  # a line torn by a crash (or not rho's)
         if isinstance(entry, dict):
             yield entry

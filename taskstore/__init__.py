@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ._atomic import ensure_private_dir as ensure_private_dir
     from ._atomic import write_atomic as write_atomic
     from ._errors import EmptyBlockerError as EmptyBlockerError
+    from ._errors import FieldLimitError as FieldLimitError
     from ._errors import InvalidTaskError as InvalidTaskError
     from ._errors import MissingBlockerError as MissingBlockerError
     from ._errors import ScheduleCycleError as ScheduleCycleError
@@ -27,6 +28,13 @@ if TYPE_CHECKING:
     from ._errors import TaskStoreError as TaskStoreError
     from ._fastread import TaskView as TaskView
     from ._fastread import read_task_views as read_task_views
+    from ._limits import MAX_ACTIVE_FORM_CHARS as MAX_ACTIVE_FORM_CHARS
+    from ._limits import MAX_COMMAND_CHARS as MAX_COMMAND_CHARS
+    from ._limits import MAX_DESCRIPTION_CHARS as MAX_DESCRIPTION_CHARS
+    from ._limits import MAX_METADATA_DEPTH as MAX_METADATA_DEPTH
+    from ._limits import MAX_OWNER_CHARS as MAX_OWNER_CHARS
+    from ._limits import MAX_SUBJECT_CHARS as MAX_SUBJECT_CHARS
+    from ._limits import MAX_TASK_ID_CHARS as MAX_TASK_ID_CHARS
     from ._model import Dependency as Dependency
     from ._model import StoreDocument as StoreDocument
     from ._model import Task as Task
@@ -39,14 +47,23 @@ if TYPE_CHECKING:
     from ._store import TaskStore as TaskStore
     from ._store import dump_document as dump_document
     from ._store import parse_document as parse_document
+    from ._store import validate_document as validate_document
     from ._tasklist import TaskList as TaskList
 
 _LOCATIONS = {
     "Dependency": "_model",
     "EmptyBlockerError": "_errors",
+    "FieldLimitError": "_errors",
     "InvalidTaskError": "_errors",
+    "MAX_ACTIVE_FORM_CHARS": "_limits",
+    "MAX_COMMAND_CHARS": "_limits",
+    "MAX_DESCRIPTION_CHARS": "_limits",
     "MAX_EDGES": "_schedule",
+    "MAX_METADATA_DEPTH": "_limits",
+    "MAX_OWNER_CHARS": "_limits",
+    "MAX_SUBJECT_CHARS": "_limits",
     "MAX_TASKS": "_schedule",
+    "MAX_TASK_ID_CHARS": "_limits",
     "MissingBlockerError": "_errors",
     "STATUSES": "_schedule",
     "Schedule": "_schedule",
@@ -71,6 +88,7 @@ _LOCATIONS = {
     "ensure_private_dir": "_atomic",
     "parse_document": "_store",
     "read_task_views": "_fastread",
+    "validate_document": "_store",
     "write_atomic": "_atomic",
 }
 

@@ -7,14 +7,36 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["ensure_private_dir", "write_atomic"]
+__all__ = ["ensure_private_dir", "ensure_private_file", "write_atomic"]
 
 
 def ensure_private_dir(folder: Path) -> None:
     """Create *folder* (and parents) if missing; a folder named ``.rho`` gets mode 0700."""
-    folder.mkdir(parents=True, exist_ok=True)
-    if folder.name == ".rho":
+    private = folder.name == ".rho"
+    # Created 0700 from the start (under any umask), and an existing one is narrowed.
+    folder.mkdir(mode=0o700 if private else 0o777, parents=True, exist_ok=True)
+    if private:
         folder.chmod(0o700)
+
+
+def ensure_private_file(path: Path, mode: int = 0o600) -> None:
+    """Create *path* empty with *mode* under any umask, or narrow it to *mode* if it exists.
+
+    A file of another user is left as it is (only its owner may change its mode); a symbolic
+    link in its place is refused rather than followed.
+
+    Raises:
+        OSError: the folder is not writable, or *path* is a symbolic link or a folder.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except PermissionError:
+        return  # another user's file we cannot open: whoever locks it will say so
+    try:
+        with contextlib.suppress(PermissionError):
+            os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:

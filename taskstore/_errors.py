@@ -7,6 +7,7 @@ The tree::
     ├── StoreWriteError         the store file cannot be replaced
     ├── TaskNotFoundError       an id names no task (also LookupError)
     ├── InvalidTaskError        a mutation carries a bad value (also ValueError)
+    │   └── FieldLimitError         a field longer (or nested deeper) than its limit
     └── ScheduleError           the blocking graph cannot be scheduled (also ValueError)
         ├── ScheduleLimitError      more than 1,000 tasks or 10,000 blocking edges
         ├── TaskIdentityError       a blank id, or an id that two tasks share
@@ -25,6 +26,7 @@ import json
 
 __all__ = [
     "EmptyBlockerError",
+    "FieldLimitError",
     "InvalidTaskError",
     "MissingBlockerError",
     "ScheduleCycleError",
@@ -82,6 +84,32 @@ class TaskNotFoundError(TaskStoreError, LookupError):
 
 class InvalidTaskError(TaskStoreError, ValueError):
     """Raised when a mutation carries a value the store refuses (status, subject, id)."""
+
+
+class FieldLimitError(InvalidTaskError):
+    """Raised when a field that a mutation brings exceeds its limit (see ``taskstore._limits``).
+
+    ``field`` is the JSON name (``subject``, ``id``, ``metadata``, ...), ``size`` what was found
+    and ``limit`` the maximum, counted in ``unit``; ``task_id`` names the task when the caller
+    gave it (an import), else None.
+    """
+
+    def __init__(
+        self,
+        field: str,
+        size: int,
+        limit: int,
+        *,
+        task_id: str | None = None,
+        unit: str = "characters",
+    ) -> None:
+        who = "task" if task_id is None else f"task {quote(task_id)}"
+        super().__init__(f"{who} {field} is {size} {unit}; the limit is {limit}")
+        self.field = field
+        self.size = size
+        self.limit = limit
+        self.task_id = task_id
+        self.unit = unit
 
 
 class ScheduleError(TaskStoreError, ValueError):

@@ -7,12 +7,12 @@ problem precisely; so both paths always agree, and the common case stays cheap.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._decode import decode_json
 from ._errors import StoreReadError
 
 if TYPE_CHECKING:
@@ -88,11 +88,7 @@ def read_task_views(path: Path) -> list[TaskView] | list[Task]:
         return []
     except OSError as exc:
         raise StoreReadError(str(path), exc.strerror or str(exc)) from exc
-    try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise StoreReadError(str(path), f"invalid JSON: {exc}") from exc
-    views = _views(data)
+    views = _views(decode_json(raw, str(path)))
     if views is not None:
         return views
     from ._store import parse_document  # the full model explains what the fast path refused

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from filelock import FileLock
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
-from ._atomic import ensure_private_dir, write_atomic
+from ._atomic import ensure_private_dir, ensure_private_file, write_atomic
+from ._decode import decode_json
 from ._errors import (
     InvalidTaskError,
     ScheduleError,
@@ -23,10 +24,18 @@ from ._errors import (
     quote,
 )
 from ._guard import check_caps, check_new_blockers
+from ._limits import MAX_TASK_ID_CHARS, check_fields, check_imported, check_nesting, check_task_id
 from ._model import Dependency, StoreDocument, Task
 from ._schedule import STATUSES, Schedule, compute_schedule
 
-__all__ = ["StatusChange", "TaskStore", "now_rfc3339"]
+__all__ = [
+    "StatusChange",
+    "TaskStore",
+    "dump_document",
+    "now_rfc3339",
+    "parse_document",
+    "validate_document",
+]
 
 R = TypeVar("R")
 
@@ -55,7 +64,8 @@ class TaskStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._lock = FileLock(str(self.path) + ".lock", mode=0o600)
+        self._lock_path = Path(str(self.path) + ".lock")
+        self._lock = FileLock(str(self._lock_path), mode=0o600)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -113,6 +123,8 @@ class TaskStore:
         """
         try:
             ensure_private_dir(self.path.parent)
+            # filelock keeps the mode of a lock file that already exists (left by an older rho).
+            ensure_private_file(self._lock_path)
             self._lock.acquire()
         except OSError as exc:  # the folder or its lock file cannot be made (a file in the way)
             raise StoreWriteError(str(self.path), exc.strerror or str(exc)) from exc
@@ -148,11 +160,14 @@ class TaskStore:
         *parent*, which also gets a ``parent-child`` dependency on it.
 
         Raises:
-            InvalidTaskError: a blank subject.
+            InvalidTaskError: a blank subject, a NUL character in a text, or a child id that
+                would be longer than ``MAX_TASK_ID_CHARS``.
+            FieldLimitError: a text longer than its limit (see ``taskstore._limits``).
             TaskNotFoundError: *parent* or a related id names no task.
             ScheduleError: a blocker that is missing, or a cap that would be exceeded.
         """
         _require_text("subject", subject)
+        check_fields({"subject": subject, "description": description, "command": command})
 
         def change(document: StoreDocument) -> Task:
             task = _new_task(document, subject, description, parent, command)
@@ -184,13 +199,23 @@ class TaskStore:
 
         Raises:
             TaskNotFoundError: *task_id* or a named blocker or related id names no task.
-            InvalidTaskError: an unknown status, a blank subject, or removing a non-blocker.
+            InvalidTaskError: an unknown status, a blank subject, a NUL character in a text, or
+                removing a non-blocker.
+            FieldLimitError: a text longer than its limit (see ``taskstore._limits``).
             ScheduleError: a new blocker that is itself, missing, or closes a cycle.
         """
         if status is not None:
             _check_status(status)
         if subject is not None:
             _require_text("subject", subject)
+        check_fields(
+            {
+                "subject": subject,
+                "description": description,
+                "command": command,
+                "lastError": last_error,
+            }
+        )
 
         def change(document: StoreDocument) -> Task:
             task = _find(document, task_id)
@@ -241,9 +266,12 @@ class TaskStore:
         imported ``task_<n>`` id.
 
         Raises:
-            InvalidTaskError: an imported id is already in the store.
+            InvalidTaskError: an imported id is already in the store, or is not a safe name.
+            FieldLimitError: an id, a text or metadata beyond its limit (``taskstore._limits``).
             ScheduleError: the merged graph is invalid.
         """
+        for task in tasks:
+            check_imported(task)
 
         def change(document: StoreDocument) -> list[Task]:
             known = {task.id for task in document.tasks}
@@ -266,12 +294,18 @@ def parse_document(raw: bytes, source: str) -> StoreDocument:
     """Parse store bytes; *source* names the file in error messages.
 
     Raises:
-        StoreReadError: not JSON, or not a ``rho.tasks/v1`` document.
+        StoreReadError: not JSON (or nested too deeply to parse), or not a ``rho.tasks/v1``
+            document.
     """
-    try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise StoreReadError(source, f"invalid JSON: {exc}") from exc
+    return validate_document(decode_json(raw, source), source)
+
+
+def validate_document(data: Any, source: str) -> StoreDocument:
+    """Check JSON data (e.g. from ``json.loads``) as a store; *source* names it in messages.
+
+    Raises:
+        StoreReadError: *data* is not a ``rho.tasks/v1`` document.
+    """
     try:
         return StoreDocument.model_validate(data)
     except ValidationError as exc:
@@ -279,10 +313,20 @@ def parse_document(raw: bytes, source: str) -> StoreDocument:
 
 
 def dump_document(document: StoreDocument) -> bytes:
-    """The canonical bytes of a store: 2-space JSON, tasks sorted by id, trailing newline."""
+    """The canonical bytes of a store: 2-space JSON, tasks sorted by id, trailing newline.
+
+    Raises:
+        FieldLimitError: a task's metadata nests too deep for the serializer (a hand-written
+            store can hold that; no mutation lets it in).
+    """
     # The same bytes as json.dumps(indent=2, ensure_ascii=False) of the dumped dict, written by
     # pydantic's serializer several times faster: every store write pays for this.
-    text = document.model_dump_json(indent=2, by_alias=True, exclude_none=True)
+    try:
+        text = document.model_dump_json(indent=2, by_alias=True, exclude_none=True)
+    except PydanticSerializationError:
+        for task in document.tasks:  # the serializer stops near 250 levels: name the task
+            check_nesting(task)
+        raise
     return (text + "\n").encode()
 
 
@@ -392,12 +436,24 @@ def _apply_fields(
 
 
 def _child_id(document: StoreDocument, parent_id: str) -> str:
-    """``<parent>.<k>`` with k = child count + 1, moved past ids already taken (by an import)."""
+    """``<parent>.<k>`` with k = child count + 1, moved past ids already taken (by an import).
+
+    Raises:
+        InvalidTaskError: that id would be longer than ``MAX_TASK_ID_CHARS`` or not a safe name
+            (the parent's own id, from a hand-written store, may be neither).
+    """
     taken = {task.id for task in document.tasks}
     k = sum(1 for task in document.tasks if task.parent_id == parent_id) + 1
     while f"{parent_id}.{k}" in taken:
         k += 1
-    return f"{parent_id}.{k}"
+    child_id = f"{parent_id}.{k}"
+    if len(child_id) > MAX_TASK_ID_CHARS:
+        raise InvalidTaskError(
+            f"task {quote(parent_id)} cannot take a subtask: its id would be {len(child_id)}"
+            f" characters; the limit is {MAX_TASK_ID_CHARS}"
+        )
+    check_task_id(child_id)
+    return child_id
 
 
 def _counter_after(task_id: str) -> int:

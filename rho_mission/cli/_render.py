@@ -22,6 +22,11 @@ __all__ = [
     "status_text",
 ]
 
+# Rich folds a cell in time that grows faster than its length (a 5 MB subject took 100 s to list):
+# people see the start of long text, --json prints it whole.
+_TABLE_CELL_CHARS = 200
+_DETAIL_VALUE_CHARS = 2_000
+
 _STATUS_STYLE = {
     "completed": "green",
     "failed": "red",
@@ -34,6 +39,19 @@ _STATUS_STYLE = {
 def console() -> Console:
     """A console on stdout; plain text when stdout is not a terminal."""
     return Console(highlight=False, soft_wrap=False)
+
+
+def _clip(text: str) -> str:
+    # A table cell of at most _TABLE_CELL_CHARS characters, the last one an ellipsis if cut.
+    if len(text) <= _TABLE_CELL_CHARS:
+        return text
+    return text[: _TABLE_CELL_CHARS - 1] + "…"
+
+
+def _clip_detail(text: str) -> str:
+    if len(text) <= _DETAIL_VALUE_CHARS:
+        return text
+    return f"{text[:_DETAIL_VALUE_CHARS]}… ({len(text)} characters; --json shows them all)"
 
 
 def status_text(status: str) -> Text:
@@ -49,11 +67,11 @@ def print_task_table(tasks: Sequence[Task], title: str) -> None:
     for task in tasks:
         # Subjects and commands are the user's text: "[a-z]" must print, not be read as markup.
         table.add_row(
-            escape(task.id),
-            status_text(task.status),
-            escape(task.subject),
-            escape(", ".join(sorted(set(task.blocker_ids)))),
-            escape(task.command or ""),
+            escape(_clip(task.id)),
+            status_text(_clip(task.status)),
+            escape(_clip(task.subject)),
+            escape(_clip(", ".join(sorted(set(task.blocker_ids))))),
+            escape(_clip(task.command or "")),
         )
     console().print(table)
 
@@ -66,7 +84,7 @@ def print_task_detail(task: Task) -> None:
     rows: list[tuple[str, Any]] = [
         ("id", task.id),
         ("subject", task.subject),
-        ("status", status_text(task.status)),
+        ("status", status_text(_clip_detail(task.status))),
         ("description", task.description),
         ("parent", task.parent_id),
         ("owner", task.owner),
@@ -79,7 +97,8 @@ def print_task_detail(task: Task) -> None:
     rows.extend((dependency.type, dependency.target_id) for dependency in task.dependencies)
     for name, value in rows:
         if value not in (None, ""):
-            table.add_row(name, value if isinstance(value, Text) else escape(str(value)))
+            shown = value if isinstance(value, Text) else escape(_clip_detail(str(value)))
+            table.add_row(name, shown)
     console().print(table)
 
 
@@ -89,7 +108,7 @@ def print_ready(ready: Sequence[Any], waves: list[list[str]]) -> None:
     table.add_column("id")
     table.add_column("subject", overflow="fold")
     for task in ready:
-        table.add_row(escape(task.id), escape(task.subject))
+        table.add_row(escape(_clip(task.id)), escape(_clip(task.subject)))
     out = console()
     out.print(table)
     for number, wave in enumerate(waves, start=1):

@@ -239,7 +239,7 @@ def import_(file: Path, store_path: Path | None, as_json: bool) -> None:
 
     Example: rho task import missions/demo.json
     """
-    from taskstore import StoreReadError, parse_document
+    from taskstore import StoreReadError, validate_document
 
     data = _read_json(file)
     if isinstance(data, list):
@@ -247,7 +247,7 @@ def import_(file: Path, store_path: Path | None, as_json: bool) -> None:
     if isinstance(data, dict):
         data = {k: v for k, v in data.items() if k in ("schema_version", "tasks")}
     try:
-        document = parse_document(json.dumps(data).encode(), str(file))
+        document = validate_document(data, str(file))
     except StoreReadError as exc:  # FILE is not the store: word it as its other read faults
         raise CliError(f"read {file}: {exc.reason}") from exc
     imported = _open_store(store_path).import_tasks(document.tasks)
@@ -294,6 +294,8 @@ def _read_json(file: Path) -> Any:
         return json.loads(_read_text(file))
     except json.JSONDecodeError as exc:  # name the file: the bare decoder message does not
         raise CliError(f"read {file}: invalid JSON: {exc}") from exc
+    except RecursionError as exc:  # the stdlib parser recurses once per level of nesting
+        raise CliError(f"read {file}: invalid JSON: nested too deeply") from exc
 
 
 def _read_text(file: Path) -> str:

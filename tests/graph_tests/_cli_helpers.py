@@ -166,6 +166,15 @@ def _not_json(tmp: Path, graph: dict[str, Any]) -> tuple[Path, str]:
     )
 
 
+def _nested_too_deeply(tmp: Path, graph: dict[str, Any]) -> tuple[Path, str]:
+    # Well-formed JSON, but 100,000 levels deep: more than the stdlib parser's recursion takes.
+    (tmp / "m").mkdir()
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp / "m" / "mission-graph.json").write_text(f'{{"nodes": {deep}}}', encoding="utf-8")
+    path = tmp / "m" / "mission-graph.json"
+    return tmp / "m", f"mission graph is not valid JSON (nested too deeply): {path}"
+
+
 def _not_utf8(tmp: Path, graph: dict[str, Any]) -> tuple[Path, str]:
     (tmp / "m").mkdir()
     (tmp / "m" / "mission-graph.json").write_bytes(b'{"a": "\xff"}')
@@ -199,6 +208,7 @@ BROKEN: dict[str, Callable[[Path, dict[str, Any]], tuple[Path, str]]] = {
     "folder in place of the file": _folder_in_place,
     "over 1 MiB": _too_large,
     "undecodable JSON": _not_json,
+    "nested too deeply": _nested_too_deeply,
     "not UTF-8": _not_utf8,
     "unsupported schema version": _unsupported_version,
     "no generated_at": _no_generated_at,

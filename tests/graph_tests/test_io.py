@@ -179,6 +179,15 @@ def test_an_undecodable_mission_graph(tmp_path: Path) -> None:
         load_mission_graph(folder)
 
 
+def test_a_mission_graph_nested_too_deeply(tmp_path: Path) -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    folder = _mission_dir(tmp_path, b'{"nodes": ' + deep + b"}")
+    path = folder / "mission-graph.json"
+    message = f"mission graph is not valid JSON (nested too deeply): {path}"
+    with pytest.raises(GraphDocumentError, match=rf"^{re.escape(message)}$"):
+        load_mission_graph(folder)
+
+
 def test_a_mission_graph_that_is_not_utf8(tmp_path: Path) -> None:
     folder = _mission_dir(tmp_path, b'{"a": "\xff"}')
     message = f"mission graph is not valid UTF-8 (byte 7): {folder / 'mission-graph.json'}"

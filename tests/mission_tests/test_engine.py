@@ -106,7 +106,9 @@ async def test_a_worker_returning_its_own_handoff_keeps_its_words_and_loses_no_w
     assert mission.status == "completed"
 
 
-async def test_a_raising_worker_fails_its_feature_with_the_exception_text(repo_path: Path) -> None:
+async def test_a_raising_worker_fails_its_feature_with_type_message_and_logged_traceback(
+    repo_path: Path,
+) -> None:
     async def silent(ctx: WorkerContext) -> Handoff | None:
         raise ValueError
 
@@ -115,9 +117,13 @@ async def test_a_raising_worker_fails_its_feature_with_the_exception_text(repo_p
     await mission.run_staged(worker, waves=[["a", "b"]])
 
     assert [(f.status, f.error, f.attempts, f.handoff) for f in mission.features] == [
-        ("failed", "disk on fire", 1, None),
+        ("failed", "RuntimeError: disk on fire", 1, None),
         ("failed", "ValueError", 1, None),
     ]
+    log = await anyio.Path(mission.dir, "logs", "a.log").read_text()
+    assert log.startswith("Traceback (most recent call last):\n")
+    assert 'raise RuntimeError(message)' in log
+    assert log.endswith("RuntimeError: disk on fire\n")
 
 
 async def test_the_context_names_feature_worktree_attempt_and_wave_start(repo_path: Path) -> None:
@@ -176,7 +182,7 @@ async def test_a_feature_failing_every_retry_keeps_the_last_error(repo_path: Pat
     await mission.run_staged(ScriptedWorker({"a": always}), waves=[["a"]])
 
     feature = mission.feature("a")
-    assert (feature.status, feature.attempts, feature.error) == ("failed", 2, "try 2")
+    assert (feature.status, feature.attempts, feature.error) == ("failed", 2, "RuntimeError: try 2")
 
 
 async def test_a_worker_past_the_task_timeout_fails_its_feature(repo_path: Path) -> None:

@@ -306,7 +306,10 @@ async def test_graph_and_journal_hold_only_metadata_and_digests(
     await mission.run_staged(_mixed, waves=[["ok", "shell", "py"]])
 
     ok, shell, py = mission.features
-    assert (shell.error, py.error) == ("command failed: exit code 3", "ErrorMarker7 went wrong")
+    assert (shell.error, py.error) == (
+        "command failed: exit code 3",
+        "RuntimeError: ErrorMarker7 went wrong",
+    )
     assert "OutMarker4" in await anyio.Path(mission.dir, "logs", "shell.log").read_text()
     assert ok.handoff is not None
     assert ok.handoff.commit_id is not None
@@ -336,7 +339,7 @@ async def test_graph_and_journal_hold_only_metadata_and_digests(
     started = next(e for e in events if e["event"] == "mission")
     assert started["prompt_sha256"] == sha256("PromptMarker0")
     finish = [e for e in events if e["event"] == "finish" and e["feature_id"] == "py"]
-    assert [e["error_sha256"] for e in finish] == [sha256("ErrorMarker7 went wrong")]
+    assert [e["error_sha256"] for e in finish] == [sha256("RuntimeError: ErrorMarker7 went wrong")]
 
 
 # -- resume --------------------------------------------------------------------------------------
@@ -459,7 +462,7 @@ async def test_the_task_store_records_a_failure(repo_path: Path, store: TaskStor
     assert mission.status == "partial"
     assert [(t.id, t.status, t.attempts, t.last_error) for t in store.tasks()] == [
         ("task_1", "completed", 0, None),
-        ("task_2", "failed", 2, "kaput"),
+        ("task_2", "failed", 2, "RuntimeError: kaput"),
         ("task_3", "completed", 1, None),
         ("task_4", "pending", 0, None),
     ]

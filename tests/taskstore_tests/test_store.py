@@ -24,7 +24,6 @@ from taskstore import (
     SelfBlockerError,
     StoreReadError,
     StoreWriteError,
-    TaskIdentityError,
     TaskNotFoundError,
     TaskStatusError,
     TaskStore,
@@ -318,8 +317,8 @@ REFUSED: list[Any] = [
     ),
     pytest.param(
         lambda s: s.import_tasks([task(" ")]),
-        TaskIdentityError,
-        'task schedule contains invalid task identity " "',
+        InvalidTaskError,
+        'task id " " may hold only ASCII letters, digits, ".", "_" and "-"',
         id="import-blank-id",
     ),
 ]
