@@ -122,7 +122,7 @@ async def test_a_raising_worker_fails_its_feature_with_type_message_and_logged_t
     ]
     log = await anyio.Path(mission.dir, "logs", "a.log").read_text()
     assert log.startswith("Traceback (most recent call last):\n")
-    assert 'raise RuntimeError(message)' in log
+    assert "raise RuntimeError(message)" in log
     assert log.endswith("RuntimeError: disk on fire\n")
 
 
