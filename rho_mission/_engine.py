@@ -154,9 +154,16 @@ class _WaveRunner:
 
     def _start(self, waves: list[list[str]], first: int) -> None:
         mission = self.mission
-        # Refs first: a ref someone else moved refuses the run before anything is written.
-        with self.repo.locked():
-            self.branch_heads = settle_refs(self.repo, mission, self.history)
+        # Leases and refs first: a task another mission holds, or a ref someone else moved,
+        # refuses the run before anything else is written.
+        todo = [f.id for f in mission.features if f.status != "completed"]
+        self.store.claim(todo, mission.id, self.repo, takeover=mission.config.takeover)
+        try:
+            with self.repo.locked():
+                self.branch_heads = settle_refs(self.repo, mission, self.history)
+        except BaseException:
+            self.store.release(mission.id)
+            raise
         del mission.wave_joins[first:]
         for feature in mission.features:
             if feature.status != "completed":
@@ -416,6 +423,7 @@ class _WaveRunner:
             await anyio.to_thread.run_sync(self.pool.close)
         except MissionError as exc:
             mission.warnings.append(f"worktrees not removed: {exc}")
+        await anyio.to_thread.run_sync(self.store.release, mission.id)
         mission.warnings.extend(self.store.problems)
         mission.status = _final_status(mission.features, self.cancelled)
         mission.completed_at = now_rfc3339()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 from collections.abc import Iterator, Sequence
@@ -10,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
-from filelock import FileLock, Timeout
+from filelock import Timeout
 from pydantic import PrivateAttr, ValidationError
 
 from ._engine import Observer, Worker, run_waves
@@ -20,6 +21,7 @@ from ._models import Feature, MissionConfig, MissionDocument, feature_id_problem
 from ._persist import prepare_mission_dir
 from ._plan import staged_plan
 from ._recover import kill_mission_processes
+from ._runlock import is_running, run_lock
 from ._shell import shell_worker
 
 __all__ = ["Mission", "list_missions", "mission_is_running", "mission_state"]
@@ -265,15 +267,9 @@ def _refuse_inside_event_loop(name: str, instead: str) -> None:
 def mission_is_running(mission: MissionDocument) -> bool:
     """Whether some process holds *mission*'s run lock (a live run of it, anywhere)."""
     try:
-        lock = _run_lock(GitRepo.open(Path(mission.dir)), mission.id)
+        return is_running(GitRepo.open(Path(mission.dir)), mission.id)
     except NotAGitRepositoryError:
         return False
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        return True
-    lock.release()
-    return False
 
 
 def mission_state(mission: MissionDocument) -> str:
@@ -287,12 +283,6 @@ def mission_state(mission: MissionDocument) -> str:
     return mission.status
 
 
-def _run_lock(repo: GitRepo, mission_id: str) -> FileLock:
-    # In the git directory, keyed by the mission id: a copy of the mission folder (resume
-    # COPY_DIR) shares the lock with the original, as it shares its branches.
-    return FileLock(str(repo.common_dir / f"rho-mission-{mission_id}.lock"), mode=0o600)
-
-
 @contextmanager
 def _exclusive(mission: Mission) -> Iterator[None]:
     """Hold the mission's run lock so that two processes never run one mission at once.
@@ -304,7 +294,7 @@ def _exclusive(mission: Mission) -> Iterator[None]:
     """
     folder = Path(mission.dir)
     repo = GitRepo.open(Path(mission.repo))
-    lock = _run_lock(repo, mission.id)
+    lock = run_lock(repo, mission.id)
     try:
         lock.acquire(timeout=0)
     except Timeout as exc:
@@ -312,7 +302,20 @@ def _exclusive(mission: Mission) -> Iterator[None]:
     try:
         if mission.started_at is None and os.path.lexists(folder / MISSION_FILE):
             raise InvalidMissionError(f"mission id {mission.id} is taken: {folder} holds one")
+        new = not os.path.lexists(folder)
         prepare_mission_dir(folder, repo.root)
-        yield
+        try:
+            yield
+        except BaseException:
+            if new:
+                _remove_if_empty(folder)
+            raise
     finally:
         lock.release()
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """Take back the folders of a run refused before it wrote anything (rmdir: empty only)."""
+    for path in (folder / "logs", folder / "prompts", folder):
+        with contextlib.suppress(OSError):
+            path.rmdir()

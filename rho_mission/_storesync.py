@@ -20,7 +20,10 @@ import anyio
 
 from taskstore import StatusChange, TaskNotFoundError, TaskStore, TaskStoreError
 
+from ._leases import claim_tasks, lease_conflict, release_tasks
+
 if TYPE_CHECKING:
+    from ._git import GitRepo
     from ._mission import Mission
     from ._models import FeatureStatus
 
@@ -63,6 +66,30 @@ class StoreSync:
                 return
             batch, self._queue = self._queue, []
             await anyio.to_thread.run_sync(self._write, self.store, batch)
+
+    def claim(self, task_ids: list[str], holder: str, repo: GitRepo, *, takeover: bool) -> None:
+        """Lease *task_ids* to mission *holder* before they run (see ``_leases``).
+
+        Raises:
+            TaskLeasedError: another mission holds one of them.
+            TaskStoreError: the store cannot be read or written.
+        """
+        if self.store is not None and task_ids:
+            claim_tasks(
+                self.store,
+                task_ids,
+                holder,
+                lambda other: lease_conflict(repo, other, takeover=takeover),
+            )
+
+    def release(self, holder: str) -> None:
+        """Drop the leases of mission *holder*; a failure is a problem, not an error."""
+        if self.store is None:
+            return
+        try:
+            release_tasks(self.store, holder)
+        except TaskStoreError as exc:
+            self.problems.append(f"task store leases not released: {exc}")
 
     def _write(self, store: TaskStore, batch: list[_Pending]) -> None:
         """One locked rewrite applying *batch* in order (runs in a worker thread)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import sys
@@ -52,6 +51,9 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     help="Time a cancelled task gets between SIGTERM and SIGKILL.",
 )
 @click.option("--keep-worktrees", is_flag=True, help="Leave the worktrees for inspection.")
+@click.option(
+    "--takeover", is_flag=True, help="Run tasks leased to an interrupted mission (not resumed)."
+)
 @click.option("--dry-run", is_flag=True, help="Show the plan; run and write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final mission.json on stdout.")
 @click.pass_context
@@ -62,30 +64,11 @@ def mission(
 
     Example: rho mission --from-tasks --run "make check" --workers 4
     """
-    _forget_inherited_git_paths()
     if ctx.invoked_subcommand is not None:
         return 0
     if not from_tasks:
         raise click.UsageError("nothing to run: pass --from-tasks, or use resume, show or list")
     return _run_from_tasks(store_path, **options)
-
-
-# Set for a git hook (rho run from one) or by a wrapper, these would point every git call of the
-# engine, and every task command, at the user's own repository, index or work tree instead of
-# the mission's worktrees.
-_GIT_PATH_VARIABLES = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_PREFIX",
-)
-
-
-def _forget_inherited_git_paths() -> None:
-    for variable in _GIT_PATH_VARIABLES:
-        os.environ.pop(variable, None)
 
 
 def _run_from_tasks(
@@ -99,6 +82,7 @@ def _run_from_tasks(
     grace: float,
     base: str,
     keep_worktrees: bool,
+    takeover: bool,
     dry_run: bool,
     as_json: bool,
 ) -> int:
@@ -113,6 +97,7 @@ def _run_from_tasks(
         task_timeout=task_timeout,
         grace_period=grace,
         keep_worktrees=keep_worktrees,
+        takeover=takeover,
         run_command=run_command,
     )
     store = command_store_path(store_path)

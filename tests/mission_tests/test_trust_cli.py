@@ -395,3 +395,61 @@ def _kill_marked(folder: Path) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             continue
+
+
+# -- leases: one mission per task ----------------------------------------------------------------
+
+
+def _lease_holders(project: Path) -> dict[str, object]:
+    return {
+        task_id: task.get("metadata", {}).get("rho.lease")
+        for task_id, task in store_tasks(project).items()
+    }
+
+
+def test_a_second_mission_never_runs_the_tasks_of_a_running_one(
+    project: Path, marks: Path, runs: RhoRuns
+) -> None:
+    command = f"touch {q(marks)}/ran-$$; {wait_file_cmd(marks / 'go')}"
+    import_tasks(project, [spec("task_1", command), spec("task_2", command)])
+    first = runs.start("mission", "--from-tasks", cwd=project)
+    wait_until(lambda: len(list(marks.glob("ran-*"))) == 2, "both tasks to start")
+    holder = mission_dir(project).name
+    store = store_bytes(project)
+
+    second = run_rho("mission", "--from-tasks", cwd=project)
+
+    _one_error_line(second, f'error: task "task_1" is leased to mission {holder}, which is running')
+    assert store_bytes(project) == store
+    assert [p.name for p in (project / ".rho" / "missions").iterdir()] == [holder]
+    (marks / "go").touch()
+    assert runs.wait(first).code == 0
+    assert len(list(marks.glob("ran-*"))) == 2
+    assert _lease_holders(project) == {"task_1": None, "task_2": None}
+
+
+def test_the_tasks_of_an_interrupted_mission_pass_on_only_by_resume_or_takeover(
+    project: Path, marks: Path, runs: RhoRuns
+) -> None:
+    command = f"{wait_file_cmd(marks / 'go')}; echo $RHO_MISSION_ID >> {q(marks / 'ran')}"
+    import_tasks(project, [spec("task_1", f"touch {q(marks / 'up')}; {command}")])
+    crashed = runs.start("mission", "--from-tasks", cwd=project)
+    wait_until((marks / "up").exists, "the task to start")
+    holder = mission_dir(project).name
+    crashed.send_signal(signal.SIGKILL)
+    crashed.wait(timeout=30)
+    _kill_marked(project.parent)  # its orphan: as if the machine had rebooted
+
+    refused = run_rho("mission", "--from-tasks", cwd=project)
+    (marks / "go").touch()
+    taken = run_rho("mission", "--from-tasks", "--takeover", cwd=project)
+
+    _one_error_line(
+        refused, f'error: task "task_1" is leased to mission {holder}, which was interrupted'
+    )
+    assert "rho mission resume" in refused.stderr
+    assert "--takeover" in refused.stderr
+    assert taken.code == 0, taken.stderr
+    taker = next(p.name for p in (project / ".rho" / "missions").iterdir() if p.name != holder)
+    assert (marks / "ran").read_text().split() == [taker]
+    assert _lease_holders(project) == {"task_1": None}

@@ -1,0 +1,31 @@
+"""The run lock of a mission: held by the one process that runs it, wherever its folder is.
+
+``<git common dir>/rho-mission-<id>.lock`` (a ``filelock``, 0600): keyed by the mission id, so a
+copy of the mission folder (``resume COPY_DIR``) shares it with the original, as it shares its
+branches. Whether a mission is alive is whether its lock is held: the operating system drops
+the lock of a process that dies, however it dies.
+"""
+
+from __future__ import annotations
+
+from filelock import FileLock, Timeout
+
+from ._git import GitRepo
+
+__all__ = ["is_running", "run_lock"]
+
+
+def run_lock(repo: GitRepo, mission_id: str) -> FileLock:
+    """The run lock of mission *mission_id* in *repo* (not yet acquired)."""
+    return FileLock(str(repo.common_dir / f"rho-mission-{mission_id}.lock"), mode=0o600)
+
+
+def is_running(repo: GitRepo, mission_id: str) -> bool:
+    """Whether some process holds the run lock of *mission_id* (this one included)."""
+    lock = run_lock(repo, mission_id)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return True
+    lock.release()
+    return False
