@@ -24,8 +24,9 @@ from ._clock import now_rfc3339
 from ._errors import MissionError
 from ._folders import private_folder
 from ._git import CommitResult, GitRepo
+from ._joins import blocked_downstream, final_status, first_unfinished, join_record
 from ._journal import Journal
-from ._models import Feature, FeatureStatus, Handoff, MissionStatus, WaveJoin
+from ._models import Feature, FeatureStatus, Handoff, WaveJoin
 from ._persist import save_mission
 from ._recover import end_mission_processes
 from ._refs import RefHistory, settle_refs
@@ -136,7 +137,7 @@ class _WaveRunner:
         return self.repo.root / ".rho" / "worktrees" / self.mission.id
 
     async def run(self, waves: list[list[str]]) -> None:
-        first = _first_unfinished(self.mission.features, waves, self.mission.wave_joins)
+        first = first_unfinished(self.mission.features, waves, self.mission.wave_joins)
         # Orphans of a crashed run must not write into the worktrees of this one.
         await end_mission_processes(self.mission.id, self.mission.config.grace_period)
         self._start(waves, first)
@@ -186,27 +187,30 @@ class _WaveRunner:
         )
 
     async def _run_from(self, waves: list[list[str]], first: int) -> None:
+        keep_going = self.mission.config.keep_going
         for number in range(first + 1, len(waves) + 1):
-            join = await self._run_wave(number, waves[number - 1], waves[number:])
-            if join.failed_ids or join.cancelled_ids:
+            join = await self._run_wave(number, waves[number - 1])
+            if join.cancelled_ids or self.cancelled or (join.failed_ids and not keep_going):
                 return
 
-    async def _run_wave(self, number: int, ids: list[str], later: list[list[str]]) -> WaveJoin:
+    async def _run_wave(self, number: int, ids: list[str]) -> WaveJoin:
         started = now_rfc3339()
         head = self.mission.integration_head
         assert head is not None  # settled in _start; moved only by joins
+        # With keep_going, a feature downstream of a failure stays pending (never dispatched).
+        blocked = blocked_downstream(self.mission.features, self.mission.waves)
         try:
             async with anyio.create_task_group() as group:
                 for feature_id in ids:
                     feature = self.mission.feature(feature_id)
-                    if feature.status != "completed":
+                    if feature.status != "completed" and feature_id not in blocked:
                         group.start_soon(self._run_feature, feature, head)
         except anyio.get_cancelled_exc_class():
             self.cancelled = True
             raise
         finally:
             with anyio.CancelScope(shield=True):
-                join = await self._join(number, ids, later, started)
+                join = await self._join(number, ids, started)
         return join
 
     @property
@@ -351,16 +355,20 @@ class _WaveRunner:
 
     # -- the join ----------------------------------------------------------------------------
 
-    async def _join(
-        self, number: int, ids: list[str], later: list[list[str]], started: str
-    ) -> WaveJoin:
+    async def _join(self, number: int, ids: list[str], started: str) -> WaveJoin:
         await self._merge_completed(ids)
         if self.cancelled:
             for feature_id in ids:
                 feature = self.mission.feature(feature_id)
                 if feature.status in ("pending", "in_progress"):
                     await self._end(feature, "cancelled", "cancelled")
-        join = _join_record(self.mission.features, number, ids, later, started)
+        join = join_record(
+            self.mission.features,
+            self.mission.waves,
+            number,
+            started,
+            keep_going=self.mission.config.keep_going,
+        )
         self.mission.wave_joins.append(join)
         save_mission(self.mission)
         self.journal.record(
@@ -425,7 +433,7 @@ class _WaveRunner:
             mission.warnings.append(f"worktrees not removed: {exc}")
         await anyio.to_thread.run_sync(self.store.release, mission.id)
         mission.warnings.extend(self.store.problems)
-        mission.status = _final_status(mission.features, self.cancelled)
+        mission.status = final_status(mission.features, self.cancelled)
         mission.completed_at = now_rfc3339()
         save_mission(mission)
         self.journal.record(
@@ -447,63 +455,3 @@ def _reset(feature: Feature) -> None:
     feature.handoff = None
     feature.started_at = None
     feature.completed_at = None
-
-
-def _first_unfinished(
-    features: list[Feature], waves: list[list[str]], joins: list[WaveJoin]
-) -> int:
-    """Index of the first wave not cleanly joined or with a feature not completed.
-
-    A wave whose features all completed but whose join was never recorded (a crash, or a join
-    that failed) runs again: its completed features are not rerun, but they are merged.
-    """
-    done = {f.id for f in features if f.status == "completed"}
-    for index, wave in enumerate(waves):
-        joined = index < len(joins) and not (joins[index].failed_ids or joins[index].cancelled_ids)
-        if not joined or not done.issuperset(wave):
-            return index
-    return len(waves)
-
-
-def _join_record(
-    features: list[Feature], number: int, ids: list[str], later: list[list[str]], started: str
-) -> WaveJoin:
-    by_id = {f.id: f for f in features}
-
-    def having(status: str) -> list[str]:
-        return sorted(i for i in ids if by_id[i].status == status)
-
-    completed, failed, cancelled = having("completed"), having("failed"), having("cancelled")
-    blocked: list[str] = []
-    if failed or cancelled:
-        blocked = sorted(i for wave in later for i in wave if by_id[i].status != "completed")
-    summary = (
-        f"wave {number} joined {len(ids)} feature(s), "
-        f"{len(completed)} completed, {len(failed)} failed"
-    )
-    if cancelled:
-        summary += f", {len(cancelled)} cancelled"
-    if blocked:
-        summary += f", {len(blocked)} downstream blocked"
-    return WaveJoin(
-        wave=number,
-        feature_ids=sorted(ids),
-        completed_ids=completed,
-        failed_ids=failed,
-        cancelled_ids=cancelled,
-        blocked_ids=blocked,
-        started_at=started,
-        completed_at=now_rfc3339(),
-        summary=summary,
-    )
-
-
-def _final_status(features: list[Feature], cancelled: bool) -> MissionStatus:
-    if cancelled:
-        return "cancelled"
-    statuses = {f.status for f in features}
-    if statuses <= {"completed"}:
-        return "completed"
-    if "completed" not in statuses:
-        return "failed"
-    return "partial"

@@ -136,6 +136,8 @@ class MissionConfig(BaseModel):
     grace_period: float = Field(default=5.0, gt=0)
     run_command: str | None = None
     task_store: str | None = None
+    # After a failure, run what does not depend on it (like make -k); see ``_joins``.
+    keep_going: bool = False
     # Run tasks leased to an interrupted mission (see ``_leases``); a running one still refuses.
     takeover: bool = False
 

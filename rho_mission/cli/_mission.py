@@ -50,6 +50,11 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     show_default=True,
     help="Time a cancelled task gets between SIGTERM and SIGKILL.",
 )
+@click.option(
+    "--keep-going",
+    is_flag=True,
+    help="After a failure, still run the tasks that do not depend on it (like make -k).",
+)
 @click.option("--keep-worktrees", is_flag=True, help="Leave the worktrees for inspection.")
 @click.option(
     "--takeover", is_flag=True, help="Run tasks leased to an interrupted mission (not resumed)."
@@ -81,6 +86,7 @@ def _run_from_tasks(
     task_timeout: float | None,
     grace: float,
     base: str,
+    keep_going: bool,
     keep_worktrees: bool,
     takeover: bool,
     dry_run: bool,
@@ -96,6 +102,7 @@ def _run_from_tasks(
         timeout=timeout,
         task_timeout=task_timeout,
         grace_period=grace,
+        keep_going=keep_going,
         keep_worktrees=keep_worktrees,
         takeover=takeover,
         run_command=run_command,
