@@ -29,7 +29,7 @@ from ._journal import Journal
 from ._models import Feature, FeatureStatus, Handoff, WaveJoin
 from ._persist import save_mission
 from ._recover import end_mission_processes
-from ._refs import RefHistory, settle_refs
+from ._refs import RefHistory, check_id_free, settle_refs
 from ._storesync import StoreSync
 from ._workers import call_worker, failure_text
 from ._worktrees import WorktreePool, prune_stale
@@ -158,8 +158,14 @@ class _WaveRunner:
         # Leases and refs first: a task another mission holds, or a ref someone else moved,
         # refuses the run before anything else is written.
         todo = [f.id for f in mission.features if f.status != "completed"]
+        first_run = mission.started_at is None
+        if first_run:
+            check_id_free(self.repo, mission.id)
         self.store.claim(todo, mission.id, self.repo, takeover=mission.config.takeover)
         try:
+            if first_run:
+                # Recorded before any ref exists: a kill from here on leaves a mission to resume.
+                self._mark_executing(waves)
             with self.repo.locked():
                 self.branch_heads = settle_refs(self.repo, mission, self.history)
         except BaseException:
@@ -169,10 +175,7 @@ class _WaveRunner:
         for feature in mission.features:
             if feature.status != "completed":
                 _reset(feature)
-        mission.waves = waves
-        mission.status = "executing"
-        mission.started_at = mission.started_at or now_rfc3339()
-        mission.completed_at = None
+        self._mark_executing(waves)
         self.repo.exclude(".rho/")
         private_folder(self._worktree_folder().parent, self.repo.root)
         prune_stale(self.repo, self._worktree_folder())
@@ -185,6 +188,15 @@ class _WaveRunner:
             first_wave=first + 1,
             prompt_sha256=digest(mission.prompt),
         )
+
+    def _mark_executing(self, waves: list[list[str]]) -> None:
+        mission = self.mission
+        mission.waves = waves
+        mission.status = "executing"
+        mission.started_at = mission.started_at or now_rfc3339()
+        mission.completed_at = None
+        if not (self.folder / "mission.json").exists():
+            save_mission(mission)
 
     async def _run_from(self, waves: list[list[str]], first: int) -> None:
         keep_going = self.mission.config.keep_going
@@ -357,6 +369,10 @@ class _WaveRunner:
 
     async def _join(self, number: int, ids: list[str], started: str) -> WaveJoin:
         await self._merge_completed(ids)
+        merged = [i for i in ids if _merged_here(self.mission.feature(i))]
+        head = self.mission.integration_head
+        assert head is not None  # settled in _start
+        await anyio.to_thread.run_sync(self.store.record_work, merged, head, self.mission.id)
         if self.cancelled:
             for feature_id in ids:
                 feature = self.mission.feature(feature_id)
@@ -447,6 +463,12 @@ class _WaveRunner:
 
 def _deadline(seconds: float | None) -> anyio.CancelScope:
     return anyio.move_on_after(seconds) if seconds is not None else anyio.CancelScope()
+
+
+def _merged_here(feature: Feature) -> bool:
+    """A feature this run completed with a commit of its own, now in the integration branch."""
+    handoff = feature.handoff
+    return feature.status == "completed" and handoff is not None and handoff.commit_id is not None
 
 
 def _reset(feature: Feature) -> None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from taskstore import Task, TaskStore, compute_schedule
+from taskstore import TaskStore, compute_schedule
 
+from ._carry import check_blockers_in_base
 from ._errors import InvalidMissionError
+from ._git import GitRepo
 from ._mission import Mission
-from ._models import Feature, MissionConfig
+from ._models import MissionConfig
+from ._refresh import feature_from_task
 
 __all__ = ["mission_from_tasks"]
 
@@ -18,11 +21,13 @@ def mission_from_tasks(
 ) -> Mission:
     """A planned mission whose features are the store's tasks and whose waves are its schedule.
 
-    Tasks already ``completed`` become completed features and are not run again.
+    Tasks already ``completed`` become completed features and are not run again; the base
+    must hold the recorded work of every completed blocker of a task to run (``_carry``).
 
     Raises:
         InvalidMissionError: the store holds no task.
         TaskStoreError: the store cannot be read (``ScheduleError`` if its graph is invalid).
+        InvalidMissionError: also when the base lacks a completed blocker's work.
         NotAGitRepositoryError, UnknownRefError: see ``Mission.new``.
     """
     tasks = TaskStore(store_path).tasks()
@@ -30,22 +35,10 @@ def mission_from_tasks(
         raise InvalidMissionError(f"no tasks to run: the task store {store_path} is empty")
     schedule = compute_schedule(tasks)
     by_id = {task.id: task for task in tasks}
-    features = [_feature(by_id[i]) for wave in schedule.waves for i in wave]
+    features = [feature_from_task(by_id[i]) for wave in schedule.waves for i in wave]
     config = config.model_copy(update={"task_store": str(store_path.resolve())})
     prompt = f"run {len(tasks)} task(s) of the task store"
     mission = Mission.new(repo, prompt, features, config, base=base)
     mission.waves = schedule.waves
+    check_blockers_in_base(GitRepo.open(repo), tasks, mission.base_commit)
     return mission
-
-
-def _feature(task: Task) -> Feature:
-    feature = Feature(
-        task.id,
-        task.subject,
-        task.description or task.subject,
-        command=task.command,
-        blocked_by=sorted(set(task.blocker_ids)),
-    )
-    if task.status == "completed":
-        feature.status = "completed"
-    return feature

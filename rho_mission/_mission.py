@@ -14,13 +14,16 @@ import anyio
 from filelock import Timeout
 from pydantic import PrivateAttr, ValidationError
 
+from ._clock import now_rfc3339
 from ._engine import Observer, Worker, run_waves
 from ._errors import InvalidMissionError, MissionError, NotAGitRepositoryError, quote
 from ._git import GitRepo
+from ._journal import Journal
 from ._models import Feature, MissionConfig, MissionDocument, feature_id_problem
 from ._persist import prepare_mission_dir
 from ._plan import staged_plan
 from ._recover import kill_mission_processes
+from ._refresh import refresh_features, store_features
 from ._runlock import is_running, run_lock
 from ._shell import shell_worker
 
@@ -159,12 +162,31 @@ class Mission(MissionDocument):
                 all before any work starts.
             MissionError: another process is running this mission.
         """
+        return await self._run(worker, waves, observer, fresh=None)
+
+    async def _run(
+        self,
+        worker: Worker | None,
+        waves: Sequence[Sequence[str]] | None,
+        observer: Observer | None,
+        fresh: Sequence[Feature] | None,
+    ) -> Mission:
         plan = staged_plan(self, waves)
-        if worker is None:
-            self.check_runnable(plan)
+        if worker is None and fresh is None:
+            self.check_runnable(plan)  # before anything is written
         with _exclusive(self):
+            if fresh is not None:
+                self._refresh(fresh)
+                if worker is None:
+                    self.check_runnable(plan)
             await run_waves(self, worker or shell_worker, plan, observer)
         return self
+
+    def _refresh(self, fresh: Sequence[Feature]) -> None:
+        changed = refresh_features(self, fresh)
+        Journal(Path(self.dir) / "journal.jsonl").record(
+            "refreshed", now_rfc3339(), changed=list(changed), commands_sha256=changed
+        )
 
     def run_staged_sync(
         self,
@@ -186,13 +208,40 @@ class Mission(MissionDocument):
         return anyio.run(run)
 
     async def resume(
-        self, worker: Worker | None = None, *, observer: Observer | None = None
+        self,
+        worker: Worker | None = None,
+        *,
+        observer: Observer | None = None,
+        refresh: bool | Sequence[Feature] = False,
     ) -> Mission:
-        """Continue from the first unfinished wave; completed features stay completed."""
-        return await self.run_staged(worker, waves=self.waves, observer=observer)
+        """Continue from the first unfinished wave; completed features stay completed.
+
+        *refresh* first takes the subject, description and command of every feature not
+        completed from the mission's task store (True) or from the given features; a change of
+        shape (features added or removed, blockers changed) is refused.
+
+        Raises:
+            InvalidMissionError: *refresh* changes the mission's shape, or is True for a
+                mission made without a task store.
+            MissionError: another process is running this mission.
+        """
+        fresh: Sequence[Feature] | None = None
+        if refresh is True:
+            if not self.config.task_store:
+                raise InvalidMissionError(
+                    f"mission {self.id} has no task store to refresh from; pass the features"
+                )
+            fresh = store_features(self.config.task_store)
+        elif refresh is not False:
+            fresh = refresh
+        return await self._run(worker, self.waves, observer, fresh)
 
     def resume_sync(
-        self, worker: Worker | None = None, *, observer: Observer | None = None
+        self,
+        worker: Worker | None = None,
+        *,
+        observer: Observer | None = None,
+        refresh: bool | Sequence[Feature] = False,
     ) -> Mission:
         """``resume`` for callers without an event loop.
 
@@ -202,7 +251,7 @@ class Mission(MissionDocument):
         _refuse_inside_event_loop("resume_sync", "resume")
 
         async def run() -> Mission:
-            return await self.resume(worker, observer=observer)
+            return await self.resume(worker, observer=observer, refresh=refresh)
 
         return anyio.run(run)
 

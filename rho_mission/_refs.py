@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ._git import GitRepo
     from ._models import MissionDocument
 
-__all__ = ["RefHistory", "mission_ref_prefix", "settle_refs"]
+__all__ = ["RefHistory", "check_id_free", "mission_ref_prefix", "settle_refs"]
 
 
 def mission_ref_prefix(mission_id: str) -> str:
@@ -94,16 +94,30 @@ def settle_refs(
         RefMovedError: a ref holds commits rho did not write and would discard.
     """
     refs = repo.refs_under(mission_ref_prefix(mission.id))
-    if mission.started_at is None and refs:
-        raise InvalidMissionError(
-            f"mission id {mission.id} is taken: branches {mission_ref_prefix(mission.id)}* exist"
-        )
+    if mission.started_at is None:
+        _refuse_taken(mission.id, refs)
     _settle_integration(repo, mission, history, refs.get(mission.integration_branch))
     return {
         feature.id: _feature_head(repo, mission, history, feature.branch, refs)
         for feature in mission.features
         if feature.status != "completed" and feature.branch is not None
     }
+
+
+def check_id_free(repo: GitRepo, mission_id: str) -> None:
+    """Refuse a mission id that branches already use (a mission folder removed by hand).
+
+    Raises:
+        InvalidMissionError: a branch under ``rho-mission/<id>/`` exists.
+    """
+    _refuse_taken(mission_id, repo.refs_under(mission_ref_prefix(mission_id)))
+
+
+def _refuse_taken(mission_id: str, refs: dict[str, str]) -> None:
+    if refs:
+        raise InvalidMissionError(
+            f"mission id {mission_id} is taken: branches {mission_ref_prefix(mission_id)}* exist"
+        )
 
 
 def _settle_integration(

@@ -20,6 +20,7 @@ import anyio
 
 from taskstore import StatusChange, TaskNotFoundError, TaskStore, TaskStoreError
 
+from ._carry import record_work
 from ._leases import claim_tasks, lease_conflict, release_tasks
 
 if TYPE_CHECKING:
@@ -81,6 +82,20 @@ class StoreSync:
                 holder,
                 lambda other: lease_conflict(repo, other, takeover=takeover),
             )
+
+    def record_work(self, task_ids: list[str], commit: str, mission_id: str) -> None:
+        """Note where the work of *task_ids* is: *commit* (an integration head holding it).
+
+        ``metadata["rho.commit"]`` and ``metadata["rho.mission"]``: a later mission checks that
+        its base holds the work of every completed blocker (see ``_carry``). A failure is a
+        problem, not an error.
+        """
+        if self.store is None or not task_ids:
+            return
+        try:
+            record_work(self.store, task_ids, commit, mission_id)
+        except TaskStoreError as exc:
+            self.problems.append(f"task store not updated with where the work is: {exc}")
 
     def release(self, holder: str) -> None:
         """Drop the leases of mission *holder*; a failure is a problem, not an error."""

@@ -152,7 +152,9 @@ def _execute(target: Mission, as_json: bool, resume: bool = False) -> int:
             await group.start(_handle_signals, run_scope, target)
             with run_scope:
                 if resume:
-                    await target.resume(observer=progress)
+                    # A --from-tasks mission picks up fixed commands and texts from the store.
+                    refresh = bool(target.config.task_store)
+                    await target.resume(observer=progress, refresh=refresh)
                 else:
                     await target.run_staged(waves=target.waves, observer=progress)
             group.cancel_scope.cancel()
