@@ -16,14 +16,10 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import threading
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
-
-import filelock
 
 from ._environ import child_environ
 from ._errors import (
@@ -33,9 +29,9 @@ from ._errors import (
     MergeConflictError,
     NotAGitRepositoryError,
     RefMovedError,
-    RepositoryLockTimeoutError,
     UnknownRefError,
 )
+from ._repolock import repo_lock
 
 __all__ = ["CommitResult", "GitRepo", "WorktreeInfo"]
 
@@ -85,47 +81,6 @@ class WorktreeInfo:
     locked: str | None
 
 
-class _RepoLock:
-    """A reentrant lock that excludes other threads of this process and other processes."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._thread_lock = threading.RLock()
-        # The thread lock already serialises threads; the file lock counts nested holds itself.
-        self._file_lock = filelock.FileLock(path, mode=0o600, thread_local=False)
-
-    @contextlib.contextmanager
-    def hold(self, timeout: float | None) -> Iterator[None]:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        if not self._thread_lock.acquire(timeout=_remaining(deadline)):
-            raise RepositoryLockTimeoutError(str(self.path), timeout or 0.0)
-        try:
-            try:
-                self._file_lock.acquire(timeout=_remaining(deadline))
-            except filelock.Timeout as exc:
-                raise RepositoryLockTimeoutError(str(self.path), timeout or 0.0) from exc
-            try:
-                yield
-            finally:
-                self._file_lock.release()
-        finally:
-            self._thread_lock.release()
-
-
-def _remaining(deadline: float | None) -> float:
-    return -1 if deadline is None else max(0.0, deadline - time.monotonic())
-
-
-_LOCKS: dict[Path, _RepoLock] = {}
-_LOCKS_GUARD = threading.Lock()
-
-
-def _repo_lock(path: Path) -> _RepoLock:
-    # One lock object per repository and process, however many GitRepo objects point at it.
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(path, _RepoLock(path))
-
-
 class GitRepo:
     """A git repository seen from its main work tree; open one with ``GitRepo.open``.
 
@@ -136,7 +91,7 @@ class GitRepo:
     def __init__(self, root: Path, common_dir: Path) -> None:
         self.root = root
         self.common_dir = common_dir
-        self._lock = _repo_lock(common_dir / LOCK_FILE_NAME)
+        self._lock = repo_lock(common_dir / LOCK_FILE_NAME)
         self._identity: dict[str, str] | None = None
 
     @classmethod
