@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._errors import CliError
 from ._paths import resolve_store_path
 
 if TYPE_CHECKING:
@@ -85,7 +86,11 @@ def _parse(args: list[str]) -> tuple[str, Path] | None:
     sub = _options(args[split + 2 :], flags={"--json"})
     if sub is None or "--json" not in sub:
         return None
-    return args[split + 1], resolve_store_path(sub.get("--store"), root.get("--store"))
+    try:
+        store = resolve_store_path(sub.get("--store"), root.get("--store"))
+    except CliError:  # no store named and no repository: the full CLI says so
+        return None
+    return args[split + 1], store
 
 
 def _options(tokens: list[str], flags: set[str]) -> dict[str, Path | None] | None:

@@ -94,12 +94,31 @@ def print_task_detail(task: Task) -> None:
         ("created", task.created_at),
         ("updated", task.updated_at),
     ]
-    rows.extend((dependency.type, dependency.target_id) for dependency in task.dependencies)
+    rows.extend(_relation_rows(task))
     for name, value in rows:
         if value not in (None, ""):
             shown = value if isinstance(value, Text) else escape(_clip_detail(str(value)))
             table.add_row(name, shown)
     console().print(table)
+
+
+# A dependency stored on task X with target Y, read from X's side: "blocks" means Y blocks X.
+_RELATION_LABEL = {"blocks": "blocked by", "related": "related to", "parent-child": "child of"}
+
+
+def _relation_rows(task: Task) -> list[tuple[str, str]]:
+    """One row per kind of dependency: its targets in declared order, each once.
+
+    The parent already has its own row, so "child of" names only other targets.
+    """
+    rows = []
+    for kind, label in _RELATION_LABEL.items():
+        targets = dict.fromkeys(d.target_id.strip() for d in task.dependencies if d.type == kind)
+        if kind == "parent-child":
+            targets.pop(task.parent_id or "", None)
+        if targets:
+            rows.append((label, ", ".join(targets)))
+    return rows
 
 
 def print_ready(ready: Sequence[Any], waves: list[list[str]]) -> None:

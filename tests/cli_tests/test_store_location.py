@@ -1,5 +1,8 @@
 """Which store file a command uses: --store (before or after the subcommand), $RHO_TASK_STORE,
-or ``<repo root>/.rho/tasks.json``; and the two ways the read commands answer agree."""
+or ``<repo root>/.rho/tasks.json``; and the two ways the read commands answer agree.
+
+Outside a git repository, with neither, every command refuses: see ``test_outside_a_repository``.
+"""
 
 from __future__ import annotations
 
@@ -54,14 +57,6 @@ def test_environment_variable_names_the_store_unless_an_option_does(
     assert _ids(tmp_path / "env.json") == ["task_1"]
     assert _ids(repo / "opt.json") == ["task_1"]
     assert not (repo / ".rho").exists()
-
-
-def test_outside_a_repository_the_default_store_is_in_the_working_folder(
-    rho: RunRho, tmp_path: Path
-) -> None:
-    assert not any((folder / ".git").exists() for folder in tmp_path.parents)
-    rho("task", "add", "loose")
-    assert _ids(tmp_path / ".rho" / "tasks.json") == ["task_1"]
 
 
 @pytest.mark.parametrize("command", ["ready", "waves"])

@@ -126,8 +126,8 @@ def test_show_prints_one_task_as_json_or_as_a_detail_table(rho: RunRho, diamond:
         ["subject", "do", "task_2"],
         ["status", "pending"],
         ["attempts", "0"],
-        ["blocks", "task_1"],
-        ["related", "task_9"],
+        ["blocked", "by", "task_1"],
+        ["related", "to", "task_9"],
     ]
 
 
