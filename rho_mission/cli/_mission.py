@@ -226,35 +226,43 @@ def _finish(target: Mission, as_json: bool) -> int:
         sys.stdout.write(target.model_dump_json(indent=2) + "\n")
     else:
         click.echo(f"mission {target.id} {target.status}: {target.dir}")
+    from ._mission_tools import next_commands
+
+    for line in next_commands(target):
+        click.echo(line, err=as_json)  # with --json, stdout holds the document alone
     return {"completed": 0, "cancelled": 130}.get(target.status, 1)
 
 
 @mission.command("resume")
-@click.argument("directory", type=click.Path(path_type=Path))
+@click.argument("name", metavar="MISSION")
 @click.option("--json", "as_json", is_flag=True, help="Print the final mission.json on stdout.")
-def resume(directory: Path, as_json: bool) -> int:
+def resume(name: str, as_json: bool) -> int:
     """Continue a failed, cancelled or crashed mission from its first unfinished wave.
+
+    MISSION is a folder, a mission id, a unique prefix of one, or 'latest'.
 
     Example: rho mission resume .rho/missions/1a2b3c4d
     """
-    from rho_mission import Mission
+    from ._mission_tools import load_mission
 
-    target = Mission.load(directory)
+    target = load_mission(name)
     target.check_runnable()
     return _execute(target, as_json, resume=True)
 
 
 @mission.command("show")
-@click.argument("directory", type=click.Path(path_type=Path))
+@click.argument("name", metavar="MISSION")
 @click.option("--json", "as_json", is_flag=True, help="Print mission.json.")
-def show(directory: Path, as_json: bool) -> int:
-    """Show a mission's waves, features, joins, branches and timings.
+def show(name: str, as_json: bool) -> int:
+    """Show a mission's waves, features, joins, branches, timings and where each log is.
 
-    Example: rho mission show .rho/missions/1a2b3c4d
+    MISSION is a folder, a mission id, a unique prefix of one, or 'latest'.
+
+    Example: rho mission show latest
     """
-    from rho_mission import Mission
+    from ._mission_tools import load_mission
 
-    target = Mission.load(directory)
+    target = load_mission(name)
     if as_json:
         sys.stdout.write(target.model_dump_json(indent=2) + "\n")
         return 0
@@ -296,3 +304,6 @@ def list_(as_json: bool) -> int:
 
     print_mission_list(found)
     return 0
+
+
+from . import _mission_tools  # noqa: E402, F401  (adds log, merge and clean)

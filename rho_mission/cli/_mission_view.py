@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -10,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from ._logs import log_path
 from ._render import console, status_text
 
 if TYPE_CHECKING:
@@ -45,6 +47,8 @@ def print_mission(mission: Mission, state: str) -> None:
         f"took {_seconds(mission.started_at, mission.completed_at) or '-'}"
     )
     out.print(_feature_table(mission))
+    for line in _feature_details(mission):
+        out.print(line, soft_wrap=True)
     for join in mission.wave_joins:
         out.print(f"{join.summary}  ({_seconds(join.started_at, join.completed_at)})")
 
@@ -71,6 +75,23 @@ def _feature_row(feature: Feature) -> list[str | Text]:
         escape(feature.branch or ""),
         escape(note),
     ]
+
+
+def _feature_details(mission: Mission) -> list[Text]:
+    """Per feature that ran: status, attempts, duration and error, then where its log is."""
+    lines: list[Text] = []
+    for feature_id in (i for wave in mission.waves for i in wave):
+        feature = mission.feature(feature_id)
+        if feature.attempts == 0 and feature.status == "pending":
+            continue
+        took = _seconds(feature.started_at, feature.completed_at)
+        head = f"{feature.id}: {feature.status}, {feature.attempts} attempt(s)"
+        head += f", {took}" if took else ""
+        head += f": {feature.error}" if feature.error else ""
+        lines.append(Text(head))
+        path = log_path(mission, feature.id)
+        lines.append(Text(f"  log: {path}" + ("" if os.path.lexists(path) else " (none written)")))
+    return lines
 
 
 def print_mission_list(missions: Sequence[tuple[Mission, str]]) -> None:

@@ -11,7 +11,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
+from ._logs import failure_lines
 from ._render import status_text
 
 if TYPE_CHECKING:
@@ -34,11 +36,17 @@ class PlainProgress:
         self.writing = True
 
     def feature_changed(self, mission: Mission, feature: Feature) -> None:
-        """Print ``<task> <status>`` (with the error when it failed)."""
+        """Print ``<task> <status>`` (with the error when it failed).
+
+        A failure is followed by where its log is and the log's last lines.
+        """
         line = f"{feature.id} {feature.status}"
         if feature.status in ("failed", "cancelled") and feature.error:
             line += f": {feature.error}"
         self._print(line)
+        if feature.status == "failed":
+            for tail_line in failure_lines(mission, feature.id):
+                self._print(tail_line)
 
     def wave_joined(self, mission: Mission, join: WaveJoin) -> None:
         """Print the join's summary."""
@@ -80,7 +88,15 @@ class LiveProgress:
         self.live.__exit__(None, None, None)
 
     def feature_changed(self, mission: Mission, feature: Feature) -> None:
-        """Nothing to do: the next refresh shows the change."""
+        """Print a failure, where its log is and the log's last lines above the table.
+
+        Other changes show at the next refresh.
+        """
+        if feature.status != "failed":
+            return
+        lines = [f"{feature.id} failed: {feature.error or 'no error recorded'}"]
+        lines += failure_lines(mission, feature.id)
+        self.live.console.print(Text("\n".join(lines)), soft_wrap=True)
 
     def wave_joined(self, mission: Mission, join: WaveJoin) -> None:
         """Print the join summary above the table."""

@@ -86,8 +86,9 @@ def test_from_tasks_completes_every_task_and_merges_their_files(project: Path) -
 
     folder = mission_dir(project).resolve()
     assert (result.code, result.stderr) == (0, "")
-    *progress, last = result.stdout_lines
+    *progress, last, after = result.stdout_lines
     assert last == f"mission {folder.name} completed: {folder}"
+    assert after == f"next: rho mission merge {folder.name}"
     assert sorted(progress) == sorted(
         [
             *(f"task_{n} {status}" for n in (1, 2, 3) for status in ("in_progress", "completed")),
@@ -203,7 +204,7 @@ def test_failing_task_exits_1_and_leaves_its_downstream_pending(project: Path) -
     folder = mission_dir(project).resolve()
     assert result.code == 1
     assert "task_1 failed: command failed: exit code 3" in result.stdout_lines
-    assert result.stdout_lines[-2:] == [
+    assert result.stdout_lines[-4:-2] == [
         "wave 1 joined 2 feature(s), 1 completed, 1 failed, 1 downstream blocked",
         f"mission {folder.name} partial: {folder}",
     ]
@@ -414,7 +415,7 @@ def test_mission_timeout_cancels_the_mission_with_exit_130(project: Path) -> Non
 
     folder = mission_dir(project).resolve()
     assert result.code == 130
-    assert result.stdout_lines[-1] == f"mission {folder.name} cancelled: {folder}"
+    assert result.stdout_lines[-2] == f"mission {folder.name} cancelled: {folder}"
     document = _mission_json(folder)
     assert document["status"] == "cancelled"
     assert [(f["id"], f["status"]) for f in document["features"]] == [

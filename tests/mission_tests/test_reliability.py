@@ -192,7 +192,7 @@ def test_kill_9_mid_wave_then_resume_finishes_and_kills_the_orphan(
     resumed = run_rho("mission", "resume", str(folder), cwd=project)
 
     assert resumed.code == 0, resumed.stderr
-    assert resumed.stdout_lines[-1] == f"mission {folder.name} completed: {folder.resolve()}"
+    assert resumed.stdout_lines[-2] == f"mission {folder.name} completed: {folder.resolve()}"
     assert pid_gone(orphan)
     assert not group_alive(orphan)  # the command led its own process group
     _assert_resumed_to_the_end(project, folder, crashed)
@@ -265,7 +265,7 @@ def test_signal_cancels_the_mission_and_ends_the_whole_task_group(
 
     folder = mission_dir(project).resolve()
     assert result.code == 130, result.stderr
-    assert result.stdout_lines[-1] == f"mission {folder.name} cancelled: {folder}"
+    assert result.stdout_lines[-2] == f"mission {folder.name} cancelled: {folder}"
     assert (pid_gone(shell_pid), pid_gone(child_pid), group_alive(group)) == (True, True, False)
     assert _statuses(project) == {"task_1": "cancelled", "task_2": "pending"}
     document = _mission_json(folder)

@@ -1,0 +1,223 @@
+"""``rho mission log``, ``merge`` and ``clean``: the user's loop after a run.
+
+A run fails, ``log`` shows why; after a fix ``resume`` runs the rest; ``merge`` brings the work
+into the user's branch; ``clean`` takes back the mission's branches and worktrees. Every command
+names its mission as a folder, an id, a unique id prefix or ``latest`` (``rho_mission._names``).
+
+Importing this module adds the commands to the ``rho mission`` group.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from ._errors import CliError
+from ._mission import mission
+
+if TYPE_CHECKING:
+    from rho_mission._cleanup import CleanReport
+    from rho_mission._merge import MergeOutcome
+    from rho_mission._mission import Mission
+    from rho_mission._models import Feature, MissionDocument
+
+__all__ = ["clean", "load_mission", "log", "merge", "mission_folder", "next_commands"]
+
+# Tasks an "unknown task" error names; the rest are counted.
+_NAMED_TASKS = 10
+
+
+def mission_folder(name: str) -> Path:
+    """The folder of the mission *name* names, from the current directory's repository.
+
+    Raises:
+        MissionNotFoundError: no mission, or several, match *name*.
+        NotAGitRepositoryError: *name* is no folder and the current directory is in no repository.
+    """
+    from rho_mission._names import resolve_mission
+
+    return resolve_mission(Path.cwd(), name)
+
+
+def load_mission(name: str) -> Mission:
+    """The mission *name* names, loaded (see ``mission_folder``)."""
+    from rho_mission import Mission
+
+    return Mission.load(mission_folder(name))
+
+
+def next_commands(target: MissionDocument) -> list[str]:
+    """The exact command(s) to run after a run of *target* ended, one line each."""
+    ident = target.id
+    if target.status == "completed":
+        return [f"next: rho mission merge {ident}"]
+    if target.status in ("failed", "partial"):
+        return [f"next: rho mission show {ident}", f"then, after a fix: rho mission resume {ident}"]
+    if target.status == "cancelled":
+        return [f"next: rho mission resume {ident}"]
+    return []
+
+
+# -- log -------------------------------------------------------------------------------------
+
+
+@mission.command("log")
+@click.argument("name", metavar="MISSION")
+@click.argument("task")
+@click.option(
+    "--follow", "-f", is_flag=True, help="Keep printing while the mission runs, until TASK ends."
+)
+def log(name: str, task: str, follow: bool) -> int:
+    """Print the log of one task of a mission (its output, every attempt).
+
+    MISSION is a folder, a mission id, a unique prefix of one, or 'latest'.
+
+    Example: rho mission log latest task_4 --follow
+    """
+    from rho_mission._mission import mission_is_running
+
+    from ._logs import follow_log, log_path, print_log
+
+    target = load_mission(name)
+    feature = _feature(target, task)
+    if follow and mission_is_running(target):
+        follow_log(target, feature.id)
+    elif not print_log(log_path(target, feature.id)):
+        why = "it has not run yet" if feature.status == "pending" else "its worker wrote none"
+        raise CliError(f"task {feature.id} of mission {target.id} has no log: {why}")
+    return 0
+
+
+def _feature(target: Mission, task: str) -> Feature:
+    from rho_mission._errors import quote
+
+    try:
+        return target.feature(task)
+    except KeyError:
+        pass
+    ids = [f.id for f in target.features]
+    more = f" and {len(ids) - _NAMED_TASKS} more" if len(ids) > _NAMED_TASKS else ""
+    listed = ", ".join(ids[:_NAMED_TASKS]) + more if ids else "none"
+    raise CliError(f"mission {target.id} has no task {quote(task)}; its tasks: {listed}")
+
+
+# -- merge -----------------------------------------------------------------------------------
+
+
+@mission.command("merge")
+@click.argument("name", metavar="MISSION")
+@click.option("--into", metavar="BRANCH", help="Merge into BRANCH instead of the current one.")
+def merge(name: str, into: str | None) -> int:
+    """Bring a mission's integration branch into your current branch (or --into BRANCH).
+
+    Fast-forwards when it can, else makes a merge commit. A dirty work tree, untracked files
+    in the way, a detached HEAD, a conflict or a running mission are refused, and nothing is
+    changed. --into a branch that is not checked out moves only that branch. This is the one
+    rho command that touches your checkout.
+
+    MISSION is a folder, a mission id, a unique prefix of one, or 'latest'.
+
+    Example: rho mission merge latest
+    """
+    from rho_mission._merge import merge_mission
+
+    target = load_mission(name)
+    outcome = merge_mission(target, Path.cwd(), into)
+    for line in _merge_lines(target, outcome):
+        click.echo(line)
+    return 0
+
+
+def _merge_lines(target: Mission, outcome: MergeOutcome) -> list[str]:
+    branch, ident = outcome.branch, target.id
+    if outcome.kind == "up to date":
+        return [f"{branch} already holds the work of mission {ident}: nothing to merge"]
+    what = (
+        f"fast-forward {outcome.old[:12]}..{outcome.new[:12]}"
+        if outcome.kind == "fast-forward"
+        else f"merge commit {outcome.new[:12]}"
+    )
+    lines = [
+        f"merged mission {ident} into {branch}: {what}, "
+        f"{len(outcome.files_changed)} file(s) changed"
+    ]
+    if target.status != "completed":
+        lines.append(
+            f"note: mission {ident} is {target.status}: this is the work of its completed tasks"
+        )
+    lines.append(f"next: rho mission clean {ident}")
+    return lines
+
+
+# -- clean -----------------------------------------------------------------------------------
+
+
+@mission.command("clean")
+@click.argument("name", metavar="[MISSION]", required=False)
+@click.option("--finished", is_flag=True, help="Clean every mission that has ended.")
+@click.option("--purge", is_flag=True, help="Delete the mission folder too.")
+@click.option("--force", is_flag=True, help="Delete an integration branch that is not merged.")
+def clean(name: str | None, finished: bool, purge: bool, force: bool) -> int:
+    """Delete a mission's branches and worktrees, and end its leftover processes.
+
+    A running mission is refused; so is one whose integration branch holds work no other
+    branch has (merge it first, or pass --force). --purge deletes its folder too. --finished
+    cleans every completed, failed, partial or cancelled mission, skipping (with a line each)
+    those it must refuse.
+
+    MISSION is a folder, a mission id, a unique prefix of one, or 'latest'.
+
+    Example: rho mission clean latest --purge
+    """
+    from rho_mission._cleanup import clean_mission
+
+    if (name is None) == (not finished):
+        raise click.UsageError("name one MISSION, or pass --finished (not both)")
+    if name is not None:
+        _print_clean(clean_mission(load_mission(name), force=force, purge=purge))
+        return 0
+    return _clean_finished(force=force, purge=purge)
+
+
+def _clean_finished(*, force: bool, purge: bool) -> int:
+    from rho_mission._cleanup import (
+        CleanRefusedError,
+        MissionRunningError,
+        clean_mission,
+        finished_missions,
+    )
+
+    found = finished_missions(Path.cwd())
+    if not found:
+        click.echo("no finished mission to clean")
+    for target in found:
+        try:
+            report = clean_mission(target, force=force, purge=purge)
+        except (CleanRefusedError, MissionRunningError) as exc:
+            click.echo(f"skipped mission {target.id}: {exc}")
+            continue
+        _print_clean(report)
+    return 0
+
+
+def _print_clean(report: CleanReport) -> None:
+    for pid in report.processes:
+        click.echo(f"ended process {pid}")
+    for path in report.worktrees:
+        click.echo(f"removed worktree {path}")
+    for branch, commit in report.branches.items():
+        click.echo(f"deleted branch {branch} (was {commit[:12]})")
+    if report.leases is not None:
+        click.echo(f"released the mission's task leases in {report.leases}")
+    if report.folder is not None:
+        click.echo(f"removed folder {report.folder}")
+    for problem in report.problems:
+        click.echo(f"warning: {problem}", err=True)
+    removed = report.processes or report.worktrees or report.branches or report.folder
+    click.echo(
+        f"cleaned mission {report.mission_id}"
+        if removed
+        else f"mission {report.mission_id}: nothing to clean"
+    )
