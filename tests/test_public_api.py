@@ -3,6 +3,7 @@ and the light read path stays light (no heavy package imported on the way)."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import json
@@ -55,6 +56,23 @@ def test_public_objects_of_the_package_are_all_in_all(package: str) -> None:
         and str(getattr(value, "__module__", "")).startswith(f"{package}.")
     }
     assert own - set(module.__all__) == set()
+
+
+def test_the_lazy_table_and_the_type_checking_imports_agree() -> None:
+    # mypy sees the TYPE_CHECKING imports, the runtime the table: a name in one and not in the
+    # other would pass type checks and fail at import, or the reverse.
+    source = Path(importlib.import_module("rho_mission").__file__ or "").read_text()
+    tree = ast.parse(source)
+    checked = {
+        alias.asname or alias.name: f"{node.module}"
+        for block in tree.body
+        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    table = importlib.import_module("rho_mission")._LOCATIONS
+    assert {name: module.lstrip(".") for name, module in checked.items()} == table
 
 
 HEAVY = ["anyio", "filelock", "git", "pydantic", "rich"]

@@ -42,7 +42,14 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option("--retries", type=click.IntRange(0, 100), default=0, show_default=True)
 @click.option("--timeout", callback=_duration, help="Mission time limit (90s, 5m, 1h).")
 @click.option("--task-timeout", callback=_duration, help="Per-task time limit (90s, 5m).")
-@click.option("--base", default="HEAD", show_default=True, help="Commit the mission starts from.")
+@click.option("--base", default=None, help="Commit the mission starts from [default: HEAD].")
+@click.option(
+    "--continue",
+    "continue_from",
+    metavar="MISSION",
+    default=None,
+    help="Start from that mission's integration branch (an id, a prefix, or 'latest').",
+)
 @click.option(
     "--grace",
     callback=_duration,
@@ -85,7 +92,8 @@ def _run_from_tasks(
     timeout: float | None,
     task_timeout: float | None,
     grace: float,
-    base: str,
+    base: str | None,
+    continue_from: str | None,
     keep_going: bool,
     keep_worktrees: bool,
     takeover: bool,
@@ -108,14 +116,27 @@ def _run_from_tasks(
         run_command=run_command,
     )
     store = command_store_path(store_path)
+    start = _start_commit(repo, base, continue_from)
     try:
-        planned = mission_from_tasks(store, repo, config, base=base)
+        planned = mission_from_tasks(store, repo, config, base=start)
     except ScheduleError as exc:
         raise CliError(f"validate task schedule: {exc}") from exc
     planned.check_runnable()
     if dry_run:
         return _print_plan(planned, as_json)
     return _execute(planned, as_json)
+
+
+def _start_commit(repo: Path, base: str | None, continue_from: str | None) -> str:
+    """``--base``, or the integration branch of the ``--continue`` mission, or HEAD."""
+    if continue_from is None:
+        return base or "HEAD"
+    if base is not None:
+        raise click.UsageError("pass --base or --continue, not both")
+    from rho_mission import Mission, resolve_mission
+
+    earlier = Mission.load(resolve_mission(repo, continue_from))
+    return earlier.integration_branch
 
 
 def _repo_root() -> Path:
@@ -235,18 +256,21 @@ def _finish(target: Mission, as_json: bool) -> int:
 
 @mission.command("resume")
 @click.argument("name", metavar="MISSION")
+@click.option("--run", "run_command", default=None, help="New command for tasks without their own.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final mission.json on stdout.")
-def resume(name: str, as_json: bool) -> int:
+def resume(name: str, run_command: str | None, as_json: bool) -> int:
     """Continue a failed, cancelled or crashed mission from its first unfinished wave.
 
-    MISSION is a folder, a mission id, a unique prefix of one, or 'latest'.
+    MISSION is a folder, a mission id, a unique prefix of one, or 'latest'. A mission made
+    from the task store first takes the fixed commands and texts of its unfinished tasks.
 
-    Example: rho mission resume .rho/missions/1a2b3c4d
+    Example: rho mission resume latest
     """
     from ._mission_tools import load_mission
 
     target = load_mission(name)
-    target.check_runnable()
+    if run_command is not None:
+        target.config = target.config.model_copy(update={"run_command": run_command})
     return _execute(target, as_json, resume=True)
 
 

@@ -150,3 +150,42 @@ def test_the_library_resumes_with_refreshed_features(repo_path: Path) -> None:
     assert mission.feature("a").description == "A fixed"
     with pytest.raises(InvalidMissionError, match=r"\(c added\)"):
         mission.resume_sync(refresh=[*fixed, Feature("c")])
+
+
+def test_continue_latest_starts_from_the_earlier_missions_integration_head(
+    project: Path,
+) -> None:
+    folder = _partial_mission(project)
+
+    result = run_rho("mission", "--from-tasks", "--continue", "latest", cwd=project)
+
+    assert result.code == 0, result.stdout + result.stderr
+    second = next(p for p in (project / ".rho" / "missions").iterdir() if p != folder)
+    record = _record(second)
+    earlier = git_out(project, "rev-parse", _record(folder)["integration_branch"])
+    assert record["base_commit"] == earlier
+    assert tree_files(project, record["integration_branch"])["app.txt"] == "app\n"
+
+
+def test_continue_and_base_together_are_refused(project: Path) -> None:
+    _partial_mission(project)
+
+    result = run_rho(
+        "mission", "--from-tasks", "--continue", "latest", "--base", "HEAD", cwd=project
+    )
+
+    assert result.code == 2
+    assert result.stderr_lines[0] == "error: pass --base or --continue, not both"
+
+
+def test_resume_takes_a_new_run_command(project: Path) -> None:
+    import_tasks(project, [spec("task_1", None)])
+    assert run_rho("mission", "--from-tasks", "--run", "exit 5", cwd=project).code == 1
+    folder = mission_dir(project)
+
+    result = run_rho("mission", "resume", folder.name, "--run", "echo ok > ok.txt", cwd=project)
+
+    assert result.code == 0, result.stdout + result.stderr
+    record = _record(folder)
+    assert record["config"]["run_command"] == "echo ok > ok.txt"
+    assert tree_files(project, record["integration_branch"])["ok.txt"] == "ok\n"
