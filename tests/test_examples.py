@@ -37,6 +37,15 @@ def test_the_demo_runs_a_real_mission_to_completion(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_the_user_loop_fails_shows_why_resumes_merges_and_cleans(tmp_path: Path) -> None:
+    result = _run("user_loop.py", home=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "./tools/gen-cli.sh: not found" in result.stdout  # the failure names its cause
+    assert "merged mission " in result.stdout
+    assert result.stdout.rstrip().endswith("no mission branch is left")
+    assert "Traceback" not in result.stderr
+
+
 def test_the_library_pipeline_completes_and_a_later_wave_sees_earlier_work(
     tmp_path: Path,
 ) -> None:
