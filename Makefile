@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench stress clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -33,6 +33,10 @@ bench: $(STAMP)
 	$(PY) bench/bench_worktrees.py
 	$(PY) bench/bench_join_persist.py
 	$(PY) bench/bench_mission_overhead.py
+
+# On demand (several minutes): kill -9 missions at random moments, resume, check; prints a tally.
+stress: $(STAMP)
+	$(PY) bench/stress_kill9.py --trials 100
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
