@@ -11,6 +11,8 @@ import pytest
 
 from rho_mission._git import GitRepo
 
+from ._cli_helpers import RhoRuns, kill_leftover_groups
+
 # Every commit a test makes by hand uses this identity (through the environment, never through
 # the user's global config).
 IDENTITY = {
@@ -104,3 +106,41 @@ def repo(repo_path: Path) -> Iterator[GitRepo]:
 def snapshot() -> Callable[[Path], str]:
     """``snapshot(root)``: the user's branch, HEAD, status and diffs, to compare mid-test."""
     return user_snapshot
+
+
+# -- fixtures of the CLI tests that run real ``rho`` processes --------------------------------
+
+
+@pytest.fixture
+def no_leftover_tasks(tmp_path: Path) -> Iterator[None]:
+    """After the test, no task process of its missions may still run (they are killed).
+
+    Modules that start missions use it with ``pytestmark = pytest.mark.usefixtures(...)``.
+    """
+    yield
+    assert kill_leftover_groups(tmp_path) == [], "a task process outlived its mission"
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> Iterator[RhoRuns]:
+    """Background ``rho`` runs, killed at teardown if still going."""
+    background = RhoRuns(tmp_path / "rho-output")
+    yield background
+    if background.close():
+        # The test failed with rho still running: its tasks are expected leftovers, not a
+        # second failure to report.
+        kill_leftover_groups(tmp_path)
+
+
+@pytest.fixture
+def project(make_repo: Callable[[str, int], Path]) -> Path:
+    """A repository on ``main`` with one committed file, ``file0000.txt``."""
+    return make_repo("repo", 1)
+
+
+@pytest.fixture
+def marks(tmp_path: Path) -> Path:
+    """The folder (outside the repository) where task commands leave their markers."""
+    folder = tmp_path / "marks"
+    folder.mkdir()
+    return folder

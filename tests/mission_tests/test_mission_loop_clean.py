@@ -9,7 +9,6 @@ import json
 import shlex
 import signal
 import subprocess
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from ._cli_helpers import (
     branches,
     import_tasks,
     journal_events,
-    kill_leftover_groups,
     mission_dir,
     pid_gone,
     read_pid,
@@ -30,26 +28,7 @@ from ._cli_helpers import (
     worktree_paths,
 )
 
-
-@pytest.fixture(autouse=True)
-def no_leftovers(tmp_path: Path) -> Iterator[None]:
-    """After each test, no task process of its missions may still run (they are killed)."""
-    yield
-    assert kill_leftover_groups(tmp_path) == [], "a task process outlived its mission"
-
-
-@pytest.fixture
-def runs(tmp_path: Path) -> Iterator[RhoRuns]:
-    """Background ``rho`` runs, killed at teardown if still going."""
-    background = RhoRuns(tmp_path / "rho-output")
-    yield background
-    background.close()
-
-
-@pytest.fixture
-def project(make_repo: Callable[[str, int], Path]) -> Path:
-    """A repository on ``main`` with one committed file, ``file0000.txt``."""
-    return make_repo("repo", 1)
+pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 
 
 def _git(repo: Path, *args: str) -> str:

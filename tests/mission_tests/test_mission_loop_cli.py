@@ -14,7 +14,6 @@ import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,6 @@ from ._cli_helpers import (
     Result,
     RhoRuns,
     import_tasks,
-    kill_leftover_groups,
     mission_dir,
     rho_env,
     run_rho,
@@ -39,26 +37,7 @@ from ._cli_helpers import (
 _NOT_FOUND = re.compile(r"^  \| .*\./agent\.sh: (not found|No such file or directory)$")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
 
-
-@pytest.fixture(autouse=True)
-def no_leftovers(tmp_path: Path) -> Iterator[None]:
-    """After each test, no task process of its missions may still run (they are killed)."""
-    yield
-    assert kill_leftover_groups(tmp_path) == [], "a task process outlived its mission"
-
-
-@pytest.fixture
-def runs(tmp_path: Path) -> Iterator[RhoRuns]:
-    """Background ``rho`` runs, killed at teardown if still going."""
-    background = RhoRuns(tmp_path / "rho-output")
-    yield background
-    background.close()
-
-
-@pytest.fixture
-def project(make_repo: Callable[[str, int], Path]) -> Path:
-    """A repository on ``main`` with one committed file."""
-    return make_repo("repo", 1)
+pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 
 
 def q(path: Path) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,6 @@ import pytest
 from ._cli_helpers import (
     RhoRuns,
     import_tasks,
-    kill_leftover_groups,
     mission_dir,
     run_rho,
     spec,
@@ -28,26 +27,7 @@ from ._cli_helpers import (
     wait_until,
 )
 
-
-@pytest.fixture(autouse=True)
-def no_leftovers(tmp_path: Path) -> Iterator[None]:
-    """After each test, no task process of its missions may still run (they are killed)."""
-    yield
-    assert kill_leftover_groups(tmp_path) == [], "a task process outlived its mission"
-
-
-@pytest.fixture
-def runs(tmp_path: Path) -> Iterator[RhoRuns]:
-    """Background ``rho`` runs, killed at teardown if still going."""
-    background = RhoRuns(tmp_path / "rho-output")
-    yield background
-    background.close()
-
-
-@pytest.fixture
-def project(make_repo: Callable[[str, int], Path]) -> Path:
-    """A repository on ``main`` with one committed file, ``file0000.txt``."""
-    return make_repo("repo", 1)
+pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 
 
 def _git(repo: Path, *args: str) -> str:

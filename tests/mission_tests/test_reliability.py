@@ -12,7 +12,7 @@ import os
 import shlex
 import signal
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,6 @@ from ._cli_helpers import (
     group_alive,
     import_tasks,
     journal_events,
-    kill_leftover_groups,
     mission_dir,
     pgid_of,
     pid_gone,
@@ -42,37 +41,7 @@ from ._cli_helpers import (
     worktree_paths,
 )
 
-
-@pytest.fixture(autouse=True)
-def no_leftovers(tmp_path: Path) -> Iterator[None]:
-    """After each test, no task process of its missions may still run (they are killed)."""
-    yield
-    assert kill_leftover_groups(tmp_path) == [], "a task process outlived its mission"
-
-
-@pytest.fixture
-def runs(tmp_path: Path) -> Iterator[RhoRuns]:
-    """Background ``rho`` runs, killed at teardown if still going."""
-    background = RhoRuns(tmp_path / "rho-output")
-    yield background
-    if background.close():
-        # The test failed with rho still running: its tasks are expected leftovers, not a
-        # second failure to report.
-        kill_leftover_groups(tmp_path)
-
-
-@pytest.fixture
-def project(make_repo: Callable[[str, int], Path]) -> Path:
-    """A repository with one committed file, ``file0000.txt``."""
-    return make_repo("repo", 1)
-
-
-@pytest.fixture
-def marks(tmp_path: Path) -> Path:
-    """The folder (outside the repository) where task commands leave their markers."""
-    folder = tmp_path / "marks"
-    folder.mkdir()
-    return folder
+pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 
 
 def q(path: Path) -> str:

@@ -14,7 +14,7 @@ import shutil
 import signal
 import stat
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,6 @@ from ._cli_helpers import (
     RhoRuns,
     branches,
     import_tasks,
-    kill_leftover_groups,
     mission_dir,
     pid_gone,
     read_pid,
@@ -46,30 +45,6 @@ def no_leftovers(tmp_path: Path) -> Iterator[None]:
     """After each test, no task process of its missions may still run."""
     yield
     assert _marked_processes(tmp_path) == [], "a task process outlived its mission"
-
-
-@pytest.fixture
-def runs(tmp_path: Path) -> Iterator[RhoRuns]:
-    """Background ``rho`` runs, killed at teardown if still going."""
-    background = RhoRuns(tmp_path / "rho-output")
-    yield background
-    if background.close():
-        kill_leftover_groups(tmp_path)
-        _kill_marked(tmp_path)
-
-
-@pytest.fixture
-def project(make_repo: Callable[[str, int], Path]) -> Path:
-    """A repository with one committed file."""
-    return make_repo("repo", 1)
-
-
-@pytest.fixture
-def marks(tmp_path: Path) -> Path:
-    """The folder (outside the repository) where task commands leave their markers."""
-    folder = tmp_path / "marks"
-    folder.mkdir()
-    return folder
 
 
 def q(path: Path) -> str:
