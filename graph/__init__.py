@@ -1,9 +1,11 @@
 """The portable graph contract ``rho.graph/v1``: models, validation, files, renderings, upload.
 
-This package knows the envelope and its facts (nodes, edges, events), validates them, writes
-and reads graph files deterministically, renders them (Mermaid, Graphviz dot), prepares them for
-Rho Cloud (privacy normalization and limits) and uploads them. It never imports ``taskstore`` or
-``rho_mission``, never mutates a task store or a mission, and never schedules work.
+This package knows the envelope and its facts (nodes, edges, events), validates them, scopes
+them to a repository, writes and reads graph files deterministically, renders them (Mermaid,
+Graphviz dot), prepares them for Rho Cloud (privacy normalization and limits) and uploads them,
+with the endpoint, project and token a repository keeps in ``.rho/cloud.json``. It never
+imports ``taskstore`` or ``rho_mission``, never mutates a task store or a mission, and never
+schedules work.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ._cloud import PreparedGraph as PreparedGraph
 from ._cloud import canonical_json as canonical_json
 from ._cloud import is_sensitive_key as is_sensitive_key
 from ._cloud import prepare_for_cloud as prepare_for_cloud
+from ._errors import CloudSettingsError as CloudSettingsError
 from ._errors import GraphDocumentError as GraphDocumentError
 from ._errors import GraphError as GraphError
 from ._errors import GraphLimitError as GraphLimitError
@@ -60,12 +63,25 @@ from ._model import document_data as document_data
 from ._model import sort_facts as sort_facts
 from ._render import render_dot as render_dot
 from ._render import render_mermaid as render_mermaid
+from ._scope import MAX_REPOSITORY_ID_CHARS as MAX_REPOSITORY_ID_CHARS
+from ._scope import check_repository_id as check_repository_id
+from ._scope import repository_id_for_folder as repository_id_for_folder
+from ._scope import with_repository_id as with_repository_id
+from ._settings import CLOUD_SETTINGS_FILENAME as CLOUD_SETTINGS_FILENAME
+from ._settings import CloudSettings as CloudSettings
+from ._settings import check_endpoint as check_endpoint
+from ._settings import check_project_id as check_project_id
+from ._settings import check_token as check_token
+from ._settings import cloud_settings_path as cloud_settings_path
+from ._settings import read_cloud_settings as read_cloud_settings
+from ._settings import write_cloud_settings as write_cloud_settings
 from ._sync import SyncResult as SyncResult
 from ._sync import request_body as request_body
 from ._sync import sync_graph as sync_graph
 from ._validate import validate_graph as validate_graph
 
 __all__ = [
+    "CLOUD_SETTINGS_FILENAME",
     "DEFAULT_PRODUCER",
     "EDGE_KINDS",
     "EVENT_TYPES",
@@ -77,10 +93,13 @@ __all__ = [
     "MAX_GRAPH_FILE_BYTES",
     "MAX_KEY_CHARS",
     "MAX_NODES",
+    "MAX_REPOSITORY_ID_CHARS",
     "MAX_VALUE_CHARS",
     "MISSION_GRAPH_FILENAME",
     "NODE_KINDS",
     "SCHEMA_VERSION",
+    "CloudSettings",
+    "CloudSettingsError",
     "Edge",
     "EdgeKind",
     "Event",
@@ -104,6 +123,11 @@ __all__ = [
     "SensitiveKeyCollisionError",
     "SyncResult",
     "canonical_json",
+    "check_endpoint",
+    "check_project_id",
+    "check_repository_id",
+    "check_token",
+    "cloud_settings_path",
     "document_data",
     "dump_graph",
     "format_timestamp",
@@ -113,13 +137,17 @@ __all__ = [
     "make_event",
     "make_node",
     "prepare_for_cloud",
+    "read_cloud_settings",
     "read_graph_file",
     "render_dot",
     "render_mermaid",
+    "repository_id_for_folder",
     "request_body",
     "sha256_hex",
     "sort_facts",
     "sync_graph",
     "validate_graph",
+    "with_repository_id",
+    "write_cloud_settings",
     "write_graph",
 ]

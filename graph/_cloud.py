@@ -6,6 +6,9 @@
   attribute named ``tenant_id`` (in any case) is dropped too;
 - every sensitive attribute ``k`` (`is_sensitive_key`, the rule of DESIGN §4) becomes
   ``k_sha256`` = SHA-256 hex of its value; ``k_sha256`` already present is an error;
+- a value under a key that claims to be a digest (ending in ``_sha256``, in any case) but is
+  not one (64 lowercase hex digits) is hashed in place: such a key is exempt from the rule
+  above, so without this a clear-text ``reason_sha256: "private value"`` would leave as written;
 - every provenance evidence ``uri`` becomes ``sha256:<hex>``, the SHA-256 of the uri (a uri is a
   path or a URL: sensitive); ``digest`` and ``media_type`` are kept. A uri already of that form
   is kept, so preparing a prepared document changes nothing;
@@ -86,6 +89,7 @@ _SENSITIVE_PARTS = (
 )
 _SAFE_SUFFIXES = ("_sha256", "_digest", "_count", "_token", "_tokens", "token_count")
 _URI_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 def is_sensitive_key(key: str) -> bool:
@@ -229,13 +233,20 @@ def _cloud_attributes(fact: str, fact_id: str, attributes: Mapping[str, str]) ->
         if key.lower() == "tenant_id":
             continue
         if not is_sensitive_key(key):
-            result[key] = value
+            result[key] = _digest_value(key, value)
         elif f"{key}_sha256" in attributes:
             raise SensitiveKeyCollisionError(fact, fact_id, key)
         else:
             result[f"{key}_sha256"] = sha256_hex(value)
     _check_attribute_bounds(fact, fact_id, result)
     return dict(sorted(result.items()))
+
+
+def _digest_value(key: str, value: str) -> str:
+    """*value*, or its SHA-256 when *key* names a digest that *value* is not."""
+    if key.lower().endswith("_sha256") and _HEX_DIGEST.fullmatch(value) is None:
+        return sha256_hex(value)
+    return value
 
 
 def _check_attribute_bounds(fact: str, fact_id: str, attributes: Mapping[str, str]) -> None:

@@ -13,6 +13,9 @@ The tree::
     ├── GraphLimitError             a Rho Cloud bound is exceeded (also ValueError):
     │                               ``.what``, ``.count``, ``.limit``, and ``.fact``/``.fact_id``
     ├── SensitiveKeyCollisionError  a sensitive ``k`` cannot become ``k_sha256``: the key is taken
+    ├── CloudSettingsError          a repository's Rho Cloud settings (``.rho/cloud.json``): a bad
+    │                               endpoint, token or project id, a link where ``.rho`` goes, an
+    │                               unreadable or invalid file (``.path`` when a file is at fault)
     └── GraphSyncError              the upload failed: network, HTTP status, malformed answer;
                                     ``exit_code`` 1
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 import json
 
 __all__ = [
+    "CloudSettingsError",
     "GraphDocumentError",
     "GraphError",
     "GraphLimitError",
@@ -149,6 +153,18 @@ class SensitiveKeyCollisionError(GraphError, ValueError):
         self.fact = fact
         self.fact_id = fact_id
         self.key = key
+
+
+class CloudSettingsError(GraphError):
+    """Raised when Rho Cloud settings are refused: a bad endpoint, token or project id, or a
+    settings file that cannot be used (a link where ``.rho`` goes, unreadable, invalid).
+
+    ``path`` names the file or folder at fault, None for a bad value. No message carries a token.
+    """
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class GraphSyncError(GraphError):

@@ -173,8 +173,9 @@ class Edge(BaseModel):
 class Event(BaseModel):
     """Something that happened to a node (its ``subject``) at ``occurred_at``.
 
-    ``idempotency_key`` is required; ``correlation_id`` and ``causation_id`` may be absent (a
-    ``created`` event has no cause).
+    ``correlation_id``, ``causation_id`` and ``idempotency_key`` may all be absent (a ``created``
+    event has no cause; Rho itself sends events without an idempotency key). A key that is
+    present must not be blank: it names a delivery, and a blank one would name every delivery.
     """
 
     model_config = _STRICT
@@ -186,7 +187,7 @@ class Event(BaseModel):
     occurred_at: Timestamp
     correlation_id: str | None = None
     causation_id: str | None = None
-    idempotency_key: Identifier
+    idempotency_key: Identifier | None = None
     provenance: Provenance
 
 

@@ -18,6 +18,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ._cloud import MAX_BODY_BYTES, PreparedGraph, canonical_json
 from ._errors import GraphLimitError, GraphSyncError
+from ._settings import token_problem
 
 if TYPE_CHECKING:
     import httpx
@@ -90,9 +91,9 @@ def sync_graph(
     Raises:
         GraphLimitError: the request body would exceed 1 MiB (a very long project id).
         GraphSyncError: a blank project id, a blank token or one that cannot be a header
-            value (spaces, non-ASCII), the endpoint cannot be reached or does not
-            answer in time, a non-2xx status, or an answer that is not ``{accepted, duplicate,
-            graphDigest, facts}``; ``exit_code`` is 1.
+            value (spaces, non-ASCII, over 8192 characters), the endpoint cannot be reached
+            or does not answer in time, a non-2xx status, or an answer that is not
+            ``{accepted, duplicate, graphDigest, facts}``; ``exit_code`` is 1.
     """
     import httpx  # imported here: only an upload pays for it
 
@@ -128,13 +129,9 @@ def sync_graph(
 def _check_arguments(url: str, project_id: str, token: str) -> None:
     if not project_id.strip():
         raise GraphSyncError("rho cloud project id is blank", url=url)
-    if not token.strip():
-        raise GraphSyncError("rho cloud token is blank", url=url)
-    # A header carries printable ASCII only; httpx would fail with the token in its message.
-    if not all("!" <= char <= "~" for char in token):
-        raise GraphSyncError(
-            "rho cloud token has a space or a character outside printable ASCII", url=url
-        )
+    problem = token_problem(token)
+    if problem is not None:
+        raise GraphSyncError(f"rho cloud {problem}", url=url)
 
 
 def _result(response: httpx.Response, sync_id: str, url: str, token: str) -> SyncResult:

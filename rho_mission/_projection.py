@@ -2,8 +2,14 @@
 
 Only metadata leaves through these graphs: ids, kinds, statuses and counts in clear; prompts,
 descriptions, commands, branch names, commits, errors and subjects as ``*_sha256`` digests.
-``generated_at`` and every timestamp come from the data, never from the clock, so the same
-mission (or store) always projects to the same bytes.
+Nodes carry ``entity_type`` as Rho names them (``mission``, ``mission_feature``, ``wave_join``,
+``task``). ``generated_at`` and every timestamp come from the data, never from the clock (the
+latest of several is chosen by instant, not by spelling), so the same mission or store, in
+whatever order its features or tasks come, always projects to the same bytes.
+
+Every fact carries the scope's ``repository_id``: for a mission, by default the basename of
+the mission's repository folder (what ``mission-graph.json`` holds on disk); for a store, the
+one the caller names (a list of tasks knows no repository).
 """
 
 from __future__ import annotations
@@ -13,7 +19,16 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from graph import GraphBuilder, GraphDocument, Node, Ref, sha256_hex
+from graph import (
+    GraphBuilder,
+    GraphDocument,
+    Node,
+    Ref,
+    Scope,
+    check_repository_id,
+    repository_id_for_folder,
+    sha256_hex,
+)
 
 if TYPE_CHECKING:
     from taskstore import Task
@@ -23,14 +38,23 @@ if TYPE_CHECKING:
 __all__ = ["mission_graph", "task_store_graph"]
 
 _EPOCH = "1970-01-01T00:00:00Z"
+_ENDED = frozenset({"completed", "failed", "partial", "cancelled"})
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})", re.ASCII)
 
 
-def mission_graph(mission: MissionDocument) -> GraphDocument:
-    """The mission projection of DESIGN §4: mission, feature and wave-join nodes and events."""
+def mission_graph(mission: MissionDocument, *, repository_id: str | None = None) -> GraphDocument:
+    """The mission projection of DESIGN §4: mission, feature and wave-join nodes and events.
+
+    *repository_id* scopes every fact; by default the basename of the mission's repository
+    folder (none when that name could not be an id), which is what the engine writes at each
+    join.
+
+    Raises:
+        GraphValidationError: *repository_id* is blank, too long or holds a control character.
+    """
     created = mission.started_at or _EPOCH
-    latest = _latest(mission) or created
-    builder = GraphBuilder(generated_at=latest)
+    latest = _latest([mission.completed_at, *_join_and_feature_ends(mission)]) or created
+    builder = GraphBuilder(generated_at=latest, scope=_mission_scope(mission, repository_id))
     # Refs are built once per node and reused by every edge and event that names the node.
     root = builder.node(
         f"rho/mission/{mission.id}",
@@ -39,13 +63,35 @@ def mission_graph(mission: MissionDocument) -> GraphDocument:
         created_at=created,
         effective_at=latest,
     ).ref
-    builder.event(
+    created_event = builder.event(
         f"rho/event/mission/{mission.id}/created",
         "created",
         root,
         occurred_at=created,
         correlation_id=mission.id,
-    )
+    ).id
+    if mission.status in _ENDED:
+        builder.event(
+            f"rho/event/mission/{mission.id}/transitioned",
+            "transitioned",
+            root,
+            occurred_at=mission.completed_at or latest,
+            correlation_id=mission.id,
+            causation_id=created_event,
+        )
+    _features_and_waves(builder, mission, root, created)
+    return builder.build()
+
+
+def _mission_scope(mission: MissionDocument, repository_id: str | None) -> Scope:
+    if repository_id is None:
+        return Scope(repository_id=repository_id_for_folder(mission.repo))
+    return Scope(repository_id=check_repository_id(repository_id))
+
+
+def _features_and_waves(
+    builder: GraphBuilder, mission: MissionDocument, root: Ref, created: str
+) -> None:
     waves = {i: n for n, wave in enumerate(mission.waves, 1) for i in wave}
     features = {
         f.id: _feature_node(builder, mission, f, root, created, waves.get(f.id, 0))
@@ -54,25 +100,37 @@ def mission_graph(mission: MissionDocument) -> GraphDocument:
     _dependency_edges(builder, mission, features, created)
     for join in mission.wave_joins:
         _wave_node(builder, mission, join, root, features)
-    return builder.build()
 
 
-def _latest(mission: MissionDocument) -> str | None:
-    stamps = [mission.completed_at, *(j.completed_at for j in mission.wave_joins)]
-    stamps += [f.completed_at for f in mission.features]
-    present = [stamp for stamp in stamps if stamp]
-    return max(present) if present else None
+def _join_and_feature_ends(mission: MissionDocument) -> list[str | None]:
+    return [j.completed_at for j in mission.wave_joins] + [f.completed_at for f in mission.features]
+
+
+def _latest(stamps: Sequence[str | None]) -> str | None:
+    """The latest of *stamps* by instant (ties by spelling, so any order gives one answer)."""
+    present = [stamp for stamp in stamps if stamp and _valid(stamp) == stamp]
+    return max(present, key=_instant_key, default=None)
+
+
+def _instant_key(stamp: str) -> tuple[datetime, str]:
+    return (_instant(stamp), stamp)
+
+
+def _instant(stamp: str) -> datetime:
+    # fromisoformat takes "Z" from Python 3.11, but not a lowercase "t" or "z" (RFC 3339 does).
+    return datetime.fromisoformat(stamp.upper())
 
 
 def _mission_attributes(mission: MissionDocument) -> dict[str, str | int]:
     statuses = [f.status for f in mission.features]
     return {
+        "entity_type": "mission",
         "status": mission.status,
         "feature_count": len(mission.features),
         "completed_count": statuses.count("completed"),
         "failed_count": statuses.count("failed"),
-        "wave_count": len(mission.waves),
-        "joined_wave_count": len(mission.wave_joins),
+        "wave_count": len(mission.wave_joins),
+        "planned_wave_count": len(mission.waves),
         "max_workers": mission.config.max_workers,
         "prompt_sha256": sha256_hex(mission.prompt),
         "base_commit_sha256": sha256_hex(mission.base_commit),
@@ -115,11 +173,12 @@ def _feature_node(
     return node
 
 
-def _feature_attributes(feature: Feature, wave: int) -> dict[str, str | int]:
-    attributes: dict[str, str | int] = {
+def _feature_attributes(feature: Feature, wave: int) -> dict[str, str | int | bool]:
+    attributes: dict[str, str | int | bool] = {
+        "entity_type": "mission_feature",
         "status": feature.status,
         "attempts": feature.attempts,
-        "blocker_count": len(feature.blocked_by),
+        "blocker_count": len(set(feature.blocked_by)),
         "description_sha256": sha256_hex(feature.description),
         "expected_behavior_sha256": sha256_hex(feature.expected_behavior),
     }
@@ -129,6 +188,8 @@ def _feature_attributes(feature: Feature, wave: int) -> dict[str, str | int]:
     if feature.handoff is not None:
         attributes["files_changed_count"] = len(feature.handoff.files_changed)
         optional["commit"] = feature.handoff.commit_id
+        if feature.handoff.tests_passed is not None:
+            attributes["tests_passed"] = feature.handoff.tests_passed
     for key, value in optional.items():
         if value:
             attributes[f"{key}_sha256"] = sha256_hex(value)
@@ -139,7 +200,8 @@ def _dependency_edges(
     builder: GraphBuilder, mission: MissionDocument, features: dict[str, Ref], created: str
 ) -> None:
     for feature in mission.features:
-        for blocker in feature.blocked_by:
+        # sorted(set(...)): a blocker listed twice is one edge (an edge id names one edge).
+        for blocker in sorted(set(feature.blocked_by)):
             if blocker in features:
                 builder.edge(
                     f"rho/edge/mission-feature/{mission.id}/{feature.id}/depends_on/{blocker}",
@@ -163,7 +225,8 @@ def _wave_node(
         prefix,
         "operations",
         {
-            "status": "joined",
+            "entity_type": "wave_join",
+            "status": _join_status(join),
             "wave": join.wave,
             "feature_count": len(join.feature_ids),
             "completed_count": len(join.completed_ids),
@@ -199,16 +262,31 @@ def _wave_node(
     )
 
 
-def task_store_graph(tasks: Sequence[Task]) -> GraphDocument:
+def _join_status(join: WaveJoin) -> str:
+    """``completed`` when no feature of the wave failed or was cancelled, ``failed`` when none
+    completed, else ``partial`` (the mission's own rule, applied to one wave)."""
+    if not join.failed_ids and not join.cancelled_ids:
+        return "completed"
+    return "partial" if join.completed_ids else "failed"
+
+
+def task_store_graph(tasks: Sequence[Task], *, repository_id: str | None = None) -> GraphDocument:
     """The task-store projection: ``rho/task/<id>`` nodes and their dependency edges.
 
     ``blocks`` becomes ``depends_on`` (task to blocker), ``parent-child`` becomes ``contains``
     (parent to child) and ``related`` becomes ``references``; each edge carries its
     ``dependency_type``. A link whose target is not in the store is left out, since an edge must
-    end at a node.
+    end at a node. Each task has a ``created`` event, and a ``transitioned`` one when its
+    ``updatedAt`` is after its ``createdAt``. *repository_id*, when given, scopes every fact.
+
+    Raises:
+        GraphValidationError: *repository_id* is blank, too long or holds a control character.
     """
+    scope = Scope(
+        repository_id=None if repository_id is None else check_repository_id(repository_id)
+    )
     stamps = [_valid(t.updated_at or t.created_at) for t in tasks]
-    builder = GraphBuilder(generated_at=max(stamps, default=_EPOCH))
+    builder = GraphBuilder(generated_at=_latest(stamps) or _EPOCH, scope=scope)
     nodes = {task.id: _task_node(builder, task) for task in tasks}
     seen: set[str] = set()
     for task in tasks:
@@ -220,7 +298,7 @@ def _valid(stamp: str | None) -> str:
     """*stamp* if it is an RFC 3339 date-time, else the epoch (hand-written stores vary)."""
     if stamp and _RFC3339.fullmatch(stamp):
         try:
-            datetime.fromisoformat(stamp.upper())
+            _instant(stamp)
         except ValueError:
             return _EPOCH
         return stamp
@@ -229,10 +307,12 @@ def _valid(stamp: str | None) -> str:
 
 def _task_node(builder: GraphBuilder, task: Task) -> Node:
     created = _valid(task.created_at)
+    updated = _valid(task.updated_at or task.created_at)
     node = builder.node(
         f"rho/task/{task.id}",
         "execution",
         {
+            "entity_type": "task",
             "status": task.status,
             "attempts": task.attempts,
             "dependency_count": len(task.dependencies),
@@ -241,9 +321,18 @@ def _task_node(builder: GraphBuilder, task: Task) -> Node:
             "description_sha256": sha256_hex(task.description),
         },
         created_at=created,
-        effective_at=_valid(task.updated_at or task.created_at),
+        effective_at=updated,
     )
-    builder.event(f"rho/event/task/{task.id}/created", "created", node, occurred_at=created)
+    event = builder.event(f"rho/event/task/{task.id}/created", "created", node, occurred_at=created)
+    # By instant: "12:00:00Z" and "12:00:00.000+00:00" are the same moment, not a transition.
+    if _instant(updated) > _instant(created):
+        builder.event(
+            f"rho/event/task/{task.id}/transitioned",
+            "transitioned",
+            node,
+            occurred_at=updated,
+            causation_id=event.id,
+        )
     return node
 
 

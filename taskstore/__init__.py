@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._atomic import ensure_private_dir as ensure_private_dir
     from ._atomic import write_atomic as write_atomic
+    from ._document import dump_document as dump_document
+    from ._document import parse_document as parse_document
+    from ._document import validate_document as validate_document
     from ._errors import EmptyBlockerError as EmptyBlockerError
     from ._errors import FieldLimitError as FieldLimitError
     from ._errors import InvalidTaskError as InvalidTaskError
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
     from ._errors import StoreReadError as StoreReadError
     from ._errors import StoreWriteError as StoreWriteError
     from ._errors import TaskIdentityError as TaskIdentityError
+    from ._errors import TaskInUseError as TaskInUseError
     from ._errors import TaskNotFoundError as TaskNotFoundError
     from ._errors import TaskStatusError as TaskStatusError
     from ._errors import TaskStoreError as TaskStoreError
@@ -35,9 +39,11 @@ if TYPE_CHECKING:
     from ._limits import MAX_OWNER_CHARS as MAX_OWNER_CHARS
     from ._limits import MAX_SUBJECT_CHARS as MAX_SUBJECT_CHARS
     from ._limits import MAX_TASK_ID_CHARS as MAX_TASK_ID_CHARS
+    from ._links import Deletion as Deletion
     from ._model import Dependency as Dependency
     from ._model import StoreDocument as StoreDocument
     from ._model import Task as Task
+    from ._schedule import DEPENDENCY_TYPES as DEPENDENCY_TYPES
     from ._schedule import MAX_EDGES as MAX_EDGES
     from ._schedule import MAX_TASKS as MAX_TASKS
     from ._schedule import STATUSES as STATUSES
@@ -45,12 +51,16 @@ if TYPE_CHECKING:
     from ._schedule import compute_schedule as compute_schedule
     from ._store import StatusChange as StatusChange
     from ._store import TaskStore as TaskStore
-    from ._store import dump_document as dump_document
-    from ._store import parse_document as parse_document
-    from ._store import validate_document as validate_document
     from ._tasklist import TaskList as TaskList
+    from ._triage import DEFAULT_PRIORITY as DEFAULT_PRIORITY
+    from ._triage import MAX_LABEL_CHARS as MAX_LABEL_CHARS
+    from ._triage import MAX_LABELS as MAX_LABELS
+    from ._triage import PRIORITIES as PRIORITIES
 
 _LOCATIONS = {
+    "DEFAULT_PRIORITY": "_triage",
+    "DEPENDENCY_TYPES": "_schedule",
+    "Deletion": "_links",
     "Dependency": "_model",
     "EmptyBlockerError": "_errors",
     "FieldLimitError": "_errors",
@@ -59,12 +69,15 @@ _LOCATIONS = {
     "MAX_COMMAND_CHARS": "_limits",
     "MAX_DESCRIPTION_CHARS": "_limits",
     "MAX_EDGES": "_schedule",
+    "MAX_LABELS": "_triage",
+    "MAX_LABEL_CHARS": "_triage",
     "MAX_METADATA_DEPTH": "_limits",
     "MAX_OWNER_CHARS": "_limits",
     "MAX_SUBJECT_CHARS": "_limits",
     "MAX_TASKS": "_schedule",
     "MAX_TASK_ID_CHARS": "_limits",
     "MissingBlockerError": "_errors",
+    "PRIORITIES": "_triage",
     "STATUSES": "_schedule",
     "Schedule": "_schedule",
     "ScheduleCycleError": "_errors",
@@ -77,6 +90,7 @@ _LOCATIONS = {
     "StoreWriteError": "_errors",
     "Task": "_model",
     "TaskIdentityError": "_errors",
+    "TaskInUseError": "_errors",
     "TaskList": "_tasklist",
     "TaskNotFoundError": "_errors",
     "TaskStatusError": "_errors",
@@ -84,24 +98,26 @@ _LOCATIONS = {
     "TaskStoreError": "_errors",
     "TaskView": "_fastread",
     "compute_schedule": "_schedule",
-    "dump_document": "_store",
+    "dump_document": "_document",
     "ensure_private_dir": "_atomic",
-    "parse_document": "_store",
+    "parse_document": "_document",
     "read_task_views": "_fastread",
-    "validate_document": "_store",
+    "validate_document": "_document",
     "write_atomic": "_atomic",
 }
 
 __all__ = sorted(_LOCATIONS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LOCATIONS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:  # mypy sees the imports above, so a misspelt name is an error there
+
+    def __getattr__(name: str) -> Any:
+        module = _LOCATIONS.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

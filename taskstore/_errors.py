@@ -7,7 +7,8 @@ The tree::
     ├── StoreWriteError         the store file cannot be replaced
     ├── TaskNotFoundError       an id names no task (also LookupError)
     ├── InvalidTaskError        a mutation carries a bad value (also ValueError)
-    │   └── FieldLimitError         a field longer (or nested deeper) than its limit
+    │   ├── FieldLimitError         a field longer (or nested deeper) than its limit
+    │   └── TaskInUseError          a task to delete has subtasks or other tasks link to it
     └── ScheduleError           the blocking graph cannot be scheduled (also ValueError)
         ├── ScheduleLimitError      more than 1,000 tasks or 10,000 blocking edges
         ├── TaskIdentityError       a blank id, or an id that two tasks share
@@ -23,6 +24,7 @@ Messages are lowercase, carry no trailing period, and quote values as JSON strin
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 
 __all__ = [
     "EmptyBlockerError",
@@ -36,6 +38,7 @@ __all__ = [
     "StoreReadError",
     "StoreWriteError",
     "TaskIdentityError",
+    "TaskInUseError",
     "TaskNotFoundError",
     "TaskStatusError",
     "TaskStoreError",
@@ -110,6 +113,39 @@ class FieldLimitError(InvalidTaskError):
         self.limit = limit
         self.task_id = task_id
         self.unit = unit
+
+
+class TaskInUseError(InvalidTaskError):
+    """Raised when a task cannot be deleted: it has subtasks, or other tasks link to it.
+
+    ``subtasks`` lists the ids of its children (``parentId``), which block a deletion even when
+    forced; ``dependents`` maps each task that links to it to the kinds of those links
+    (``blocks``, ``related``, ``parent-child``), which a forced deletion removes.
+    """
+
+    def __init__(
+        self,
+        task_id: str,
+        *,
+        subtasks: Sequence[str] = (),
+        dependents: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        self.task_id = task_id
+        self.subtasks = list(subtasks)
+        self.dependents = {key: list(kinds) for key, kinds in (dependents or {}).items()}
+        if self.subtasks:
+            reason = f"it has subtasks {_some(quote(child) for child in self.subtasks)}"
+        else:
+            named = (f"{quote(key)} ({', '.join(kinds)})" for key, kinds in self.dependents.items())
+            reason = f"it is referenced by {_some(named)}"
+        super().__init__(f"cannot delete task {quote(task_id)}: {reason}")
+
+
+def _some(items: Iterable[str], shown: int = 10) -> str:
+    """The first *shown* items joined by commas, then how many more (a message stays short)."""
+    listed = list(items)
+    head = ", ".join(listed[:shown])
+    return head if len(listed) <= shown else f"{head} and {len(listed) - shown} more"
 
 
 class ScheduleError(TaskStoreError, ValueError):

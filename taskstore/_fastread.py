@@ -91,7 +91,7 @@ def read_task_views(path: Path) -> list[TaskView] | list[Task]:
     views = _views(decode_json(raw, str(path)))
     if views is not None:
         return views
-    from ._store import parse_document  # the full model explains what the fast path refused
+    from ._document import parse_document  # the full model explains what the fast path refused
 
     return sorted(parse_document(raw, str(path)).tasks, key=lambda task: task.id)
 

@@ -12,6 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from ._triage import read_labels, read_priority
+
 __all__ = ["SCHEMA_VERSION", "Dependency", "DependencyType", "StoreDocument", "Task"]
 
 SCHEMA_VERSION: Literal["rho.tasks/v1"] = "rho.tasks/v1"
@@ -63,6 +65,16 @@ class Task(BaseModel):
         """The task's own shell command (``metadata.command``), if it is a non-empty string."""
         command = self.metadata.get("command")
         return command if isinstance(command, str) and command.strip() else None
+
+    @property
+    def priority(self) -> int:
+        """``metadata.priority``: 0 (highest) to 4; 2 when absent or out of shape."""
+        return read_priority(self.metadata)
+
+    @property
+    def labels(self) -> list[str]:
+        """``metadata.labels``: the label names, sorted and unique."""
+        return read_labels(self.metadata)
 
     def summary(self) -> dict[str, Any]:
         """The agent-facing view: ``{id, subject, status, owner, dependencies}``."""

@@ -30,6 +30,7 @@ from ._errors import (
 )
 
 __all__ = [
+    "DEPENDENCY_TYPES",
     "MAX_EDGES",
     "MAX_TASKS",
     "STATUSES",
@@ -44,6 +45,8 @@ STATUSES = frozenset(
     {"pending", "in_progress", "reviewing", "completed", "failed", "skipped", "cancelled"}
 )
 _BLOCKS = "blocks"
+# The three dependency types of rho.tasks/v1 (``_model.DependencyType``); only the first schedules.
+DEPENDENCY_TYPES = (_BLOCKS, "related", "parent-child")
 
 
 class _DependencyLike(Protocol):

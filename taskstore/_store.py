@@ -7,35 +7,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from filelock import FileLock
-from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError
 
 from ._atomic import ensure_private_dir, ensure_private_file, write_atomic
-from ._decode import decode_json
-from ._errors import (
-    InvalidTaskError,
-    ScheduleError,
-    StoreReadError,
-    StoreWriteError,
-    TaskNotFoundError,
-    quote,
-)
-from ._guard import check_caps, check_new_blockers
-from ._limits import MAX_TASK_ID_CHARS, check_fields, check_imported, check_nesting, check_task_id
+from ._document import dump_document, parse_document
+from ._errors import InvalidTaskError, ScheduleError, StoreReadError, StoreWriteError, quote
+from ._guard import check_caps
+from ._limits import MAX_TASK_ID_CHARS, check_fields, check_imported, check_task_id
+from ._links import Deletion, delete_task, find_task, link, unlink
 from ._model import Dependency, StoreDocument, Task
 from ._schedule import STATUSES, Schedule, compute_schedule
+from ._triage import change_labels, check_triage, set_priority
 
-__all__ = [
-    "StatusChange",
-    "TaskStore",
-    "dump_document",
-    "now_rfc3339",
-    "parse_document",
-    "validate_document",
-]
+__all__ = ["StatusChange", "TaskStore", "now_rfc3339"]
 
 R = TypeVar("R")
 
@@ -93,7 +79,7 @@ class TaskStore:
         Raises:
             TaskNotFoundError: no task has that id.
         """
-        return _find(self.load(), task_id)
+        return find_task(self.load(), task_id)
 
     def schedule(self) -> Schedule[Task]:
         """Validate the blocking graph and return its waves and ready tasks.
@@ -153,16 +139,20 @@ class TaskStore:
         related: Iterable[str] = (),
         parent: str | None = None,
         command: str | None = None,
+        priority: int | None = None,
+        labels: Iterable[str] = (),
     ) -> Task:
         """Add a pending task and return it.
 
         Its id is ``task_<n>`` from the store counter, or ``<parent>.<k>`` for the k-th child of
-        *parent*, which also gets a ``parent-child`` dependency on it.
+        *parent*, which also gets a ``parent-child`` dependency on it. *priority* (0 highest to
+        4) and *labels* go to ``metadata``; a task without a priority has priority 2.
 
         Raises:
-            InvalidTaskError: a blank subject, a NUL character in a text, or a child id that
-                would be longer than ``MAX_TASK_ID_CHARS``.
-            FieldLimitError: a text longer than its limit (see ``taskstore._limits``).
+            InvalidTaskError: a blank subject, a NUL character in a text, a child id that
+                would be longer than ``MAX_TASK_ID_CHARS``, a priority outside 0..4, or a bad
+                label name (see ``taskstore._triage``).
+            FieldLimitError: a text or label longer than its limit, or too many labels.
             TaskNotFoundError: *parent* or a related id names no task.
             ScheduleError: a blocker that is missing, or a cap that would be exceeded.
         """
@@ -172,9 +162,10 @@ class TaskStore:
         def change(document: StoreDocument) -> Task:
             task = _new_task(document, subject, description, parent, command)
             for related_id in related:
-                _add_dependency(document, task, related_id, "related")
+                link(document, task, related_id, "related")
             for blocker in blocked_by:
-                _add_dependency(document, task, blocker, "blocks")
+                link(document, task, blocker, "blocks")
+            _apply_triage(task, priority, labels, ())
             document.tasks.append(task)
             check_caps(document.tasks)
             return task
@@ -194,14 +185,20 @@ class TaskStore:
         command: str | None = None,
         last_error: str | None = None,
         attempts: int | None = None,
+        priority: int | None = None,
+        add_labels: Iterable[str] = (),
+        remove_labels: Iterable[str] = (),
     ) -> Task:
         """Change fields of one task and return it.
 
+        Labels in *remove_labels* are removed before those of *add_labels* are added.
+
         Raises:
             TaskNotFoundError: *task_id* or a named blocker or related id names no task.
-            InvalidTaskError: an unknown status, a blank subject, a NUL character in a text, or
-                removing a non-blocker.
-            FieldLimitError: a text longer than its limit (see ``taskstore._limits``).
+            InvalidTaskError: an unknown status, a blank subject, a NUL character in a text,
+                removing a non-blocker or a label the task lacks, a priority outside 0..4, or
+                a bad label name.
+            FieldLimitError: a text or label longer than its limit, or too many labels.
             ScheduleError: a new blocker that is itself, missing, or closes a cycle.
         """
         if status is not None:
@@ -218,18 +215,76 @@ class TaskStore:
         )
 
         def change(document: StoreDocument) -> Task:
-            task = _find(document, task_id)
+            task = find_task(document, task_id)
             for blocker in remove_blockers:
-                _remove_blocker(task, blocker)
+                unlink(task, blocker, "blocks")
             for related_id in add_related:
-                _add_dependency(document, task, related_id, "related")
+                link(document, task, related_id, "related")
             for blocker in add_blockers:
-                _add_dependency(document, task, blocker, "blocks")
+                link(document, task, blocker, "blocks")
             _apply_fields(task, status, subject, description, command, last_error, attempts)
+            _apply_triage(task, priority, add_labels, remove_labels)
             check_caps(document.tasks)
             return task
 
         return self.mutate(change)
+
+    def add_dependency(self, task_id: str, target: str, kind: str = "blocks") -> Task:
+        """Give task *task_id* a dependency of type *kind* on *target* and return the task.
+
+        ``blocks`` (target blocks the task) is checked as ``add(blocked_by=...)`` checks it;
+        ``related`` needs an existing target; ``parent-child`` makes the task a subtask of
+        *target* (``parentId``). A dependency already there is kept as it is.
+
+        Raises:
+            TaskNotFoundError: *task_id*, or a related or parent target, names no task.
+            ScheduleError: a blocker that is blank, itself, missing or closes a cycle (the
+                cycle named), or one blocking edge beyond the cap.
+            InvalidTaskError: an unknown type, a link to itself, a second parent, or a parent
+                that lies inside the task.
+        """
+
+        def change(document: StoreDocument) -> Task:
+            task = find_task(document, task_id)
+            link(document, task, target, kind)
+            if kind == "blocks":  # the only links the caps count
+                check_caps(document.tasks)
+            task.updated_at = now_rfc3339()
+            return task
+
+        return self.mutate(change)
+
+    def remove_dependency(self, task_id: str, target: str, kind: str = "blocks") -> Task:
+        """Remove task *task_id*'s dependencies of type *kind* on *target*; return the task.
+
+        The target need not exist any more (a dangling link is how a store gets repaired).
+        Removing ``parent-child`` on the task's parent also clears its ``parentId``.
+
+        Raises:
+            TaskNotFoundError: *task_id* names no task.
+            InvalidTaskError: an unknown type, or no such dependency.
+        """
+
+        def change(document: StoreDocument) -> Task:
+            task = find_task(document, task_id)
+            unlink(task, target, kind)
+            task.updated_at = now_rfc3339()
+            return task
+
+        return self.mutate(change)
+
+    def delete(self, task_id: str, *, force: bool = False) -> Deletion:
+        """Remove task *task_id*; refused while other tasks link to it unless *force*.
+
+        With *force*, every other task's dependencies on it (``blocks``, ``related``,
+        ``parent-child``) go in the same write. A task with subtasks is refused even then.
+
+        Raises:
+            TaskNotFoundError: *task_id* names no task.
+            TaskInUseError: it has subtasks, or (without *force*) other tasks link to it;
+                ``.subtasks`` and ``.dependents`` say which.
+        """
+        return self.mutate(lambda document: delete_task(document, task_id, force=force))
 
     def record_progress(self, changes: Sequence[StatusChange]) -> list[str]:
         """Apply status changes (with attempts and ``lastError``) in one locked rewrite.
@@ -272,6 +327,7 @@ class TaskStore:
         """
         for task in tasks:
             check_imported(task)
+            check_triage(task.metadata, task.id)
 
         def change(document: StoreDocument) -> list[Task]:
             known = {task.id for task in document.tasks}
@@ -288,61 +344,6 @@ class TaskStore:
             return tasks
 
         return self.mutate(change)
-
-
-def parse_document(raw: bytes, source: str) -> StoreDocument:
-    """Parse store bytes; *source* names the file in error messages.
-
-    Raises:
-        StoreReadError: not JSON (or nested too deeply to parse), or not a ``rho.tasks/v1``
-            document.
-    """
-    return validate_document(decode_json(raw, source), source)
-
-
-def validate_document(data: Any, source: str) -> StoreDocument:
-    """Check JSON data (e.g. from ``json.loads``) as a store; *source* names it in messages.
-
-    Raises:
-        StoreReadError: *data* is not a ``rho.tasks/v1`` document.
-    """
-    try:
-        return StoreDocument.model_validate(data)
-    except ValidationError as exc:
-        raise StoreReadError(source, _first_problem(exc)) from exc
-
-
-def dump_document(document: StoreDocument) -> bytes:
-    """The canonical bytes of a store: 2-space JSON, tasks sorted by id, trailing newline.
-
-    Raises:
-        FieldLimitError: a task's metadata nests too deep for the serializer (a hand-written
-            store can hold that; no mutation lets it in).
-    """
-    # The same bytes as json.dumps(indent=2, ensure_ascii=False) of the dumped dict, written by
-    # pydantic's serializer several times faster: every store write pays for this.
-    try:
-        text = document.model_dump_json(indent=2, by_alias=True, exclude_none=True)
-    except PydanticSerializationError:
-        for task in document.tasks:  # the serializer stops near 250 levels: name the task
-            check_nesting(task)
-        raise
-    return (text + "\n").encode()
-
-
-def _first_problem(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"]) or "document"
-    if error["type"] in ("model_type", "model_attributes_type", "dict_type"):
-        return f"{where}: expected a JSON object"
-    return f"{where}: {error['msg'].lower()}"
-
-
-def _find(document: StoreDocument, task_id: str) -> Task:
-    for task in document.tasks:
-        if task.id == task_id:
-            return task
-    raise TaskNotFoundError(task_id)
 
 
 def _check_status(status: str) -> None:
@@ -371,7 +372,7 @@ def _new_task(
         task_id = f"task_{number}"
         document.next_id = number + 1
     else:
-        task_id = _child_id(document, _find(document, parent).id)
+        task_id = _child_id(document, find_task(document, parent).id)
     task = Task(
         id=task_id,
         parent_id=parent,
@@ -386,29 +387,6 @@ def _new_task(
     if command is not None:
         task.metadata["command"] = command
     return task
-
-
-def _add_dependency(document: StoreDocument, task: Task, target: str, kind: str) -> None:
-    if kind == "blocks":
-        check_new_blockers(document.tasks, task, target)
-        target = target.strip()
-    else:
-        target = _find(document, target.strip()).id
-        if target == task.id:
-            raise InvalidTaskError(f"task {quote(task.id)} cannot be {kind} to itself")
-    if any(d.target_id.strip() == target and d.type == kind for d in task.dependencies):
-        return
-    task.dependencies.append(Dependency.model_validate({"targetId": target, "type": kind}))
-
-
-def _remove_blocker(task: Task, blocker: str) -> None:
-    blocker = blocker.strip()
-    kept = [
-        d for d in task.dependencies if not (d.type == "blocks" and d.target_id.strip() == blocker)
-    ]
-    if len(kept) == len(task.dependencies):
-        raise InvalidTaskError(f"task {quote(task.id)} is not blocked by {quote(blocker)}")
-    task.dependencies = kept
 
 
 def _apply_fields(
@@ -433,6 +411,16 @@ def _apply_fields(
     if attempts is not None:
         task.attempts = attempts
     task.updated_at = now_rfc3339()
+
+
+def _apply_triage(
+    task: Task, priority: int | None, add_labels: Iterable[str], remove_labels: Iterable[str]
+) -> None:
+    if priority is not None:
+        set_priority(task.metadata, priority)
+    added, removed = list(add_labels), list(remove_labels)
+    if added or removed:  # otherwise a hand-written labels value stays as it is
+        change_labels(task.metadata, added, removed, task.id)
 
 
 def _child_id(document: StoreDocument, parent_id: str) -> str:

@@ -1,30 +1,46 @@
-"""``rho graph export`` and ``rho cloud graph sync``: the portable graph from the command line."""
+"""``rho graph export`` and ``rho cloud ...``: the portable graph and Rho Cloud, from the CLI.
+
+Both sources (a mission folder, a task store) are scoped to a repository: ``--repository`` or,
+by default, the basename of the repository folder the graph comes from. ``rho cloud login`` and
+``rho cloud connect`` keep an endpoint, a token and a project id in ``<repo>/.rho/cloud.json``
+(see ``graph._settings``), so that ``rho cloud graph sync`` needs no flag; flags still win.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ._errors import CliError
-from ._paths import command_store_path
+from ._paths import command_store_path, find_repo_root
 
 if TYPE_CHECKING:
-    from graph import GraphDocument
+    from graph import CloudSettings, GraphDocument
 
 __all__ = ["cloud", "graph"]
 
 _FORMATS = ("json", "mermaid", "dot")
+_TOKEN_ENV = "RHO_CLOUD_TOKEN"
+# A token is at most 8,192 characters; a file or a pipe this large is not a token.
+_MAX_TOKEN_INPUT = 64 * 1024
 
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _source_options(command: F) -> F:
+    command = click.option(
+        "--repository",
+        metavar="SCOPE",
+        help="Repository id of the graph's scope (default: the repository folder's basename).",
+    )(command)
     command = click.option(
         "--store",
         "store_path",
@@ -38,19 +54,32 @@ def _source_options(command: F) -> F:
     )(command)
 
 
-def load_source(mission_dir: Path | None, store_path: Path | None) -> GraphDocument:
-    """The graph of a mission folder, or the projection of a task store.
+def load_source(
+    mission_dir: Path | None, store_path: Path | None, repository: str | None = None
+) -> GraphDocument:
+    """The graph of a mission folder, or the projection of a task store, scoped to a repository.
+
+    Without *repository*, a mission graph keeps the repository its file names (the engine
+    writes the basename of the mission's repository folder); a file that names none, and a
+    store, take the basename of the git repository holding them, if any.
 
     Raises:
         CliError: both sources given, or the store file does not exist.
-        GraphError, TaskStoreError: the source cannot be read or is not valid.
+        GraphError, TaskStoreError: the source cannot be read or is not valid, or *repository*
+            is not a usable id.
     """
+    from graph import check_repository_id, with_repository_id
+
     if mission_dir is not None and store_path is not None:
         raise CliError("pass either --mission-dir or --store, not both")
+    if repository is not None:
+        check_repository_id(repository)
     if mission_dir is not None:
         from graph import load_mission_graph
 
-        return load_mission_graph(mission_dir)
+        document = load_mission_graph(mission_dir)
+        scope = repository or document.scope.repository_id or _folder_repository(mission_dir)
+        return document if scope is None else with_repository_id(document, scope)
     from rho_mission import task_store_graph
     from taskstore import TaskStore
 
@@ -59,28 +88,39 @@ def load_source(mission_dir: Path | None, store_path: Path | None) -> GraphDocum
         # Reading a missing store as empty suits `rho task`; exporting or uploading an empty
         # graph because of a typo does not.
         raise CliError(f"task store not found: {path}")
-    return task_store_graph(TaskStore(path).tasks())
+    scope = repository or _folder_repository(path.parent)
+    return task_store_graph(TaskStore(path).tasks(), repository_id=scope)
+
+
+def _folder_repository(folder: Path) -> str | None:
+    """The default repository id of what lies in *folder*: its repository's basename."""
+    from graph import repository_id_for_folder
+
+    root = find_repo_root(folder)
+    return None if root is None else repository_id_for_folder(root)
 
 
 @click.group()
 def graph() -> None:
     """The portable graph (rho.graph/v1) of a mission or a task store.
 
-    Example: rho graph export --mission-dir .rho/missions/1a2b3c4d --format mermaid
+    Example: rho graph export --mission-dir .rho/missions/1a2b3c4d
     """
 
 
 @graph.command("export")
 @_source_options
 @click.option("--format", "fmt", type=click.Choice(_FORMATS), default="json", show_default=True)
-def export(mission_dir: Path | None, store_path: Path | None, fmt: str) -> None:
+def export(
+    mission_dir: Path | None, store_path: Path | None, repository: str | None, fmt: str
+) -> None:
     """Print the graph as JSON, a Mermaid flowchart or Graphviz dot.
 
-    Example: rho graph export --store .rho/tasks.json --format dot | dot -Tsvg > tasks.svg
+    Example: rho graph export --format dot | dot -Tsvg > tasks.svg
     """
     from graph import dump_graph, render_dot, render_mermaid
 
-    document = load_source(mission_dir, store_path)
+    document = load_source(mission_dir, store_path, repository)
     if fmt == "json":
         sys.stdout.write(dump_graph(document).decode())
     else:
@@ -90,9 +130,9 @@ def export(mission_dir: Path | None, store_path: Path | None, fmt: str) -> None:
 
 @click.group()
 def cloud() -> None:
-    """Explicit uploads to Rho Cloud; nothing is ever sent without one of these commands.
+    """Rho Cloud: connect a repository once; nothing is sent without 'rho cloud graph sync'.
 
-    Example: rho cloud graph sync --mission-dir .rho/missions/1a2b3c4d --endpoint URL --project P
+    Example: rho cloud login --endpoint URL < token.txt
     """
 
 
@@ -100,52 +140,273 @@ def cloud() -> None:
 def cloud_graph() -> None:
     """Upload a privacy-normalized graph.
 
-    Example: rho cloud graph sync --store .rho/tasks.json --endpoint URL --project P
+    Example: rho cloud graph sync --store .rho/tasks.json --repository app
     """
 
 
 @cloud_graph.command("sync")
 @_source_options
-@click.option("--endpoint", required=True, help="Base URL of Rho Cloud.")
-@click.option("--project", "project_id", required=True, help="Project id on Rho Cloud.")
+@click.option("--endpoint", help="Base URL of Rho Cloud (default: the one 'login' saved).")
+@click.option("--project", "project_id", help="Project id (default: the one 'connect' saved).")
 @click.option(
     "--token-file",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="File holding the API token (default: $RHO_CLOUD_TOKEN).",
+    help="File holding the API token (default: $RHO_CLOUD_TOKEN, else the saved token).",
 )
 @click.option("--timeout", type=click.FloatRange(min=0.1, max=300), default=10.0, show_default=True)
 def sync(
     mission_dir: Path | None,
     store_path: Path | None,
-    endpoint: str,
-    project_id: str,
+    repository: str | None,
+    endpoint: str | None,
+    project_id: str | None,
     token_file: Path | None,
     timeout: float,
 ) -> None:
     """Prepare the graph (limits, digests for sensitive values) and upload it once.
 
-    Example: RHO_CLOUD_TOKEN=... rho cloud graph sync --mission-dir DIR --endpoint URL --project P
-    """
-    from graph import prepare_for_cloud, sync_graph
+    Each of --endpoint, --project and the token falls back to what 'rho cloud login' and
+    'rho cloud connect' saved for the repository; the saved token goes only to the saved
+    endpoint.
 
-    if not endpoint.startswith(("http://", "https://")):
-        raise CliError(f"endpoint must be an http:// or https:// URL, not {endpoint!r}")
-    token = _token(token_file)
-    prepared = prepare_for_cloud(load_source(mission_dir, store_path))
+    Example: rho cloud graph sync --mission-dir .rho/missions/1a2b3c4d
+    """
+    from graph import check_repository_id, prepare_for_cloud, sync_graph
+
+    if repository is not None:  # before the token is looked for: bad input is bad input
+        check_repository_id(repository)
+    target = _connection(endpoint, project_id, token_file)
+    prepared = prepare_for_cloud(load_source(mission_dir, store_path, repository))
     result = sync_graph(
-        prepared, endpoint=endpoint, project_id=project_id, token=token, timeout=timeout
+        prepared,
+        endpoint=target.endpoint,
+        project_id=target.project_id,
+        token=target.token,
+        timeout=timeout,
     )
     click.echo(result.message())
 
 
-def _token(token_file: Path | None) -> str:
-    if token_file is not None:
-        try:
-            token = token_file.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise CliError(f"read token file {token_file}: {exc.strerror or exc}") from exc
+@cloud.command("login")
+@click.option("--endpoint", required=True, help="Base URL of Rho Cloud.")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File holding the API token (default: read it from standard input).",
+)
+def login(endpoint: str, token_file: Path | None) -> None:
+    """Save the endpoint and API token of Rho Cloud for this repository.
+
+    The token comes from --token-file or standard input, never from a flag (a flag would
+    stay in the shell's history and show in the process list). It is kept in .rho/cloud.json
+    (mode 0600, .rho excluded from git) and never printed.
+
+    Example: rho cloud login --endpoint https://rho.example.com < ~/.rho-token
+    """
+    from graph import CloudSettings, check_endpoint, read_cloud_settings
+
+    root = _repository_root()
+    check_endpoint(endpoint)
+    token = _login_token(token_file)
+    saved = read_cloud_settings(root) or CloudSettings()
+    path = _save(root, CloudSettings(endpoint=endpoint, project_id=saved.project_id, token=token))
+    click.echo(f"Logged in to Rho Cloud at {endpoint}; saved in {path}")
+    if saved.project_id is None:
+        click.echo("Next: rho cloud connect --project ID")
+
+
+@cloud.command("connect")
+@click.option("--project", "project_id", required=True, help="Project id on Rho Cloud.")
+def connect(project_id: str) -> None:
+    """Connect this repository to a Rho Cloud project: uploads go there by default.
+
+    Example: rho cloud connect --project proj_42
+    """
+    from graph import CloudSettings, check_project_id, read_cloud_settings
+
+    root = _repository_root()
+    check_project_id(project_id)
+    saved = read_cloud_settings(root) or CloudSettings()
+    path = _save(root, saved.model_copy(update={"project_id": project_id}))
+    click.echo(f"Connected to Rho Cloud project {project_id}; saved in {path}")
+    if saved.endpoint is None or saved.token is None:
+        click.echo("Next: rho cloud login --endpoint URL")
+
+
+@cloud.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def status(as_json: bool) -> None:
+    """Say what this repository is connected to; the token is never shown.
+
+    Example: rho cloud status --json
+    """
+    from graph import cloud_settings_path, read_cloud_settings, repository_id_for_folder
+
+    root = _repository_root()
+    saved = read_cloud_settings(root)
+    report: dict[str, Any] = {
+        "settings": str(cloud_settings_path(root)),
+        "repository_id": repository_id_for_folder(root),
+        "endpoint": saved.endpoint if saved else None,
+        "project_id": saved.project_id if saved else None,
+        "token": _token_origin(saved),
+    }
+    report["connected"] = None not in (report["endpoint"], report["project_id"], report["token"])
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
     else:
-        token = os.environ.get("RHO_CLOUD_TOKEN", "").strip()
+        click.echo(_status_text(report))
+
+
+def _status_text(report: dict[str, Any]) -> str:
+    tokens = {"saved": "saved (not shown)", "environment": f"from ${_TOKEN_ENV} (not shown)"}
+    lines = [
+        f"settings:   {report['settings']}",
+        f"endpoint:   {report['endpoint'] or 'not set (rho cloud login --endpoint URL)'}",
+        f"project:    {report['project_id'] or 'not set (rho cloud connect --project ID)'}",
+        f"token:      {tokens.get(report['token'] or '', 'not set (rho cloud login)')}",
+        f"repository: {report['repository_id'] or 'none (pass --repository to sync)'}",
+    ]
+    if report["connected"]:
+        lines.append("Connected: 'rho cloud graph sync' needs no other flag.")
+    else:
+        lines.append("Not connected: 'rho cloud graph sync' needs the missing values as flags.")
+    return "\n".join(lines)
+
+
+def _token_origin(saved: CloudSettings | None) -> str | None:
+    if os.environ.get(_TOKEN_ENV, "").strip():
+        return "environment"
+    return "saved" if saved is not None and saved.token is not None else None
+
+
+# -- where a sync goes -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Target:
+    endpoint: str
+    project_id: str
+    token: str
+
+
+def _connection(endpoint: str | None, project_id: str | None, token_file: Path | None) -> _Target:
+    """Flags first, then ``$RHO_CLOUD_TOKEN`` (token only), then the repository's settings."""
+    from graph import check_endpoint, check_project_id
+
+    token = _explicit_token(token_file)
+    saved = None
+    if endpoint is None or project_id is None or token is None:
+        saved = _saved_settings()
+    endpoint = check_endpoint(endpoint) if endpoint is not None else _saved_endpoint(saved)
+    if project_id is not None:
+        check_project_id(project_id)
+    elif saved is None or saved.project_id is None:
+        raise CliError(
+            "no Rho Cloud project: pass --project ID or run 'rho cloud connect --project ID'"
+        )
+    else:
+        project_id = saved.project_id
+    return _Target(endpoint, project_id, token or _saved_token(saved, endpoint))
+
+
+def _saved_settings() -> CloudSettings | None:
+    from graph import read_cloud_settings
+
+    root = find_repo_root()
+    return None if root is None else read_cloud_settings(root)
+
+
+def _saved_endpoint(saved: CloudSettings | None) -> str:
+    if saved is None or saved.endpoint is None:
+        raise CliError(
+            "no Rho Cloud endpoint: pass --endpoint URL or run 'rho cloud login --endpoint URL'"
+        )
+    return saved.endpoint
+
+
+def _saved_token(saved: CloudSettings | None, endpoint: str) -> str:
+    if saved is None or saved.token is None:
+        raise CliError(
+            f"no Rho Cloud token: pass --token-file, set {_TOKEN_ENV}"
+            " or run 'rho cloud login --endpoint URL'"
+        )
+    # A token saved for one server is never sent to another one named by a flag.
+    if saved.endpoint is None or saved.endpoint.rstrip("/") != endpoint.rstrip("/"):
+        raise CliError(
+            f"no Rho Cloud token for {endpoint}: the saved token is for"
+            f" {saved.endpoint or 'no endpoint'}; pass --token-file or set {_TOKEN_ENV}"
+        )
+    return saved.token
+
+
+def _explicit_token(token_file: Path | None) -> str | None:
+    """The token of ``--token-file``, else of ``$RHO_CLOUD_TOKEN``, else None."""
+    if token_file is not None:
+        return _checked_token(_read_token_file(token_file), f"token file {token_file}")
+    from_env = os.environ.get(_TOKEN_ENV, "").strip()
+    return _checked_token(from_env, f"${_TOKEN_ENV}") if from_env else None
+
+
+def _checked_token(token: str, origin: str) -> str:
+    from graph import CloudSettingsError, check_token
+
+    try:
+        return check_token(token)
+    except CloudSettingsError as exc:
+        raise CliError(f"{origin}: {exc}") from None
+
+
+def _read_token_file(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(_MAX_TOKEN_INPUT + 1)
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        raise CliError(f"cannot read token file {path}: {reason}") from None
+    return _token_text(data, f"token file {path}")
+
+
+def _token_text(data: bytes, origin: str) -> str:
+    if len(data) > _MAX_TOKEN_INPUT:
+        raise CliError(f"{origin}: larger than 64 KiB; a token is at most 8192 characters")
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise CliError(f"{origin}: token is not UTF-8 text") from None
+
+
+# -- login and connect -------------------------------------------------------------------------
+
+
+def _repository_root() -> Path:
+    root = find_repo_root()
+    if root is None:
+        raise CliError(
+            f"not in a git repository: {Path.cwd()}; Rho Cloud settings belong to a repository"
+        )
+    return root
+
+
+def _login_token(token_file: Path | None) -> str:
+    if token_file is not None:
+        return _checked_token(_read_token_file(token_file), f"token file {token_file}")
+    if sys.stdin is None:
+        raise CliError("no token: pass --token-file FILE or pipe the token to standard input")
+    if sys.stdin.isatty():
+        token: str = click.prompt("Rho Cloud token", hide_input=True, err=True)
+        return _checked_token(token.strip(), "token")
+    data = sys.stdin.buffer.read(_MAX_TOKEN_INPUT + 1)
+    token = _token_text(data, "standard input")
     if not token:
-        raise CliError("no Rho Cloud token: set RHO_CLOUD_TOKEN or pass --token-file")
-    return token
+        raise CliError("no token on standard input: pipe the token in or pass --token-file FILE")
+    return _checked_token(token, "standard input")
+
+
+def _save(root: Path, settings: CloudSettings) -> Path:
+    """Write *settings*, after making sure ``.rho/`` (where the token lies) is kept out of git."""
+    from graph import write_cloud_settings
+    from rho_mission._git import GitRepo
+
+    GitRepo.open(root).exclude(".rho/")
+    return write_cloud_settings(root, settings)

@@ -6,8 +6,9 @@ On a store at the caps, importing click costs about a third of the whole ``rho t
     rho [--store PATH] [--debug] task (ready|waves) --json [--store PATH]
 
 (options in any order within their level, each at most once) and answers them without click.
-Anything else (``--store=PATH``, ``--help``, a repeated option) and every failure returns None,
-and the full click CLI then runs the same command line: so both lanes print the same documents
+Anything else (``--store=PATH``, ``--help``, a repeated option, ``ready --sort priority``, which
+needs the priorities only the full model reads) and every failure returns None, and the full
+click CLI then runs the same command line: so both lanes print the same documents
 (built here, and used by ``_task.py`` too) and the same errors (the full CLI's).
 """
 

@@ -19,6 +19,7 @@ __all__ = [
     "print_ready",
     "print_task_detail",
     "print_task_table",
+    "priority_text",
     "status_text",
 ]
 
@@ -59,21 +60,35 @@ def status_text(status: str) -> Text:
     return Text(status, style=_STATUS_STYLE.get(status, ""))
 
 
-def print_task_table(tasks: Sequence[Task], title: str) -> None:
-    """One row per task: id, status, subject, blockers, command."""
+def print_task_table(tasks: Sequence[Task], title: str, *, wide: bool = False) -> None:
+    """One row per task: id, status, priority, subject, blockers; *wide* adds labels and command.
+
+    The short form keeps one line per task at 80 columns for usual subjects: commands are long
+    shell lines that fold into many.
+    """
     table = Table(title=title, title_justify="left")
-    for column in ("id", "status", "subject", "blocked by", "command"):
+    for column in ("id", "status", "pri"):
+        table.add_column(column, no_wrap=True)
+    for column in ("subject", "blocked by", *(("labels", "command") if wide else ())):
         table.add_column(column, overflow="fold")
     for task in tasks:
         # Subjects and commands are the user's text: "[a-z]" must print, not be read as markup.
-        table.add_row(
+        cells: list[str | Text] = [
             escape(_clip(task.id)),
             status_text(_clip(task.status)),
+            priority_text(task.priority),
             escape(_clip(task.subject)),
             escape(_clip(", ".join(sorted(set(task.blocker_ids))))),
-            escape(_clip(task.command or "")),
-        )
+        ]
+        if wide:
+            cells += [escape(_clip(", ".join(task.labels))), escape(_clip(task.command or ""))]
+        table.add_row(*cells)
     console().print(table)
+
+
+def priority_text(priority: int) -> str:
+    """A priority as beads writes it: ``P0`` (highest) to ``P4``."""
+    return f"P{priority}"
 
 
 def print_task_detail(task: Task) -> None:
@@ -88,6 +103,8 @@ def print_task_detail(task: Task) -> None:
         ("description", task.description),
         ("parent", task.parent_id),
         ("owner", task.owner),
+        ("priority", _stored_priority(task)),
+        ("labels", ", ".join(task.labels)),
         ("command", task.command),
         ("attempts", task.attempts),
         ("last error", task.last_error),
@@ -100,6 +117,11 @@ def print_task_detail(task: Task) -> None:
             shown = value if isinstance(value, Text) else escape(_clip_detail(str(value)))
             table.add_row(name, shown)
     console().print(table)
+
+
+def _stored_priority(task: Task) -> str | None:
+    # Shown when the task has one of its own, like the other optional fields (list shows P2).
+    return priority_text(task.priority) if "priority" in task.metadata else None
 
 
 # A dependency stored on task X with target Y, read from X's side: "blocks" means Y blocks X.
@@ -121,13 +143,16 @@ def _relation_rows(task: Task) -> list[tuple[str, str]]:
     return rows
 
 
-def print_ready(ready: Sequence[Any], waves: list[list[str]]) -> None:
-    """The ready tasks, then the waves."""
+def print_ready(ready: Sequence[Any], waves: list[list[str]], *, priorities: bool = False) -> None:
+    """The ready tasks, then the waves; *priorities* adds a priority column (full tasks only)."""
     table = Table(title=f"{len(ready)} ready task(s)", title_justify="left")
     table.add_column("id")
+    if priorities:
+        table.add_column("pri", no_wrap=True)
     table.add_column("subject", overflow="fold")
     for task in ready:
-        table.add_row(escape(_clip(task.id)), escape(_clip(task.subject)))
+        middle = [priority_text(task.priority)] if priorities else []
+        table.add_row(escape(_clip(task.id)), *middle, escape(_clip(task.subject)))
     out = console()
     out.print(table)
     for number, wave in enumerate(waves, start=1):

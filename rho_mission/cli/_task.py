@@ -3,11 +3,13 @@
 The ``ready`` and ``waves`` commands read through ``taskstore.read_task_views`` and print JSON
 with the stdlib, so that agents polling ``rho task ready --json`` pay for neither pydantic nor
 rich (their plain spellings do not even load click: see ``_quick.py``, which builds the JSON
-documents for both lanes). Human output (rich tables) and mutations load the full model.
+documents for both lanes). Human output (rich tables), mutations and ``ready --sort priority``
+(priorities live in ``metadata``) load the full model.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -16,12 +18,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from taskstore import DEPENDENCY_TYPES, PRIORITIES, STATUSES
+
 from ._errors import CliError
 from ._paths import command_store_path
 from ._quick import print_json, ready_document, waves_document
 
 if TYPE_CHECKING:
-    from taskstore import Schedule, Task, TaskStore
+    from taskstore import Schedule, Task, TaskInUseError, TaskStore
 
 __all__ = ["task"]
 
@@ -40,6 +44,21 @@ def _store_option(command: F) -> F:
 
 def _json_option(command: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(command)
+
+
+_PRIORITY = click.IntRange(min(PRIORITIES), max(PRIORITIES))
+_LINK_TYPE = click.Choice(DEPENDENCY_TYPES)
+# How a dependency reads from the side of the task that holds it.
+_READS_AS = {"blocks": "blocked by", "related": "related to", "parent-child": "subtask of"}
+
+
+def _triage_options(command: F) -> F:
+    command = click.option(
+        "--label", "labels", multiple=True, metavar="NAME", help="Add a label (repeatable)."
+    )(command)
+    return click.option(
+        "--priority", type=_PRIORITY, default=None, help="0 (highest) to 4; a new task gets 2."
+    )(command)
 
 
 def _open_store(store_path: Path | None) -> TaskStore:
@@ -72,6 +91,7 @@ def task() -> None:
 @click.option("--related", multiple=True, metavar="ID", help="A related task (no scheduling).")
 @click.option("--parent", default=None, metavar="ID", help="Make this a subtask of ID.")
 @click.option("--command", "command", default=None, help="Shell command a mission runs.")
+@_triage_options
 @_store_option
 @_json_option
 def add(
@@ -81,12 +101,14 @@ def add(
     related: tuple[str, ...],
     parent: str | None,
     command: str | None,
+    priority: int | None,
+    labels: tuple[str, ...],
     store_path: Path | None,
     as_json: bool,
 ) -> None:
     """Add a pending task and print its id.
 
-    Example: rho task add "Write tests" --blocked-by task_1 --command "pytest"
+    Example: rho task add "Write tests" --blocked-by task_1 --priority 1 --label tests
     """
     created = _open_store(store_path).add(
         subject,
@@ -95,25 +117,58 @@ def add(
         related=related,
         parent=parent,
         command=command,
+        priority=priority,
+        labels=labels,
     )
     _emit_task(created, as_json, "added")
 
 
 @task.command("list")
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice(sorted(STATUSES)),
+    help="Only tasks with this status (repeat for any of several).",
+)
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    metavar="NAME",
+    help="Only tasks with this label (repeated: tasks with all of them).",
+)
+@click.option("--priority", type=_PRIORITY, default=None, help="Only tasks of this priority.")
+@click.option("--wide", is_flag=True, help="Add the labels and command columns.")
 @_store_option
 @_json_option
-def list_(store_path: Path | None, as_json: bool) -> None:
-    """List every task.
+def list_(
+    statuses: tuple[str, ...],
+    labels: tuple[str, ...],
+    priority: int | None,
+    wide: bool,
+    store_path: Path | None,
+    as_json: bool,
+) -> None:
+    """List tasks: id, status, priority, subject and blockers.
 
-    Example: rho task list --json
+    Example: rho task list --status pending --label backend --priority 1
     """
-    tasks = _open_store(store_path).tasks()
+    every = _open_store(store_path).tasks()
+    tasks = [
+        t
+        for t in every
+        if (not statuses or t.status in statuses)
+        and set(labels) <= set(t.labels)
+        and priority in (None, t.priority)
+    ]
     if as_json:
         print_json({"tasks": [_dump(t) for t in tasks]})
         return
     from ._render import print_task_table
 
-    print_task_table(tasks, title=f"{len(tasks)} task(s)")
+    shown = f"{len(tasks)} of {len(every)}" if len(tasks) < len(every) else str(len(tasks))
+    print_task_table(tasks, title=f"{shown} task(s)", wide=wide)
 
 
 @task.command("show")
@@ -143,6 +198,8 @@ def show(task_id: str, store_path: Path | None, as_json: bool) -> None:
 @click.option("--remove-blocker", multiple=True, metavar="ID")
 @click.option("--add-related", multiple=True, metavar="ID")
 @click.option("--command", "command", default=None, help="Shell command a mission runs.")
+@_triage_options
+@click.option("--remove-label", multiple=True, metavar="NAME", help="Remove a label (repeatable).")
 @_store_option
 @_json_option
 def update(
@@ -154,12 +211,15 @@ def update(
     remove_blocker: tuple[str, ...],
     add_related: tuple[str, ...],
     command: str | None,
+    priority: int | None,
+    labels: tuple[str, ...],
+    remove_label: tuple[str, ...],
     store_path: Path | None,
     as_json: bool,
 ) -> None:
     """Change a task; new blockers that are missing or close a cycle are refused.
 
-    Example: rho task update task_2 --status completed
+    Example: rho task update task_2 --status completed --priority 0 --remove-label later
     """
     changed = _open_store(store_path).update(
         task_id,
@@ -170,27 +230,124 @@ def update(
         remove_blockers=remove_blocker,
         add_related=add_related,
         command=command,
+        priority=priority,
+        add_labels=labels,
+        remove_labels=remove_label,
     )
     _emit_task(changed, as_json, "updated")
 
 
-@task.command("ready")
+@task.command("delete")
+@click.argument("task_id", metavar="ID")
+@click.option("--force", is_flag=True, help="Also remove the other tasks' links to it.")
 @_store_option
 @_json_option
-def ready(store_path: Path | None, as_json: bool) -> None:
+def delete(task_id: str, force: bool, store_path: Path | None, as_json: bool) -> None:
+    """Delete a task; refused while another task links to it, unless --force.
+
+    --force removes those links (blocks, related, parent-child) in the same write. A task with
+    subtasks is refused even with --force: delete or detach the subtasks first.
+
+    Example: rho task delete task_4 --force
+    """
+    from taskstore import TaskInUseError
+
+    try:
+        done = _open_store(store_path).delete(task_id, force=force)
+    except TaskInUseError as exc:
+        raise CliError(f"{exc}; {_in_use_fix(exc)}") from exc
+    if as_json:
+        print_json({"deleted": _dump(done.task), "unlinked": done.unlinked})
+        return
+    unlinked = f" (removed links from {', '.join(done.unlinked)})" if done.unlinked else ""
+    click.echo(f"deleted {done.task.id}: {done.task.subject}{unlinked}")
+
+
+def _in_use_fix(exc: TaskInUseError) -> str:
+    if exc.subtasks:
+        return (
+            "delete those first, or detach each with"
+            f" 'rho task dep rm SUBTASK {exc.task_id} --type parent-child'"
+        )
+    return "--force removes those links"
+
+
+@task.group("dep")
+def dep() -> None:
+    """Add or remove a dependency of TASK on TARGET (blocks: TARGET must finish first).
+
+    Example: rho task dep add task_3 task_1
+    """
+
+
+@dep.command("add")
+@click.argument("task_id", metavar="TASK")
+@click.argument("target", metavar="TARGET")
+@click.option("--type", "kind", type=_LINK_TYPE, default="blocks", show_default=True)
+@_store_option
+@_json_option
+def dep_add(task_id: str, target: str, kind: str, store_path: Path | None, as_json: bool) -> None:
+    """Make TARGET block TASK (or relate them, or make TASK a subtask of TARGET).
+
+    A blocker that is missing, TASK itself, or closes a cycle is refused, as with --blocked-by.
+
+    Example: rho task dep add task_3 task_1 --type blocks
+    """
+    changed = _open_store(store_path).add_dependency(task_id, target, kind)
+    _emit_link(changed, as_json, f"added: {changed.id} {_READS_AS[kind]} {target.strip()}")
+
+
+@dep.command("rm")
+@click.argument("task_id", metavar="TASK")
+@click.argument("target", metavar="TARGET")
+@click.option("--type", "kind", type=_LINK_TYPE, default="blocks", show_default=True)
+@_store_option
+@_json_option
+def dep_rm(task_id: str, target: str, kind: str, store_path: Path | None, as_json: bool) -> None:
+    """Remove TASK's dependency of that type on TARGET (TARGET may no longer exist).
+
+    Example: rho task dep rm task_3 task_1
+    """
+    changed = _open_store(store_path).remove_dependency(task_id, target, kind)
+    _emit_link(changed, as_json, f"removed: {changed.id} {_READS_AS[kind]} {target.strip()}")
+
+
+def _emit_link(changed: Task, as_json: bool, line: str) -> None:
+    if as_json:
+        print_json(_dump(changed))
+    else:
+        click.echo(line)
+
+
+@task.command("ready")
+@click.option(
+    "--sort",
+    type=click.Choice(["id", "priority"]),
+    default="id",
+    show_default=True,
+    help="Order of the ready tasks: by id, or by priority then id.",
+)
+@_store_option
+@_json_option
+def ready(sort: str, store_path: Path | None, as_json: bool) -> None:
     """List pending tasks whose every blocker is completed, with the waves.
 
-    Example: rho task ready --json
+    Example: rho task ready --json --sort priority
     """
     from taskstore import read_task_views
 
-    schedule = _schedule(read_task_views(command_store_path(store_path)))
+    if sort == "priority":  # priorities live in metadata: read the full model
+        schedule = _schedule(_open_store(store_path).tasks())
+        by_priority = sorted(schedule.ready, key=lambda t: (t.priority, t.id))
+        schedule = dataclasses.replace(schedule, ready=by_priority)
+    else:
+        schedule = _schedule(read_task_views(command_store_path(store_path)))
     if as_json:
         print_json(ready_document(schedule))
         return
     from ._render import print_ready
 
-    print_ready(schedule.ready, schedule.waves)
+    print_ready(schedule.ready, schedule.waves, priorities=sort == "priority")
 
 
 @task.command("waves")
@@ -209,6 +366,29 @@ def waves(store_path: Path | None, as_json: bool) -> None:
         return
     for number, wave in enumerate(schedule.waves, start=1):
         click.echo(f"wave {number}: {' '.join(wave)}")
+
+
+@task.command("graph")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["mermaid", "dot"]),
+    default="mermaid",
+    show_default=True,
+    help="Mermaid (for Markdown) or Graphviz dot.",
+)
+@_store_option
+def graph(fmt: str, store_path: Path | None) -> None:
+    """Draw the tasks for people: subjects, status colours, dependencies, subtasks as groups.
+
+    Blocking links are solid arrows from blocker to blocked task, related links dotted lines.
+    (`rho graph export` is the privacy-safe portable graph: no subjects there.)
+
+    Example: rho task graph --format dot | dot -Tsvg > tasks.svg
+    """
+    from ._diagram import task_diagram
+
+    sys.stdout.write(task_diagram(_open_store(store_path).tasks(), fmt))
 
 
 @task.command("validate")

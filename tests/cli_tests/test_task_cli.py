@@ -91,19 +91,25 @@ def test_list_json_prints_every_task_as_stored(rho: RunRho, diamond: Path) -> No
     }
 
 
-def test_list_shows_a_table_of_ids_statuses_subjects_blockers_and_commands(
+def test_list_shows_ids_statuses_priorities_subjects_blockers_and_wide_adds_commands(
     rho: RunRho, diamond: Path
 ) -> None:
     result = rho("task", "list", "--store", str(diamond))
+    wide = rho("task", "list", "--wide", "--store", str(diamond))
     rows = [line.split("│")[1:-1] for line in result.stdout.splitlines() if "task_" in line]
     cells = [[cell.strip() for cell in row] for row in rows]
+    wide_rows = [line.split("│")[1:-1] for line in wide.stdout.splitlines() if "task_" in line]
     assert result.stdout.startswith("5 task(s)")
     assert cells == [
-        ["task_1", "completed", "do task_1", "", "make one"],
-        ["task_1.1", "pending", "do task_1.1", "", ""],
-        ["task_2", "pending", "do task_2", "task_1", ""],
-        ["task_3", "pending", "do task_3", "task_1", ""],
-        ["task_4", "pending", "do task_4", "task_2, task_3", ""],
+        ["task_1", "completed", "P2", "do task_1", ""],
+        ["task_1.1", "pending", "P2", "do task_1.1", ""],
+        ["task_2", "pending", "P2", "do task_2", "task_1"],
+        ["task_3", "pending", "P2", "do task_3", "task_1"],
+        ["task_4", "pending", "P2", "do task_4", "task_2, task_3"],
+    ]
+    assert [[cell.strip() for cell in row][5:] for row in wide_rows] == [
+        ["", "make one"],
+        *[["", ""]] * 4,
     ]
 
 
@@ -300,5 +306,5 @@ def test_human_output_prints_brackets_in_user_text_as_written(rho: RunRho, tmp_p
         result = rho("task", *command.split(), "--store", str(store), env={"COLUMNS": "200"})
         assert result.code == 0
         assert subject in result.stdout, command
-    listed = rho("task", "list", "--store", str(store), env={"COLUMNS": "200"})
+    listed = rho("task", "list", "--wide", "--store", str(store), env={"COLUMNS": "200"})
     assert "printf '[tool.ruff]'" in listed.stdout

@@ -68,7 +68,7 @@ def test_list_heads_the_blockers_column_blocked_by(rho: RunRho, tmp_path: Path) 
     table = rho("task", "list", "--store", str(store)).stdout
     header = next(line for line in table.splitlines() if "subject" in line)
     assert [cell.strip() for cell in header.strip("┃ ").split("┃")] == [
-        "id", "status", "subject", "blocked by", "command",
+        "id", "status", "pri", "subject", "blocked by",
     ]  # fmt: skip
     row = next(line for line in table.splitlines() if line.startswith("│ task_2"))
-    assert [cell.strip() for cell in row.strip("│ ").split("│")][3] == "task_1"
+    assert [cell.strip() for cell in row.strip("│ ").split("│")][4] == "task_1"

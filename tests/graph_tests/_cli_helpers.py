@@ -78,10 +78,24 @@ def child_env(home: Path, env: Mapping[str, str] | None = None) -> dict[str, str
     return full
 
 
-def run_rho(*args: str, cwd: Path, home: Path, env: Mapping[str, str] | None = None) -> Result:
-    """Run ``rho ARGS`` in *cwd*; a run that takes a minute is a hang and fails the test."""
+def run_rho(
+    *args: str,
+    cwd: Path,
+    home: Path,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes = b"",
+) -> Result:
+    """Run ``rho ARGS`` in *cwd* with *stdin* piped in (never the terminal of the test run).
+
+    A run that takes a minute is a hang and fails the test.
+    """
     done = subprocess.run(
-        [str(RHO), *args], cwd=cwd, env=child_env(home, env), capture_output=True, timeout=60
+        [str(RHO), *args],
+        cwd=cwd,
+        env=child_env(home, env),
+        input=stdin,
+        capture_output=True,
+        timeout=60,
     )
     return Result(done.returncode, done.stdout, done.stderr.decode("utf-8", "replace"))
 

@@ -99,8 +99,44 @@ def test_a_sensitive_key_is_replaced_by_its_digest(key: str, sensitive: bool) ->
     attributes = prepared.document.nodes[0].attributes
     if sensitive:
         assert attributes == {f"{key}_sha256": sha256_hex("clear text value")}
+    elif key.lower().endswith("_sha256"):  # a digest key whose value is no digest
+        assert attributes == {key: sha256_hex("clear text value")}
     else:
         assert attributes == {key: "clear text value"}
+
+
+DIGEST = sha256_hex("a value hashed on this machine")
+FORGED_TABLE: list[tuple[str, str, str]] = [
+    # (key, value sent by the producer, value Rho Cloud receives)
+    ("reason_sha256", "private value", sha256_hex("private value")),
+    ("reason_sha256", DIGEST, DIGEST),
+    ("Subject_SHA256", "private value", sha256_hex("private value")),
+    ("reason_sha256", DIGEST.upper(), sha256_hex(DIGEST.upper())),
+    ("reason_sha256", DIGEST[:63], sha256_hex(DIGEST[:63])),
+    ("reason_sha256", DIGEST + "0", sha256_hex(DIGEST + "0")),
+    ("reason_sha256", f"sha256:{DIGEST}", sha256_hex(f"sha256:{DIGEST}")),
+    ("reason_sha256", f" {DIGEST}", sha256_hex(f" {DIGEST}")),
+    ("reason_sha256", "", sha256_hex("")),
+    # Only *_sha256 claims a SHA-256; other safe suffixes keep their values.
+    ("commit_digest", "private value", "private value"),
+    ("file_count", "3", "3"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "sent"), FORGED_TABLE)
+def test_a_digest_key_never_carries_clear_text(key: str, value: str, sent: str) -> None:
+    prepared = prepare_for_cloud(_attrs_doc(**{key: value}))
+    assert prepared.document.nodes[0].attributes == {key: sent}
+
+
+def test_a_forged_digest_on_an_edge_is_hashed_and_preparing_again_changes_nothing() -> None:
+    doc = sample()
+    doc["edges"][0]["attributes"]["reason_sha256"] = "private value"
+    once = prepare_for_cloud(doc)
+    assert once.document.edges[0].attributes["reason_sha256"] == sha256_hex("private value")
+    assert b"private value" not in once.body
+    twice = prepare_for_cloud(once.document)
+    assert (twice.body, twice.sync_id) == (once.body, once.sync_id)
 
 
 def test_tenant_id_is_removed_everywhere() -> None:

@@ -94,6 +94,7 @@ TASK_ATTRIBUTES = {
     "data_classification",
     "dependency_count",
     "description_sha256",
+    "entity_type",
     "status",
     "subject_sha256",
 }
@@ -203,7 +204,10 @@ def test_store_export_defaults_to_the_store_of_the_enclosing_repository(
     (repo / "src" / "deep").mkdir(parents=True)
     default = run_rho("graph", "export", cwd=repo / "src" / "deep", home=home)
     assert (default.code, default.stderr) == (0, "")
-    assert default.out == exported.out
+    # The same store, scoped as the default scopes it: to the repository folder's basename.
+    args = ("graph", "export", "--store", str(store), "--repository", "repo")
+    assert default.out == run_rho(*args, cwd=store.parent, home=home).out
+    assert {fact["scope"]["repository_id"] for fact in default.json()["nodes"]} == {"repo"}
 
 
 def test_store_export_as_mermaid_labels_nodes_and_edges(store: Path, home: Path) -> None:
@@ -248,6 +252,7 @@ def test_mission_export_as_json_is_the_mission_graph_file_byte_for_byte(missions
     assert {node.id for node in graph.nodes} == {f"rho/mission/{mission_id}", *features, *waves}
     assert {event.id for event in graph.events} == {
         f"rho/event/mission/{mission_id}/created",
+        f"rho/event/mission/{mission_id}/transitioned",
         *(f"rho/event/{feature[4:]}/transitioned" for feature in features),
         *(f"rho/event/{wave[4:]}/observed" for wave in waves),
     }
@@ -403,7 +408,11 @@ def test_sync_without_a_token_exits_2_and_sends_nothing(
     result = _sync(
         missions, httpserver, "--mission-dir", str(missions.from_tasks), RHO_CLOUD_TOKEN=""
     )
-    _assert_error(result, "no Rho Cloud token: set RHO_CLOUD_TOKEN or pass --token-file")
+    _assert_error(
+        result,
+        "no Rho Cloud token: pass --token-file, set RHO_CLOUD_TOKEN"
+        " or run 'rho cloud login --endpoint URL'",
+    )
     assert httpserver.log == []
 
 
@@ -497,7 +506,16 @@ def test_sync_changes_no_local_file_and_no_mission_status(
 
 @pytest.mark.parametrize(
     "command",
-    [("graph",), ("graph", "export"), ("cloud",), ("cloud", "graph"), ("cloud", "graph", "sync")],
+    [
+        ("graph",),
+        ("graph", "export"),
+        ("cloud",),
+        ("cloud", "graph"),
+        ("cloud", "graph", "sync"),
+        ("cloud", "login"),
+        ("cloud", "connect"),
+        ("cloud", "status"),
+    ],
     ids=" ".join,
 )
 def test_help_shows_an_example(command: tuple[str, ...], tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from graph import (
     GraphReferenceError,
     GraphSchemaVersionError,
     GraphValidationError,
+    document_data,
     validate_graph,
 )
 
@@ -141,9 +142,9 @@ CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         f'event "rho/event/1" has unknown kind "task" in field "subject"; expected one of {KINDS}',
     ),
     (
-        "event-no-idempotency-key",
-        _drop(("events", 1, "idempotency_key")),
-        'event "rho/event/2" is missing required field "idempotency_key"',
+        "event-blank-idempotency-key",
+        _set(("events", 1, "idempotency_key"), " "),
+        'event "rho/event/2" has blank field "idempotency_key"',
     ),
     (
         "duplicate-node",
@@ -197,6 +198,17 @@ def test_validation_reports_the_first_problem_naming_its_fact(
 
 def test_the_sample_is_valid() -> None:
     assert isinstance(validate_graph(sample()), GraphDocument)
+
+
+@pytest.mark.parametrize("field", ["idempotency_key", "correlation_id", "causation_id"])
+def test_an_event_without_an_optional_id_validates_and_stays_without_it(field: str) -> None:
+    # Rho's own contract test sends an event without an idempotency key.
+    doc = sample()
+    for event_data in doc["events"]:
+        event_data.pop(field, None)
+    graph = validate_graph(doc)
+    assert [getattr(e, field) for e in graph.events] == [None, None]
+    assert all(field not in e for e in document_data(graph)["events"])
 
 
 @pytest.mark.parametrize(
