@@ -277,18 +277,31 @@ def resume(name: str, run_command: str | None, as_json: bool) -> int:
 @mission.command("show")
 @click.argument("name", metavar="MISSION")
 @click.option("--json", "as_json", is_flag=True, help="Print mission.json.")
-def show(name: str, as_json: bool) -> int:
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "mermaid", "dot"]),
+    default="table",
+    show_default=True,
+    help="A diagram for people, grouped by wave (mermaid or dot), instead of the tables.",
+)
+def show(name: str, as_json: bool, fmt: str) -> int:
     """Show a mission's waves, features, joins, branches, timings and where each log is.
 
     MISSION is a folder, a mission id, a unique prefix of one, or 'latest'.
 
-    Example: rho mission show latest
+    Example: rho mission show latest --format mermaid
     """
     from ._mission_tools import load_mission
 
     target = load_mission(name)
     if as_json:
         sys.stdout.write(target.model_dump_json(indent=2) + "\n")
+        return 0
+    if fmt != "table":
+        from ._diagram import mission_diagram
+
+        sys.stdout.write(mission_diagram(target, fmt))
         return 0
     from rho_mission._mission import mission_state
 
