@@ -168,17 +168,17 @@ class _WaveRunner:
                 self._mark_executing(waves)
             with self.repo.locked():
                 self.branch_heads = settle_refs(self.repo, mission, self.history)
+            self.repo.exclude(".rho/")
+            private_folder(self._worktree_folder().parent, self.repo.root)
+            prune_stale(self.repo, self._worktree_folder())
         except BaseException:
-            self.store.release(mission.id)
+            self.store.release(mission.id)  # refused before any work: the tasks are free again
             raise
         del mission.wave_joins[first:]
         for feature in mission.features:
             if feature.status != "completed":
                 _reset(feature)
         self._mark_executing(waves)
-        self.repo.exclude(".rho/")
-        private_folder(self._worktree_folder().parent, self.repo.root)
-        prune_stale(self.repo, self._worktree_folder())
         save_mission(mission)
         self.journal.record(
             "mission",
