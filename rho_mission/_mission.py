@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import os
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -200,12 +200,11 @@ class Mission(MissionDocument):
         Raises:
             MissionError: called from inside a running event loop (await ``run_staged``).
         """
-        _refuse_inside_event_loop("run_staged_sync", "run_staged")
-
-        async def run() -> Mission:
-            return await self.run_staged(worker, waves=waves, observer=observer)
-
-        return anyio.run(run)
+        return _blocking(
+            "run_staged_sync",
+            "run_staged",
+            lambda: self.run_staged(worker, waves=waves, observer=observer),
+        )
 
     async def resume(
         self,
@@ -248,12 +247,9 @@ class Mission(MissionDocument):
         Raises:
             MissionError: called from inside a running event loop (await ``resume``).
         """
-        _refuse_inside_event_loop("resume_sync", "resume")
-
-        async def run() -> Mission:
-            return await self.resume(worker, observer=observer, refresh=refresh)
-
-        return anyio.run(run)
+        return _blocking(
+            "resume_sync", "resume", lambda: self.resume(worker, observer=observer, refresh=refresh)
+        )
 
     def kill_processes(self) -> list[int]:
         """SIGKILL every process this mission's tasks started, at once; return their pids.
@@ -303,11 +299,12 @@ def list_missions(repo: str | Path) -> list[Mission]:
     return sorted(found, key=lambda m: (m.started_at or "", m.id), reverse=True)
 
 
-def _refuse_inside_event_loop(name: str, instead: str) -> None:
+def _blocking(name: str, instead: str, run: Callable[[], Awaitable[Mission]]) -> Mission:
+    """Run *run* in an event loop of its own, refusing to nest in a running one."""
     try:
         asyncio.get_running_loop()  # rho runs on asyncio; a caller inside one must await
     except RuntimeError:
-        return
+        return anyio.run(run)
     raise MissionError(
         f"{name} cannot run inside a running event loop; use 'await mission.{instead}(...)'"
     )

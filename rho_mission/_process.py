@@ -35,6 +35,8 @@ __all__ = [
     "ProcessResult",
     "group_alive",
     "live_members",
+    "open_log",
+    "read_stat",
     "run_command",
     "signal_group",
     "terminate_group",
@@ -132,7 +134,7 @@ async def run_command(
 
 async def _spawn(command: str, *, cwd: Path, env: Mapping[str, str], log_path: Path) -> Process:
     """Start the shell as a session leader writing to the log file."""
-    log_fd = _open_log(log_path)
+    log_fd = open_log(log_path)
     try:
         return await anyio.open_process(
             [_SHELL, "-c", command],
@@ -148,7 +150,7 @@ async def _spawn(command: str, *, cwd: Path, env: Mapping[str, str], log_path: P
         os.close(log_fd)
 
 
-def _open_log(log_path: Path) -> int:
+def open_log(log_path: Path) -> int:
     """Open the log for appending (0600), creating its folder (0700) if missing."""
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     # O_CLOEXEC: children spawned concurrently by other tasks must not inherit this descriptor.
@@ -256,7 +258,7 @@ def _has_live_member(pgid: int) -> bool:
     for entry in os.scandir(_PROC):
         if not entry.name.isdigit():
             continue
-        stat = _read_stat(entry.path)
+        stat = read_stat(entry.path)
         if stat is None or stat[2] != pgid:
             continue
         state, ppid, _ = stat
@@ -273,13 +275,13 @@ def live_members(pgid: int) -> list[int]:
     """The pids of group *pgid* that are not zombies, from /proc (empty without /proc)."""
     members: list[int] = []
     for entry in os.scandir(_PROC) if _PROC.is_dir() else ():
-        stat = _read_stat(entry.path) if entry.name.isdigit() else None
+        stat = read_stat(entry.path) if entry.name.isdigit() else None
         if stat is not None and stat[2] == pgid and stat[0] not in ("Z", "X"):
             members.append(int(entry.name))
     return members
 
 
-def _read_stat(proc_dir: str) -> tuple[str, int, int] | None:
+def read_stat(proc_dir: str) -> tuple[str, int, int] | None:
     """Return (state, ppid, pgrp) from /proc/<pid>/stat, or None if the process vanished."""
     try:
         text = Path(proc_dir, "stat").read_text(encoding="ascii", errors="replace")

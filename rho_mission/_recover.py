@@ -22,7 +22,7 @@ from signal import SIGKILL, SIGTERM
 
 import anyio
 
-from ._process import signal_group
+from ._process import read_stat, signal_group
 
 __all__ = ["end_mission_processes", "kill_mission_processes", "mission_processes"]
 
@@ -101,9 +101,8 @@ def _self_and_ancestors() -> set[int]:
     pid = os.getpid()
     while pid > 0 and pid not in spared:
         spared.add(pid)
-        stat = _read(pid, "stat").decode("ascii", "replace")
-        fields = stat.rpartition(")")[2].split()
-        pid = int(fields[1]) if len(fields) > 1 else 0
+        stat = read_stat(str(_PROC / str(pid)))
+        pid = stat[1] if stat is not None else 0
     return spared
 
 

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, cast
 
 import anyio
 
-from ._errors import FeatureFailedError, UnsafePathError
+from ._errors import FeatureFailedError
+from ._process import open_log
 
 if TYPE_CHECKING:
     from ._engine import Worker, WorkerContext
@@ -61,13 +62,6 @@ def _is_async(worker: object) -> bool:
 
 
 def _append(log_path: Path, text: str) -> None:
-    log_path.parent.mkdir(mode=0o700, exist_ok=True)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
-    try:
-        fd = os.open(log_path, flags, 0o600)
-    except OSError as exc:
-        if os.path.islink(log_path):
-            raise UnsafePathError(log_path, "is a symbolic link") from exc
-        raise
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+    # The shell worker's own opener: 0600, its folder 0700, never through a link.
+    with os.fdopen(open_log(log_path), "w", encoding="utf-8") as handle:
         handle.write(text)
