@@ -38,6 +38,9 @@ from ._errors import GraphSchemaVersionError as GraphSchemaVersionError
 from ._errors import GraphSyncError as GraphSyncError
 from ._errors import GraphValidationError as GraphValidationError
 from ._errors import SensitiveKeyCollisionError as SensitiveKeyCollisionError
+from ._errors import SwarmGraphRejected as SwarmGraphRejected
+from ._errors import SwarmKeyError as SwarmKeyError
+from ._errors import failure_code as failure_code
 from ._io import MAX_GRAPH_FILE_BYTES as MAX_GRAPH_FILE_BYTES
 from ._io import MISSION_GRAPH_FILENAME as MISSION_GRAPH_FILENAME
 from ._io import dump_graph as dump_graph
@@ -75,6 +78,22 @@ from ._settings import check_token as check_token
 from ._settings import cloud_settings_path as cloud_settings_path
 from ._settings import read_cloud_settings as read_cloud_settings
 from ._settings import write_cloud_settings as write_cloud_settings
+from ._swarm import issuer_for as issuer_for
+from ._swarm import load_signing_key as load_signing_key
+from ._swarm import parse_trusted_keys as parse_trusted_keys
+from ._swarm import public_key_hex as public_key_hex
+from ._swarm import sign_swarm_task_graph as sign_swarm_task_graph
+from ._swarm import verify_swarm_task_graph as verify_swarm_task_graph
+from ._swarm_model import SWARM_TASK_GRAPH_SCHEMA as SWARM_TASK_GRAPH_SCHEMA
+from ._swarm_model import SwarmGraphEdge as SwarmGraphEdge
+from ._swarm_model import SwarmGraphJoin as SwarmGraphJoin
+from ._swarm_model import SwarmGraphNode as SwarmGraphNode
+from ._swarm_model import SwarmTaskGraph as SwarmTaskGraph
+from ._swarm_model import canonical_swarm_bytes as canonical_swarm_bytes
+from ._swarm_model import parse_swarm_json as parse_swarm_json
+from ._swarm_model import parse_swarm_task_graph as parse_swarm_task_graph
+from ._swarm_model import read_swarm_document as read_swarm_document
+from ._swarm_model import swarm_graph_sha256 as swarm_graph_sha256
 from ._sync import SyncResult as SyncResult
 from ._sync import request_body as request_body
 from ._sync import sync_graph as sync_graph
@@ -98,6 +117,7 @@ __all__ = [
     "MISSION_GRAPH_FILENAME",
     "NODE_KINDS",
     "SCHEMA_VERSION",
+    "SWARM_TASK_GRAPH_SCHEMA",
     "CloudSettings",
     "CloudSettingsError",
     "Edge",
@@ -121,8 +141,15 @@ __all__ = [
     "Ref",
     "Scope",
     "SensitiveKeyCollisionError",
+    "SwarmGraphEdge",
+    "SwarmGraphJoin",
+    "SwarmGraphNode",
+    "SwarmGraphRejected",
+    "SwarmKeyError",
+    "SwarmTaskGraph",
     "SyncResult",
     "canonical_json",
+    "canonical_swarm_bytes",
     "check_endpoint",
     "check_project_id",
     "check_repository_id",
@@ -130,23 +157,34 @@ __all__ = [
     "cloud_settings_path",
     "document_data",
     "dump_graph",
+    "failure_code",
     "format_timestamp",
     "is_sensitive_key",
+    "issuer_for",
     "load_mission_graph",
+    "load_signing_key",
     "make_edge",
     "make_event",
     "make_node",
+    "parse_swarm_json",
+    "parse_swarm_task_graph",
+    "parse_trusted_keys",
     "prepare_for_cloud",
+    "public_key_hex",
     "read_cloud_settings",
     "read_graph_file",
+    "read_swarm_document",
     "render_dot",
     "render_mermaid",
     "repository_id_for_folder",
     "request_body",
     "sha256_hex",
+    "sign_swarm_task_graph",
     "sort_facts",
+    "swarm_graph_sha256",
     "sync_graph",
     "validate_graph",
+    "verify_swarm_task_graph",
     "with_repository_id",
     "write_cloud_settings",
     "write_graph",

@@ -16,8 +16,12 @@ The tree::
     ├── CloudSettingsError          a repository's Rho Cloud settings (``.rho/cloud.json``): a bad
     │                               endpoint, token or project id, a link where ``.rho`` goes, an
     │                               unreadable or invalid file (``.path`` when a file is at fault)
-    └── GraphSyncError              the upload failed: network, HTTP status, malformed answer;
-                                    ``exit_code`` 1
+    ├── GraphSyncError              the upload failed: network, HTTP status, malformed answer;
+    │                               ``exit_code`` 1
+    ├── SwarmGraphRejected          a ``chio.swarm.task-graph.v1`` document failed a check of its
+    │                               verifier (``.reason``, ``.code``); ``exit_code`` 1
+    └── SwarmKeyError               an Ed25519 key given to sign or verify is not a key (also
+                                    ValueError)
 
 Messages are lowercase, carry no trailing period, and quote values as JSON strings. No message
 ever carries a cloud token.
@@ -26,6 +30,7 @@ ever carries a cloud token.
 from __future__ import annotations
 
 import json
+import re
 
 __all__ = [
     "CloudSettingsError",
@@ -37,7 +42,10 @@ __all__ = [
     "GraphSyncError",
     "GraphValidationError",
     "SensitiveKeyCollisionError",
+    "SwarmGraphRejected",
+    "SwarmKeyError",
     "fact_label",
+    "failure_code",
     "quote",
 ]
 
@@ -179,3 +187,39 @@ class GraphSyncError(GraphError):
         super().__init__(message)
         self.url = url
         self.status_code = status_code
+
+
+_SLUG_BREAK = re.compile(r"[^a-z0-9]+")
+FAILURE_CODE_PREFIX = "proof-room.negative."
+
+
+def failure_code(reason: str) -> str:
+    """The stable code of a swarm verifier *reason*: its slug under ``proof-room.negative.``.
+
+    Everything from the first ``": "`` is dropped (it names the graph or the task), the rest is
+    lowercased and every run of other characters than ``a-z0-9`` becomes one ``-``:
+    ``swarm task exceeds max depth: t1`` gives ``proof-room.negative.swarm-task-exceeds-max-depth``.
+    """
+    head = reason.split(": ", 1)[0]
+    slug = _SLUG_BREAK.sub("-", head.lower()).strip("-")
+    return FAILURE_CODE_PREFIX + (slug or "unknown")
+
+
+class SwarmGraphRejected(GraphError):
+    """Raised when a swarm task graph fails a check: the first failure is the answer.
+
+    ``reason`` is the verifier's message (``swarm task graph cycle at t1``) and ``code`` its
+    failure code (`failure_code`). A rejection is a verdict, not a usage problem: exit code 1.
+    """
+
+    exit_code = 1
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.code = failure_code(reason)
+
+
+class SwarmKeyError(GraphError, ValueError):
+    """Raised when key material is not an Ed25519 key: a trusted key that is not 64 hex digits,
+    or a key file that holds neither a 32-byte hex seed nor a PEM private key."""

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._errors import MissionError as MissionError
     from ._errors import NotAGitRepositoryError as NotAGitRepositoryError
     from ._errors import RefMovedError as RefMovedError
+    from ._errors import SignedPlanError as SignedPlanError
     from ._errors import UnknownRefError as UnknownRefError
     from ._errors import UnsafePathError as UnsafePathError
     from ._fromtasks import mission_from_tasks as mission_from_tasks
@@ -51,6 +52,7 @@ _LOCATIONS = {
     "NotAGitRepositoryError": "_errors",
     "Observer": "_engine",
     "RefMovedError": "_errors",
+    "SignedPlanError": "_errors",
     "UnknownRefError": "_errors",
     "UnsafePathError": "_errors",
     "WaveJoin": "_models",

@@ -13,6 +13,8 @@ The tree::
     ├── UnsafePathError             a symbolic link (or a file) where rho expects its own folder
     ├── RefMovedError               a ref rho owns is not where rho last recorded it
     ├── MergeConflictError          two branches change the same lines; ``.files`` names them
+    ├── SignedPlanError             the signed plan is refused, or the task store is not what it
+    │                               allows (exit 1); ``.code`` is the verifier's failure code
     └── GitOperationError           a git command failed; ``.stderr`` holds git's own words
 
 Git's own failures are translated into this tree in one place (``_git.GitRepo.run``). Messages are
@@ -35,6 +37,7 @@ __all__ = [
     "NotAGitRepositoryError",
     "RefMovedError",
     "RepositoryLockTimeoutError",
+    "SignedPlanError",
     "UnknownRefError",
     "UnsafePathError",
 ]
@@ -181,3 +184,18 @@ class RefMovedError(MissionError):
     def __init__(self, ref: str, detail: str) -> None:
         super().__init__(f"{quote(ref)} {detail}")
         self.ref = ref
+
+
+class SignedPlanError(MissionError):
+    """Raised when a mission that requires a signed plan may not start (exit 1): the plan fails
+    verification (``code`` is the verifier's failure code), or the task store holds a task, a
+    parent or a scope the plan does not allow (``code`` is None, ``task_id`` names the task)."""
+
+    exit_code = 1
+
+    def __init__(
+        self, message: str, *, code: str | None = None, task_id: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.task_id = task_id

@@ -12,6 +12,7 @@ from ._git import GitRepo
 from ._mission import Mission
 from ._models import MissionConfig
 from ._refresh import feature_from_task
+from ._signedplan import check_signed_plan
 
 __all__ = ["mission_from_tasks"]
 
@@ -28,6 +29,7 @@ def mission_from_tasks(
         InvalidMissionError: the store holds no task.
         TaskStoreError: the store cannot be read (``ScheduleError`` if its graph is invalid).
         InvalidMissionError: also when the base lacks a completed blocker's work.
+        SignedPlanError: ``config.signed_plan`` is refused, or the store breaks it.
         NotAGitRepositoryError, UnknownRefError: see ``Mission.new``.
     """
     tasks = TaskStore(store_path).tasks()
@@ -36,7 +38,14 @@ def mission_from_tasks(
     schedule = compute_schedule(tasks)
     by_id = {task.id: task for task in tasks}
     features = [feature_from_task(by_id[i]) for wave in schedule.waves for i in wave]
-    config = config.model_copy(update={"task_store": str(store_path.resolve())})
+    update: dict[str, str] = {"task_store": str(store_path.resolve())}
+    if config.signed_plan:  # the same read of the store that the features come from
+        plan = Path(config.signed_plan).resolve()
+        update["signed_plan"] = str(plan)
+        update["signed_plan_sha256"] = check_signed_plan(
+            plan, config.trusted_keys, tasks, config.run_command
+        )
+    config = config.model_copy(update=update)
     prompt = f"run {len(tasks)} task(s) of the task store"
     mission = Mission.new(repo, prompt, features, config, base=base)
     mission.waves = schedule.waves

@@ -230,8 +230,13 @@ class Mission(MissionDocument):
                 raise InvalidMissionError(
                     f"mission {self.id} has no task store to refresh from; pass the features"
                 )
-            fresh = store_features(self.config.task_store)
+            fresh = store_features(self.config)
         elif refresh is not False:
+            if self.config.signed_plan:
+                raise InvalidMissionError(
+                    f"mission {self.id} is bound to a signed plan: it refreshes from its task"
+                    " store only (refresh=True)"
+                )
             fresh = refresh
         return await self._run(worker, self.waves, observer, fresh)
 

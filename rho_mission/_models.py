@@ -140,6 +140,12 @@ class MissionConfig(BaseModel):
     keep_going: bool = False
     # Run tasks leased to an interrupted mission (see ``_leases``); a running one still refuses.
     takeover: bool = False
+    # A --from-tasks mission bound to a signed plan (``_signedplan``): the plan file and the
+    # issuer keys it must verify against, checked before any worker starts and at every resume;
+    # ``signed_plan_sha256`` records the graphSha256 of the plan last verified.
+    signed_plan: str | None = None
+    trusted_keys: list[str] = Field(default_factory=list)
+    signed_plan_sha256: str | None = None
 
 
 class MissionDocument(BaseModel):

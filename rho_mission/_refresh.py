@@ -17,7 +17,8 @@ from graph import sha256_hex as digest
 from taskstore import Task, TaskStore
 
 from ._errors import InvalidMissionError
-from ._models import Feature, MissionDocument
+from ._models import Feature, MissionConfig, MissionDocument
+from ._signedplan import check_signed_plan
 
 __all__ = ["feature_from_task", "refresh_features", "store_features"]
 
@@ -36,13 +37,18 @@ def feature_from_task(task: Task) -> Feature:
     return feature
 
 
-def store_features(store_path: str | Path) -> list[Feature]:
-    """One feature per task of the store at *store_path*.
+def store_features(config: MissionConfig) -> list[Feature]:
+    """One feature per task of the mission's task store, once its signed plan (if it has one)
+    allows the store as it is now.
 
     Raises:
         TaskStoreError: the store cannot be read.
+        SignedPlanError: the plan is refused, or the store is not what it allows.
     """
-    return [feature_from_task(task) for task in TaskStore(Path(store_path)).tasks()]
+    tasks = TaskStore(Path(config.task_store or "")).tasks()
+    if config.signed_plan:
+        check_signed_plan(config.signed_plan, config.trusted_keys, tasks, config.run_command)
+    return [feature_from_task(task) for task in tasks]
 
 
 def refresh_features(mission: MissionDocument, fresh: Sequence[Feature]) -> dict[str, str | None]:

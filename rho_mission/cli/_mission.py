@@ -20,12 +20,12 @@ if TYPE_CHECKING:
 
 __all__ = ["mission"]
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    """Parse ``90``, ``90s``, ``500ms``, ``5m`` or ``1.5h`` into seconds."""
+    """Parse ``90``, ``90s``, ``500ms``, ``5m``, ``1.5h`` or ``7d`` into seconds."""
     if value is None:
         return None
     match = _DURATION.match(value)
@@ -66,6 +66,20 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option(
     "--takeover", is_flag=True, help="Run tasks leased to an interrupted mission (not resumed)."
 )
+@click.option(
+    "--require-signed-plan",
+    "signed_plan",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Run only if the task store is what this signed plan allows ('rho mission plan').",
+)
+@click.option(
+    "--trusted-key",
+    "trusted",
+    multiple=True,
+    metavar="HEX",
+    help="Ed25519 public key the signed plan must be signed by (repeatable; default: "
+    "$RHO_SWARM_TRUSTED_KEYS, comma-separated).",
+)
 @click.option("--dry-run", is_flag=True, help="Show the plan; run and write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final mission.json on stdout.")
 @click.pass_context
@@ -97,12 +111,15 @@ def _run_from_tasks(
     keep_going: bool,
     keep_worktrees: bool,
     takeover: bool,
+    signed_plan: Path | None,
+    trusted: tuple[str, ...],
     dry_run: bool,
     as_json: bool,
 ) -> int:
     from rho_mission import MissionConfig, mission_from_tasks
     from taskstore import ScheduleError
 
+    keys = _plan_keys(signed_plan, trusted)
     repo = _repo_root()
     config = MissionConfig(
         max_workers=workers,
@@ -114,6 +131,8 @@ def _run_from_tasks(
         keep_worktrees=keep_worktrees,
         takeover=takeover,
         run_command=run_command,
+        signed_plan=None if signed_plan is None else str(signed_plan),
+        trusted_keys=keys,
     )
     store = command_store_path(store_path)
     start = _start_commit(repo, base, continue_from)
@@ -125,6 +144,17 @@ def _run_from_tasks(
     if dry_run:
         return _print_plan(planned, as_json)
     return _execute(planned, as_json)
+
+
+def _plan_keys(signed_plan: Path | None, trusted: tuple[str, ...]) -> list[str]:
+    """The keys a signed plan must verify against (flags, else $RHO_SWARM_TRUSTED_KEYS)."""
+    if signed_plan is None:
+        if trusted:
+            raise click.UsageError("--trusted-key needs --require-signed-plan")
+        return []
+    from ._swarm import checked_keys, trusted_keys_from
+
+    return checked_keys(trusted_keys_from(trusted))
 
 
 def _start_commit(repo: Path, base: str | None, continue_from: str | None) -> str:
@@ -343,4 +373,6 @@ def list_(as_json: bool) -> int:
     return 0
 
 
-from . import _mission_tools  # noqa: E402, F401  (adds log, merge and clean)
+# The subcommands of other modules register themselves on import.
+from . import _mission_tools  # noqa: E402, F401, I001  (adds log, merge and clean)
+from . import _plan  # noqa: E402, F401  (adds plan)

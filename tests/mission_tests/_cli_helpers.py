@@ -82,10 +82,16 @@ def rho_env() -> dict[str, str]:
     return env
 
 
-def run_rho(*args: str, cwd: Path) -> Result:
-    """Run ``rho ARGS`` in *cwd* and wait for it (a minute is a hang: the timeout fails)."""
+def run_rho(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Result:
+    """Run ``rho ARGS`` in *cwd* and wait for it (a minute is a hang: the timeout fails);
+    *env* adds variables to the hermetic environment."""
     done = subprocess.run(
-        [str(RHO), *args], cwd=cwd, env=rho_env(), capture_output=True, text=True, timeout=60
+        [str(RHO), *args],
+        cwd=cwd,
+        env={**rho_env(), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     return Result(done.returncode, done.stdout, done.stderr)
 
