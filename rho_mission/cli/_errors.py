@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 __all__ = ["CliError", "describe"]
 
@@ -35,7 +36,17 @@ def describe(exc: BaseException) -> tuple[str, int, bool]:
 
 
 def _is_domain_error(exc: BaseException) -> bool:
-    # Compare by the roots' qualified names so this module imports no heavy package.
-    roots = {"taskstore._errors.TaskStoreError", "graph._errors.GraphError"}
-    roots.add("rho_mission._errors.MissionError")
-    return any(f"{k.__module__}.{k.__qualname__}" in roots for k in type(exc).__mro__)
+    # isinstance against the roots, found in sys.modules: a raised error's module is loaded
+    # already, and this module must import no heavy package to answer.
+    for module, root in _ROOTS:
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(exc, getattr(loaded, root)):
+            return True
+    return False
+
+
+_ROOTS = (
+    ("taskstore._errors", "TaskStoreError"),
+    ("graph._errors", "GraphError"),
+    ("rho_mission._errors", "MissionError"),
+)
