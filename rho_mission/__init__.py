@@ -10,9 +10,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._engine import Observer as Observer
-    from ._engine import Worker as Worker
-    from ._engine import WorkerContext as WorkerContext
     from ._errors import FeatureFailedError as FeatureFailedError
     from ._errors import FeatureResultError as FeatureResultError
     from ._errors import GitOperationError as GitOperationError
@@ -30,11 +27,15 @@ if TYPE_CHECKING:
     from ._models import Feature as Feature
     from ._models import Handoff as Handoff
     from ._models import MissionConfig as MissionConfig
+    from ._models import MissionDocument as MissionDocument
     from ._models import WaveJoin as WaveJoin
     from ._names import MissionNotFoundError as MissionNotFoundError
     from ._names import resolve_mission as resolve_mission
     from ._projection import mission_graph as mission_graph
     from ._projection import task_store_graph as task_store_graph
+    from ._seam import Observer as Observer
+    from ._seam import Worker as Worker
+    from ._seam import WorkerContext as WorkerContext
     from ._shell import shell_worker as shell_worker
 
 _LOCATIONS = {
@@ -47,17 +48,18 @@ _LOCATIONS = {
     "MergeConflictError": "_errors",
     "Mission": "_mission",
     "MissionConfig": "_models",
+    "MissionDocument": "_models",
     "MissionError": "_errors",
     "MissionNotFoundError": "_names",
     "NotAGitRepositoryError": "_errors",
-    "Observer": "_engine",
+    "Observer": "_seam",
     "RefMovedError": "_errors",
     "SignedPlanError": "_errors",
     "UnknownRefError": "_errors",
     "UnsafePathError": "_errors",
     "WaveJoin": "_models",
-    "Worker": "_engine",
-    "WorkerContext": "_engine",
+    "Worker": "_seam",
+    "WorkerContext": "_seam",
     "list_missions": "_mission",
     "mission_from_tasks": "_fromtasks",
     "mission_graph": "_projection",

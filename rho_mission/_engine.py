@@ -1,9 +1,12 @@
 """The wave engine: run features wave by wave, join, persist, and only then go on.
 
-Inside a wave an anyio task group runs features with at most ``max_workers`` at once (a
-``CapacityLimiter``). Once features run, every blocking git call goes through a worker thread
-(the set-up before the first wave runs git directly: nothing else is running yet). All mission
-state is changed on the event loop thread only, so the document never needs a lock of its own.
+The engine is the coordinator. Inside a wave an anyio task group runs features with at most
+``max_workers`` at once (a ``CapacityLimiter``); each attempt of a feature is run by an executor
+(``_seam.Executor``: this machine's worktrees by default, or a Dask cluster), which hands back a
+handoff or an error. Retries, statuses, joins, integration merges and persistence stay here.
+Once features run, every blocking git call goes through a worker thread (the set-up before the
+first wave runs git directly: nothing else is running yet). All mission state is changed on the
+event loop thread only, so the document never needs a lock of its own.
 
 A join, and the final write of the mission, run in shielded scopes: a cancellation (Ctrl-C,
 SIGTERM, a timeout) stops the work, never the record of it.
@@ -11,10 +14,8 @@ SIGTERM, a timeout) stops the work, never the record of it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
@@ -22,70 +23,45 @@ from graph import sha256_hex as digest
 
 from ._clock import now_rfc3339
 from ._errors import MissionError
-from ._folders import private_folder
-from ._git import CommitResult, GitRepo
+from ._git import GitRepo
 from ._joins import blocked_downstream, final_status, first_unfinished, join_record
 from ._journal import Journal
-from ._models import Feature, FeatureStatus, Handoff, WaveJoin
+from ._models import Feature, FeatureStatus, Handoff, MissionDocument, WaveJoin
 from ._persist import save_mission
 from ._recover import end_mission_processes
 from ._refs import RefHistory, check_id_free, settle_refs
+from ._seam import Attempt, Executor, Observer, Worker
 from ._storesync import StoreSync
-from ._workers import call_worker, failure_text
-from ._worktrees import WorktreePool, prune_stale
 
-if TYPE_CHECKING:
-    from ._mission import Mission
-
-__all__ = ["Observer", "Worker", "WorkerContext", "run_waves"]
-
-
-@dataclass
-class WorkerContext:
-    """What a worker gets: the mission, its feature, its worktree and where it started."""
-
-    mission: Mission
-    feature: Feature
-    worktree: Path
-    base_commit: str
-    attempt: int
-    log_path: Path
-    on_process_start: Callable[[int], None] = field(default=lambda pgid: None)
-
-
-Worker = (
-    Callable[[WorkerContext], Awaitable[Handoff | None]] | Callable[[WorkerContext], Handoff | None]
-)
-
-
-class Observer(Protocol):
-    """Receives progress: a feature changed status, or a wave joined."""
-
-    def feature_changed(self, mission: Mission, feature: Feature) -> None: ...
-
-    def wave_joined(self, mission: Mission, join: WaveJoin) -> None: ...
+__all__ = ["run_waves"]
 
 
 class _Silent:
-    def feature_changed(self, mission: Mission, feature: Feature) -> None:
+    def feature_changed(self, mission: MissionDocument, feature: Feature) -> None:
         pass
 
-    def wave_joined(self, mission: Mission, join: WaveJoin) -> None:
+    def wave_joined(self, mission: MissionDocument, join: WaveJoin) -> None:
         pass
 
 
 async def run_waves(
-    mission: Mission,
+    mission: MissionDocument,
     worker: Worker,
     waves: Sequence[Sequence[str]],
+    *,
+    executor: Executor,
     observer: Observer | None = None,
+    warnings: list[str] | None = None,
 ) -> None:
     """Run *waves* of *mission* from its first unfinished wave; the mission records the outcome.
 
     A cancellation of the caller's scope is recorded (features ``cancelled``, the join written,
     mission ``cancelled``) and then re-raised. A mission timeout ends the same way but returns.
+    Problems that do not stop the run are appended to *warnings*.
     """
-    runner = _WaveRunner(mission, worker, _Guarded(mission, observer or _Silent()))
+    notes = [] if warnings is None else warnings
+    guarded = _Guarded(notes, observer or _Silent())
+    runner = _WaveRunner(mission, worker, executor, guarded, notes)
     await runner.run([list(wave) for wave in waves])
 
 
@@ -93,14 +69,14 @@ class _Guarded:
     """Passes progress on to an observer until it raises; a failing observer (a closed stdout)
     never changes what the mission does: the first error becomes a warning, then it is dropped."""
 
-    def __init__(self, mission: Mission, observer: Observer) -> None:
-        self.mission = mission
+    def __init__(self, warnings: list[str], observer: Observer) -> None:
+        self.warnings = warnings
         self.observer: Observer | None = observer
 
-    def feature_changed(self, mission: Mission, feature: Feature) -> None:
+    def feature_changed(self, mission: MissionDocument, feature: Feature) -> None:
         self._call(lambda observer: observer.feature_changed(mission, feature))
 
-    def wave_joined(self, mission: Mission, join: WaveJoin) -> None:
+    def wave_joined(self, mission: MissionDocument, join: WaveJoin) -> None:
         self._call(lambda observer: observer.wave_joined(mission, join))
 
     def _call(self, notify: Callable[[Observer], None]) -> None:
@@ -110,16 +86,25 @@ class _Guarded:
             notify(self.observer)
         except Exception as exc:  # the observer is the caller's code, like a worker
             self.observer = None
-            self.mission.warnings.append(
+            self.warnings.append(
                 f"progress display stopped: {type(exc).__name__}: {exc}".rstrip(": ")
             )
 
 
 class _WaveRunner:
-    def __init__(self, mission: Mission, worker: Worker, observer: Observer) -> None:
+    def __init__(
+        self,
+        mission: MissionDocument,
+        worker: Worker,
+        executor: Executor,
+        observer: Observer,
+        warnings: list[str],
+    ) -> None:
         self.mission = mission
         self.worker = worker
+        self.executor = executor
         self.observer = observer
+        self.warnings = warnings
         self.folder = Path(mission.dir)
         self.repo = GitRepo.open(Path(mission.repo))
         self.journal = Journal(self.folder / "journal.jsonl")
@@ -127,20 +112,16 @@ class _WaveRunner:
         self.store = StoreSync.for_mission(mission)
         # The head each feature branch must hold when rho next moves it (compare-and-swap).
         self.branch_heads: dict[str, str | None] = {}
-        self.pool = WorktreePool(
-            self.repo, self._worktree_folder(), mission.id, keep=mission.config.keep_worktrees
-        )
         self.limiter = anyio.CapacityLimiter(mission.config.max_workers)
         self.cancelled = False
-
-    def _worktree_folder(self) -> Path:
-        return self.repo.root / ".rho" / "worktrees" / self.mission.id
+        # Why the executor could not make a wave's start available (its features then fail).
+        self.wave_problem: str | None = None
 
     async def run(self, waves: list[list[str]]) -> None:
         first = first_unfinished(self.mission.features, waves, self.mission.wave_joins)
         # Orphans of a crashed run must not write into the worktrees of this one.
         await end_mission_processes(self.mission.id, self.mission.config.grace_period)
-        self._start(waves, first)
+        await self._start(waves, first)
         try:
             with _deadline(self.mission.config.timeout) as scope:
                 await self._run_from(waves, first)
@@ -153,7 +134,7 @@ class _WaveRunner:
             with anyio.CancelScope(shield=True):
                 await self._finish()
 
-    def _start(self, waves: list[list[str]], first: int) -> None:
+    async def _start(self, waves: list[list[str]], first: int) -> None:
         mission = self.mission
         # Leases and refs first: a task another mission holds, or a ref someone else moved,
         # refuses the run before anything else is written.
@@ -161,18 +142,21 @@ class _WaveRunner:
         first_run = mission.started_at is None
         if first_run:
             check_id_free(self.repo, mission.id)
-        self.store.claim(todo, mission.id, self.repo, takeover=mission.config.takeover)
+        await self.executor.open(mission)  # an unreachable cluster refuses before any record
+        try:
+            self.store.claim(todo, mission.id, self.repo, takeover=mission.config.takeover)
+        except BaseException:
+            await self._close_executor()
+            raise
         try:
             if first_run:
                 # Recorded before any ref exists: a kill from here on leaves a mission to resume.
                 self._mark_executing(waves)
             with self.repo.locked():
                 self.branch_heads = settle_refs(self.repo, mission, self.history)
-            self.repo.exclude(".rho/")
-            private_folder(self._worktree_folder().parent, self.repo.root)
-            prune_stale(self.repo, self._worktree_folder())
         except BaseException:
             self.store.release(mission.id)  # refused before any work: the tasks are free again
+            await self._close_executor()
             raise
         del mission.wave_joins[first:]
         for feature in mission.features:
@@ -211,6 +195,7 @@ class _WaveRunner:
         assert head is not None  # settled in _start; moved only by joins
         # With keep_going, a feature downstream of a failure stays pending (never dispatched).
         blocked = blocked_downstream(self.mission.features, self.mission.waves)
+        self.wave_problem = await self._prepare_wave(head)
         try:
             async with anyio.create_task_group() as group:
                 for feature_id in ids:
@@ -224,6 +209,13 @@ class _WaveRunner:
             with anyio.CancelScope(shield=True):
                 join = await self._join(number, ids, started)
         return join
+
+    async def _prepare_wave(self, head: str) -> str | None:
+        try:
+            await self.executor.prepare_wave(head)
+        except MissionError as exc:
+            return f"the wave's start could not be made available: {exc}"
+        return None
 
     @property
     def _integration(self) -> str:
@@ -262,84 +254,29 @@ class _WaveRunner:
         await self._end(feature, "failed", error)
 
     async def _attempt(self, feature: Feature, head: str) -> Handoff | str:
-        """One try of *feature*: its handoff, or the error text."""
-        assert feature.branch is not None  # given by Mission.add_feature
-        try:
-            worktree = await self._acquire(feature, feature.branch, head)
-        except MissionError as exc:
-            return str(exc)
-        try:
-            context = self._context(feature, worktree, head)
-            try:
-                with _deadline(self.mission.config.task_timeout) as scope:
-                    handoff = await call_worker(self.worker, context)
-            except Exception as exc:  # the worker is the caller's code: it fails its feature
-                return failure_text(exc, context.log_path)
-            if scope.cancelled_caught:
-                return f"timed out after {self.mission.config.task_timeout:g}s"
-            committed = await self._commit(feature, worktree, head)
-            if handoff is None:
-                return committed
-            # The worker's words, git's facts: what it left uncommitted is committed too.
-            return committed.model_copy(
-                update={
-                    "summary": handoff.summary or committed.summary,
-                    "tests_passed": handoff.tests_passed,
-                }
-            )
-        except MissionError as exc:  # committing what the worker left: git refused
-            return str(exc)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await self._settle_branch(feature, feature.branch)
-                await anyio.to_thread.run_sync(self.pool.release, worktree)
+        """One try of *feature*, by the executor: its handoff, or the error text."""
+        if self.wave_problem is not None:
+            return self.wave_problem
+        result = await self.executor.run_attempt(self._attempt_of(feature, head))
+        self.branch_heads[feature.id] = result.branch_head
+        if result.handoff is not None:
+            return result.handoff
+        return result.error or "failed"
 
-    async def _acquire(self, feature: Feature, branch: str, head: str) -> Path:
-        expected = self.branch_heads.get(feature.id)
-        if expected != head:
-            self.history.note(branch, head, "start")
-        # Whatever happens next, the branch may now hold *head*: the check of its next move
-        # must accept it (a failed move below leaves the old value, known already).
-        worktree = await anyio.to_thread.run_sync(self.pool.acquire, branch, head, expected)
-        self.branch_heads[feature.id] = head
-        return worktree
-
-    async def _settle_branch(self, feature: Feature, branch: str) -> None:
-        """Note what the attempt left on the feature branch: the value its next move expects."""
-        try:
-            found = await anyio.to_thread.run_sync(self.repo.branch_commit, branch)
-        except MissionError:
-            return  # unknown stays unknown: the next move is refused rather than blind
-        if found is not None:
-            self.history.note(branch, found, "end")
-        self.branch_heads[feature.id] = found
-
-    def _context(self, feature: Feature, worktree: Path, head: str) -> WorkerContext:
+    def _attempt_of(self, feature: Feature, head: str) -> Attempt:
         def started(pgid: int) -> None:
             self.journal.record("process", now_rfc3339(), feature_id=feature.id, pgid=pgid)
 
-        return WorkerContext(
+        return Attempt(
             mission=self.mission,
             feature=feature,
-            worktree=worktree,
+            worker=self.worker,
             base_commit=head,
-            attempt=feature.attempts,
+            number=feature.attempts,
+            branch_head=self.branch_heads.get(feature.id),
             log_path=self.folder / "logs" / f"{feature.id}.log",
             on_process_start=started,
-        )
-
-    async def _commit(self, feature: Feature, worktree: Path, head: str) -> Handoff:
-        message = f"rho-mission {self.mission.id}: {feature.id} {feature.description}".strip()
-
-        def commit() -> CommitResult:
-            return self.repo.commit_all(worktree, message, base=head, branch=feature.branch)
-
-        result = await anyio.to_thread.run_sync(commit)
-        count = len(result.files_changed)
-        return Handoff(
-            commit_id=result.commit_id,
-            files_changed=result.files_changed,
-            summary=f"{count} file(s) changed" if count else "no changes",
+            note_ref=self.history.note,
         )
 
     async def _end(self, feature: Feature, status: FeatureStatus, error: str | None) -> None:
@@ -443,12 +380,9 @@ class _WaveRunner:
         mission = self.mission
         # Nothing of the mission outlives it: a task's daemon that left its process group too.
         await end_mission_processes(mission.id, mission.config.grace_period)
-        try:
-            await anyio.to_thread.run_sync(self.pool.close)
-        except MissionError as exc:
-            mission.warnings.append(f"worktrees not removed: {exc}")
+        await self._close_executor()
         await anyio.to_thread.run_sync(self.store.release, mission.id)
-        mission.warnings.extend(self.store.problems)
+        self.warnings.extend(self.store.problems)
         mission.status = final_status(mission.features, self.cancelled)
         mission.completed_at = now_rfc3339()
         save_mission(mission)
@@ -459,6 +393,9 @@ class _WaveRunner:
             mission_id=mission.id,
             status=mission.status,
         )
+
+    async def _close_executor(self) -> None:
+        self.warnings.extend(await self.executor.close())
 
 
 def _deadline(seconds: float | None) -> anyio.CancelScope:

@@ -15,7 +15,7 @@ from filelock import Timeout
 from pydantic import PrivateAttr, ValidationError
 
 from ._clock import now_rfc3339
-from ._engine import Observer, Worker, run_waves
+from ._engine import run_waves
 from ._errors import InvalidMissionError, MissionError, NotAGitRepositoryError, quote
 from ._git import GitRepo
 from ._journal import Journal
@@ -25,7 +25,9 @@ from ._plan import staged_plan
 from ._recover import kill_mission_processes
 from ._refresh import refresh_features, store_features
 from ._runlock import is_running, run_lock
+from ._seam import Executor, Observer, Worker
 from ._shell import shell_worker
+from .executors import LocalExecutor
 
 __all__ = ["Mission", "list_missions", "mission_is_running", "mission_state"]
 
@@ -147,6 +149,7 @@ class Mission(MissionDocument):
         *,
         waves: Sequence[Sequence[str]] | None = None,
         observer: Observer | None = None,
+        executor: Executor | None = None,
     ) -> Mission:
         """Run the features wave after wave, and return this mission.
 
@@ -154,7 +157,8 @@ class Mission(MissionDocument):
         waves cut from the features' ``blocked_by`` by the task store's validator. Without
         *worker*, the shell worker runs each feature's command (or ``config.run_command``); a
         worker may be ``async def`` or plain (run in a thread). A mission without features
-        gets one per id named in *waves*.
+        gets one per id named in *waves*. *executor* runs each attempt (default: a
+        ``LocalExecutor``, this machine's worktrees; ``DaskExecutor`` runs them on a cluster).
 
         Raises:
             InvalidMissionError: empty waves, an unknown or repeated id, a feature in or before
@@ -162,7 +166,7 @@ class Mission(MissionDocument):
                 all before any work starts.
             MissionError: another process is running this mission.
         """
-        return await self._run(worker, waves, observer, fresh=None)
+        return await self._run(worker, waves, observer, None, executor)
 
     async def _run(
         self,
@@ -170,6 +174,7 @@ class Mission(MissionDocument):
         waves: Sequence[Sequence[str]] | None,
         observer: Observer | None,
         fresh: Sequence[Feature] | None,
+        executor: Executor | None,
     ) -> Mission:
         plan = staged_plan(self, waves)
         if worker is None and fresh is None:
@@ -179,7 +184,14 @@ class Mission(MissionDocument):
                 self._refresh(fresh)
                 if worker is None:
                     self.check_runnable(plan)
-            await run_waves(self, worker or shell_worker, plan, observer)
+            await run_waves(
+                self,
+                worker or shell_worker,
+                plan,
+                executor=executor or LocalExecutor(),
+                observer=observer,
+                warnings=self.warnings,
+            )
         return self
 
     def _refresh(self, fresh: Sequence[Feature]) -> None:
@@ -194,6 +206,7 @@ class Mission(MissionDocument):
         *,
         waves: Sequence[Sequence[str]] | None = None,
         observer: Observer | None = None,
+        executor: Executor | None = None,
     ) -> Mission:
         """``run_staged`` for callers without an event loop.
 
@@ -203,7 +216,7 @@ class Mission(MissionDocument):
         return _blocking(
             "run_staged_sync",
             "run_staged",
-            lambda: self.run_staged(worker, waves=waves, observer=observer),
+            lambda: self.run_staged(worker, waves=waves, observer=observer, executor=executor),
         )
 
     async def resume(
@@ -212,6 +225,7 @@ class Mission(MissionDocument):
         *,
         observer: Observer | None = None,
         refresh: bool | Sequence[Feature] = False,
+        executor: Executor | None = None,
     ) -> Mission:
         """Continue from the first unfinished wave; completed features stay completed.
 
@@ -238,7 +252,7 @@ class Mission(MissionDocument):
                     " store only (refresh=True)"
                 )
             fresh = refresh
-        return await self._run(worker, self.waves, observer, fresh)
+        return await self._run(worker, self.waves, observer, fresh, executor)
 
     def resume_sync(
         self,
@@ -246,6 +260,7 @@ class Mission(MissionDocument):
         *,
         observer: Observer | None = None,
         refresh: bool | Sequence[Feature] = False,
+        executor: Executor | None = None,
     ) -> Mission:
         """``resume`` for callers without an event loop.
 
@@ -253,7 +268,9 @@ class Mission(MissionDocument):
             MissionError: called from inside a running event loop (await ``resume``).
         """
         return _blocking(
-            "resume_sync", "resume", lambda: self.resume(worker, observer=observer, refresh=refresh)
+            "resume_sync",
+            "resume",
+            lambda: self.resume(worker, observer=observer, refresh=refresh, executor=executor),
         )
 
     def kill_processes(self) -> list[int]:

@@ -16,8 +16,8 @@ from ._errors import FeatureFailedError
 from ._process import run_command
 
 if TYPE_CHECKING:
-    from ._engine import WorkerContext
     from ._models import Handoff
+    from ._seam import WorkerContext
 
 __all__ = ["SUBJECT_ENV_LIMIT", "shell_worker", "worker_environment"]
 

@@ -25,8 +25,7 @@ from ._leases import claim_tasks, lease_conflict, release_tasks
 
 if TYPE_CHECKING:
     from ._git import GitRepo
-    from ._mission import Mission
-    from ._models import FeatureStatus
+    from ._models import FeatureStatus, MissionDocument
 
 __all__ = ["StoreSync"]
 
@@ -47,7 +46,7 @@ class StoreSync:
         self._writing: anyio.Lock | None = None
 
     @classmethod
-    def for_mission(cls, mission: Mission) -> StoreSync:
+    def for_mission(cls, mission: MissionDocument) -> StoreSync:
         """A sync for the store named in the mission's config (a no-op without one)."""
         path = mission.config.task_store
         return cls(TaskStore(Path(path)) if path else None)

@@ -26,8 +26,8 @@ from ._errors import FeatureFailedError
 from ._process import open_log
 
 if TYPE_CHECKING:
-    from ._engine import Worker, WorkerContext
     from ._models import Handoff
+    from ._seam import Worker, WorkerContext
 
 __all__ = ["call_worker", "failure_text"]
 

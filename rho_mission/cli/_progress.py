@@ -17,8 +17,7 @@ from ._logs import failure_lines
 from ._render import status_text
 
 if TYPE_CHECKING:
-    from rho_mission._mission import Mission
-    from rho_mission._models import Feature, WaveJoin
+    from rho_mission._models import Feature, MissionDocument, WaveJoin
 
 __all__ = ["LiveProgress", "PlainProgress", "progress_for"]
 
@@ -35,7 +34,7 @@ class PlainProgress:
         self.stream = stream
         self.writing = True
 
-    def feature_changed(self, mission: Mission, feature: Feature) -> None:
+    def feature_changed(self, mission: MissionDocument, feature: Feature) -> None:
         """Print ``<task> <status>`` (with the error when it failed).
 
         A failure is followed by where its log is and the log's last lines.
@@ -48,7 +47,7 @@ class PlainProgress:
             for tail_line in failure_lines(mission, feature.id):
                 self._print(tail_line)
 
-    def wave_joined(self, mission: Mission, join: WaveJoin) -> None:
+    def wave_joined(self, mission: MissionDocument, join: WaveJoin) -> None:
         """Print the join's summary."""
         self._print(join.summary)
 
@@ -72,7 +71,7 @@ class LiveProgress:
 
     FEATURE_ROWS = 40
 
-    def __init__(self, mission: Mission, console: Console) -> None:
+    def __init__(self, mission: MissionDocument, console: Console) -> None:
         self.mission = mission
         self.started = time.monotonic()
         self.live = Live(
@@ -87,7 +86,7 @@ class LiveProgress:
         self.live.refresh()
         self.live.__exit__(None, None, None)
 
-    def feature_changed(self, mission: Mission, feature: Feature) -> None:
+    def feature_changed(self, mission: MissionDocument, feature: Feature) -> None:
         """Print a failure, where its log is and the log's last lines above the table.
 
         Other changes show at the next refresh.
@@ -98,7 +97,7 @@ class LiveProgress:
         lines += failure_lines(mission, feature.id)
         self.live.console.print(Text("\n".join(lines)), soft_wrap=True)
 
-    def wave_joined(self, mission: Mission, join: WaveJoin) -> None:
+    def wave_joined(self, mission: MissionDocument, join: WaveJoin) -> None:
         """Print the join summary above the table."""
         self.live.console.print(join.summary)
 
@@ -139,7 +138,7 @@ def _wave_rows(table: Table, waves: list[list[str]], by_id: dict[str, Feature]) 
         table.add_row(str(number), str(len(wave)), *(str(counts[s] or "") for s in statuses))
 
 
-def progress_for(mission: Mission, as_json: bool) -> LiveProgress | PlainProgress:
+def progress_for(mission: MissionDocument, as_json: bool) -> LiveProgress | PlainProgress:
     """Live on a terminal (and not --json); plain lines otherwise, on stderr with --json."""
     if not as_json and sys.stdout.isatty():
         return LiveProgress(mission, Console())

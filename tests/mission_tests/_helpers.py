@@ -19,7 +19,15 @@ from typing import Any
 
 import anyio
 
-from rho_mission import Feature, Handoff, Mission, MissionConfig, WaveJoin, WorkerContext
+from rho_mission import (
+    Feature,
+    Handoff,
+    Mission,
+    MissionConfig,
+    MissionDocument,
+    WaveJoin,
+    WorkerContext,
+)
 
 Behaviour = Callable[[WorkerContext], Awaitable[Handoff | None]]
 
@@ -77,10 +85,10 @@ class JoinLog:
     heads: dict[int, str] = field(default_factory=dict)
     changes: list[tuple[str, str]] = field(default_factory=list)
 
-    def feature_changed(self, mission: Mission, feature: Feature) -> None:
+    def feature_changed(self, mission: MissionDocument, feature: Feature) -> None:
         self.changes.append((feature.id, feature.status))
 
-    def wave_joined(self, mission: Mission, join: WaveJoin) -> None:
+    def wave_joined(self, mission: MissionDocument, join: WaveJoin) -> None:
         self.joins.append(join)
         self.heads[join.wave] = git_out(self.repo, "rev-parse", mission.integration_branch)
 

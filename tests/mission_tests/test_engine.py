@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from rho_mission import Feature, Handoff, Mission, WaveJoin, WorkerContext
+from rho_mission import Feature, Handoff, Mission, MissionDocument, WaveJoin, WorkerContext
 from rho_mission._git import GitRepo
 from rho_mission._journal import Journal
 from rho_mission._refs import RefHistory
@@ -398,11 +398,11 @@ class _FinishOrder:
         self.order = order
         self.ended = {feature_id: anyio.Event() for feature_id in order}
 
-    def feature_changed(self, mission: Mission, feature: Feature) -> None:
+    def feature_changed(self, mission: MissionDocument, feature: Feature) -> None:
         if feature.status in ("completed", "failed"):
             self.ended[feature.id].set()
 
-    def wave_joined(self, mission: Mission, join: WaveJoin) -> None:
+    def wave_joined(self, mission: MissionDocument, join: WaveJoin) -> None:
         pass
 
     async def script(self, ctx: WorkerContext) -> Handoff | None:
@@ -458,12 +458,12 @@ class _Gauge:
         self._changed.set()
         self._changed = anyio.Event()
 
-    def feature_changed(self, mission: Mission, feature: Feature) -> None:
+    def feature_changed(self, mission: MissionDocument, feature: Feature) -> None:
         self.active += 1 if feature.status == "in_progress" else -1
         self.peak_active = max(self.peak_active, self.active)
         self._poke()
 
-    def wave_joined(self, mission: Mission, join: WaveJoin) -> None:
+    def wave_joined(self, mission: MissionDocument, join: WaveJoin) -> None:
         pass
 
     def _may_go_on(self) -> bool:

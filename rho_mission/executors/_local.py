@@ -1,0 +1,64 @@
+"""The default executor: each attempt in a worktree of a pool on this machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+
+from .._errors import MissionError
+from .._folders import private_folder
+from .._git import GitRepo
+from .._models import MissionDocument
+from .._seam import Attempt, AttemptResult
+from .._worktrees import WorktreePool, prune_stale
+from ._attempt import attempt_in_pool
+
+__all__ = ["LocalExecutor"]
+
+
+class LocalExecutor:
+    """Runs features in worktrees under ``<repo>/.rho/worktrees/<mission>/`` (the default).
+
+    Worktrees are pooled: a wave's next feature reuses an idle, healthy worktree of the pool;
+    ``close`` removes them unless the mission keeps them (``keep_worktrees``).
+    """
+
+    def __init__(self) -> None:
+        self._repo: GitRepo | None = None
+        self._pool: WorktreePool | None = None
+
+    async def open(self, mission: MissionDocument) -> None:
+        """Create the pool's folder (0700, never through a link) and prune stale worktrees.
+
+        Raises:
+            UnsafePathError: a symbolic link stands where the folder goes.
+            GitOperationError: git refused to prune.
+        """
+        repo = GitRepo.open(Path(mission.repo))
+        folder = repo.root / ".rho" / "worktrees" / mission.id
+        repo.exclude(".rho/")
+        private_folder(folder.parent, repo.root)
+        prune_stale(repo, folder)
+        self._repo = repo
+        self._pool = WorktreePool(repo, folder, mission.id, keep=mission.config.keep_worktrees)
+
+    async def prepare_wave(self, head: str) -> None:
+        """Nothing to do: the head is in this repository already."""
+
+    async def run_attempt(self, attempt: Attempt) -> AttemptResult:
+        """Run *attempt* in a pooled worktree of the user's repository."""
+        if self._repo is None or self._pool is None:
+            raise RuntimeError("LocalExecutor.run_attempt before open()")
+        return await attempt_in_pool(self._repo, self._pool, attempt)
+
+    async def close(self) -> list[str]:
+        """Remove the pool's worktrees (kept ones stay); a failure is a warning."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return []
+        try:
+            await anyio.to_thread.run_sync(pool.close)
+        except MissionError as exc:
+            return [f"worktrees not removed: {exc}"]
+        return []
