@@ -24,24 +24,32 @@ import anyio
 
 from ._process import read_stat, signal_group
 
-__all__ = ["end_mission_processes", "kill_mission_processes", "mission_processes"]
+__all__ = [
+    "end_mission_processes",
+    "kill_mission_processes",
+    "kill_task_processes",
+    "mission_processes",
+]
 
 _PROC = Path("/proc")
 _KILL_WAIT = 5.0
 _POLL = 0.02
 
 
-def mission_processes(mission_id: str) -> list[int]:
-    """The live processes (zombies excluded) whose environment names *mission_id*, sorted."""
+def mission_processes(mission_id: str, task_id: str | None = None) -> list[int]:
+    """The live processes (zombies excluded) whose environment names *mission_id* (and
+    *task_id*, when given), sorted."""
     if not _PROC.is_dir():
         return []
-    marker = f"RHO_MISSION_ID={mission_id}".encode()
+    marks = {f"RHO_MISSION_ID={mission_id}".encode()}
+    if task_id is not None:
+        marks.add(f"RHO_TASK_ID={task_id}".encode())
     spared = _self_and_ancestors()
     found: list[int] = []
     for entry in os.scandir(_PROC):
         if entry.name.isdigit() and int(entry.name) not in spared:
             pid = int(entry.name)
-            if marker in _read(pid, "environ").split(b"\0"):
+            if marks <= set(_read(pid, "environ").split(b"\0")):
                 found.append(pid)
     return sorted(found)
 
@@ -49,6 +57,13 @@ def mission_processes(mission_id: str) -> list[int]:
 def kill_mission_processes(mission_id: str) -> list[int]:
     """SIGKILL every process of *mission_id* and their process groups, at once."""
     pids = mission_processes(mission_id)
+    _signal(pids, SIGKILL)
+    return pids
+
+
+def kill_task_processes(mission_id: str, task_id: str) -> list[int]:
+    """SIGKILL every process of task *task_id* of *mission_id* (and their groups), at once."""
+    pids = mission_processes(mission_id, task_id)
     _signal(pids, SIGKILL)
     return pids
 

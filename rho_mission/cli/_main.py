@@ -25,6 +25,7 @@ _NOUNS = {
     "cloud": "rho_mission.cli._graph:cloud",
     "graph": "rho_mission.cli._graph:graph",
     "mission": "rho_mission.cli._mission:mission",
+    "serve": "rho_mission.cli._serve:serve",
     "task": "rho_mission.cli._task:task",
 }
 
@@ -89,6 +90,7 @@ def run(args: list[str]) -> int:
     except Exception as exc:
         message, code, is_bug = describe(exc)
         hint = "this is a bug in rho; rerun with --debug for the traceback" if is_bug else None
+        hint = getattr(exc, "hint", None) or hint  # an error may say what to do about it
         _report(exc, debug, f"error: {message}", hint)
         return code
     return result if isinstance(result, int) else 0

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._errors import CliError
+from ._executors import executor_from, executor_options
 from ._paths import command_store_path, find_repo_root
 
 if TYPE_CHECKING:
     from rho_mission._mission import Mission
+    from rho_mission.executors import Executor
 
 __all__ = ["mission"]
 
@@ -80,6 +82,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     help="Ed25519 public key the signed plan must be signed by (repeatable; default: "
     "$RHO_SWARM_TRUSTED_KEYS, comma-separated).",
 )
+@executor_options
 @click.option("--dry-run", is_flag=True, help="Show the plan; run and write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final mission.json on stdout.")
 @click.pass_context
@@ -113,6 +116,10 @@ def _run_from_tasks(
     takeover: bool,
     signed_plan: Path | None,
     trusted: tuple[str, ...],
+    executor_name: str,
+    scheduler: str | None,
+    local_cluster: int | None,
+    remote: str | None,
     dry_run: bool,
     as_json: bool,
 ) -> int:
@@ -120,6 +127,7 @@ def _run_from_tasks(
     from taskstore import ScheduleError
 
     keys = _plan_keys(signed_plan, trusted)
+    executor = executor_from(executor_name, scheduler, local_cluster, remote)
     repo = _repo_root()
     config = MissionConfig(
         max_workers=workers,
@@ -143,7 +151,7 @@ def _run_from_tasks(
     planned.check_runnable()
     if dry_run:
         return _print_plan(planned, as_json)
-    return _execute(planned, as_json)
+    return _execute(planned, as_json, executor=executor)
 
 
 def _plan_keys(signed_plan: Path | None, trusted: tuple[str, ...]) -> list[str]:
@@ -190,7 +198,9 @@ def _print_plan(planned: Mission, as_json: bool) -> int:
     return 0
 
 
-def _execute(target: Mission, as_json: bool, resume: bool = False) -> int:
+def _execute(
+    target: Mission, as_json: bool, resume: bool = False, executor: Executor | None = None
+) -> int:
     import anyio
 
     from ._progress import LiveProgress, progress_for
@@ -205,9 +215,11 @@ def _execute(target: Mission, as_json: bool, resume: bool = False) -> int:
                 if resume:
                     # A --from-tasks mission picks up fixed commands and texts from the store.
                     refresh = bool(target.config.task_store)
-                    await target.resume(observer=progress, refresh=refresh)
+                    await target.resume(observer=progress, refresh=refresh, executor=executor)
                 else:
-                    await target.run_staged(waves=target.waves, observer=progress)
+                    await target.run_staged(
+                        waves=target.waves, observer=progress, executor=executor
+                    )
             group.cancel_scope.cancel()
 
     if isinstance(progress, LiveProgress):
@@ -287,8 +299,17 @@ def _finish(target: Mission, as_json: bool) -> int:
 @mission.command("resume")
 @click.argument("name", metavar="MISSION")
 @click.option("--run", "run_command", default=None, help="New command for tasks without their own.")
+@executor_options
 @click.option("--json", "as_json", is_flag=True, help="Print the final mission.json on stdout.")
-def resume(name: str, run_command: str | None, as_json: bool) -> int:
+def resume(
+    name: str,
+    run_command: str | None,
+    executor_name: str,
+    scheduler: str | None,
+    local_cluster: int | None,
+    remote: str | None,
+    as_json: bool,
+) -> int:
     """Continue a failed, cancelled or crashed mission from its first unfinished wave.
 
     MISSION is a folder, a mission id, a unique prefix of one, or 'latest'. A mission made
@@ -298,10 +319,11 @@ def resume(name: str, run_command: str | None, as_json: bool) -> int:
     """
     from ._mission_tools import load_mission
 
+    executor = executor_from(executor_name, scheduler, local_cluster, remote)
     target = load_mission(name)
     if run_command is not None:
         target.config = target.config.model_copy(update={"run_command": run_command})
-    return _execute(target, as_json, resume=True)
+    return _execute(target, as_json, resume=True, executor=executor)
 
 
 @mission.command("show")
@@ -376,3 +398,4 @@ def list_(as_json: bool) -> int:
 # The subcommands of other modules register themselves on import.
 from . import _mission_tools  # noqa: E402, F401, I001  (adds log, merge and clean)
 from . import _plan  # noqa: E402, F401  (adds plan)
+from . import _report  # noqa: E402, F401  (adds report)

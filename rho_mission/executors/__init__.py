@@ -9,6 +9,15 @@ from __future__ import annotations
 from .._seam import Attempt as Attempt
 from .._seam import AttemptResult as AttemptResult
 from .._seam import Executor as Executor
+from ._dask import DaskExecutor as DaskExecutor
+from ._dask import DaskUnavailableError as DaskUnavailableError
 from ._local import LocalExecutor as LocalExecutor
 
-__all__ = ["Attempt", "AttemptResult", "Executor", "LocalExecutor"]
+__all__ = [
+    "Attempt",
+    "AttemptResult",
+    "DaskExecutor",
+    "DaskUnavailableError",
+    "Executor",
+    "LocalExecutor",
+]

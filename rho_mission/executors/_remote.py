@@ -1,0 +1,236 @@
+"""What runs on a Dask worker: one attempt of one feature, in a cache clone of the remote.
+
+Each worker keeps one clone per remote (``<worker dir>/rho-mission/cache/<digest>``), fetches
+the mission's integration branch (pushed by the coordinator before the wave), runs the attempt
+in a worktree of that clone exactly as the local executor would (``attempt_in_pool``: worktree,
+worker, commit), and pushes the feature branch back. Its log, handoff and timing travel back in
+the result. Nothing here writes to the coordinator's repository or mission folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from filelock import FileLock
+
+from graph import sha256_hex
+
+from .._environ import child_environ
+from .._errors import MissionError
+from .._git import GitRepo
+from .._models import MissionDocument
+from .._recover import kill_mission_processes, kill_task_processes
+from .._seam import Attempt, Worker
+from .._worktrees import WorktreePool
+from ._attempt import attempt_in_pool
+
+__all__ = [
+    "RemoteAttempt",
+    "RemoteOutcome",
+    "WorkerLostError",
+    "attempt_marker",
+    "kill_remote_mission",
+    "kill_remote_task",
+    "run_remote_attempt",
+]
+
+# A log larger than this comes back as its last bytes: the result crosses the network.
+_LOG_LIMIT = 4 * 1024 * 1024
+
+
+class WorkerLostError(RuntimeError):
+    """Raised when Dask runs an attempt a second time: the worker that ran it first died."""
+
+
+@dataclass(frozen=True)
+class RemoteAttempt:
+    """What a Dask worker needs for one attempt; everything in it is picklable."""
+
+    remote: str
+    mission: dict[str, Any]
+    feature_id: str
+    base_commit: str
+    number: int
+    worker: Worker
+    token: str
+
+
+@dataclass(frozen=True)
+class RemoteOutcome:
+    """What comes back: the handoff as data (None on failure), the error, the log, the host."""
+
+    handoff: dict[str, Any] | None
+    error: str | None
+    log: bytes
+    host: str
+    seconds: float
+
+
+def integration_ref(mission_id: str) -> str:
+    """The remote ref the coordinator pushes a wave's start to."""
+    return f"refs/heads/rho-mission/{mission_id}/integration"
+
+
+def run_remote_attempt(spec: RemoteAttempt) -> RemoteOutcome:
+    """Run *spec* on this Dask worker and push its commit (the function Dask calls).
+
+    Raises:
+        WorkerLostError: this attempt ran before, on a worker that died.
+    """
+    _refuse_second_run(spec.token)
+    started = time.monotonic()
+    root = _worker_folder()
+    mission = MissionDocument.model_validate(spec.mission)
+    scratch = root / "missions" / f"{mission.id}-{spec.token[:12]}"
+    try:
+        cache = _cache_clone(root, spec.remote)
+        _fetch_start(cache, spec.remote, mission.id, spec.base_commit)
+        mission.dir = str(scratch / "mission")
+        handoff, error = anyio.run(_attempt, spec, mission, cache, scratch)
+    except MissionError as exc:
+        handoff, error = None, f"on dask worker {socket.gethostname()}: {exc}"
+    log = _read_log(scratch / "mission" / "logs" / f"{spec.feature_id}.log")
+    _remove(scratch)
+    return RemoteOutcome(handoff, error, log, socket.gethostname(), time.monotonic() - started)
+
+
+def attempt_marker(token: str) -> str:
+    """The name of the Dask event that says an attempt has started somewhere."""
+    return f"rho-mission-attempt-{token}"
+
+
+def _refuse_second_run(token: str) -> None:
+    # Dask runs a task again when the worker running it dies; an attempt must not: its first
+    # run may have half-done its work, and a re-run would turn a lost worker into a success.
+    from distributed import Event
+
+    started = Event(attempt_marker(token))
+    if started.is_set():
+        raise WorkerLostError("the dask worker running this attempt died (lost, killed or crashed)")
+    started.set()
+
+
+def _worker_folder() -> Path:
+    try:
+        from distributed import get_worker
+
+        base = Path(get_worker().local_directory)
+    except ValueError:  # not inside a Dask worker (a direct call)
+        base = Path(tempfile.gettempdir())
+    folder = base / "rho-mission"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return folder
+
+
+def _git(*args: str, cwd: Path | None = None) -> None:
+    import subprocess
+
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=child_environ({}), capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        reason = done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+        raise MissionError(f"git {args[0]} failed: {reason[0]}")
+
+
+def _cache_clone(root: Path, remote: str) -> Path:
+    """This worker's clone of *remote*, made once (under a lock: a worker may run threads)."""
+    cache = root / "cache" / sha256_hex(remote)[:16]
+    cache.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with FileLock(str(cache) + ".lock"):
+        if not (cache / ".git").is_dir():
+            _remove(cache)
+            _git("clone", "--quiet", "--no-checkout", remote, str(cache))
+    return cache
+
+
+def _fetch_start(cache: Path, remote: str, mission_id: str, base: str) -> None:
+    """Fetch the wave's start; the integration branch must hold *base* exactly."""
+    ref = integration_ref(mission_id)
+    local = f"refs/rho-mission-start/{mission_id}"
+    with FileLock(str(cache) + ".lock"):
+        _git("fetch", "--quiet", "--no-tags", remote, f"+{ref}:{local}", cwd=cache)
+    found = GitRepo.open(cache).resolve_commit(local)
+    if found != base:
+        raise MissionError(f"the remote's {ref} holds {found[:12]}, not the wave's start")
+
+
+async def _attempt(
+    spec: RemoteAttempt, mission: MissionDocument, cache: Path, scratch: Path
+) -> tuple[dict[str, Any] | None, str | None]:
+    repo = GitRepo.open(cache)
+    feature = mission.feature(spec.feature_id)
+    assert feature.branch is not None  # given by Mission.add_feature
+    (scratch / "mission" / "logs").mkdir(mode=0o700, parents=True)
+    pool = WorktreePool(repo, scratch / "worktrees", mission.id, keep=False)
+    try:
+        result = await attempt_in_pool(repo, pool, _local_attempt(spec, mission, repo, scratch))
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(pool.close)
+    if result.handoff is None:
+        return None, result.error
+    commit = result.handoff.commit_id
+    if commit is not None:
+        await anyio.to_thread.run_sync(_push, cache, spec.remote, commit, feature.branch)
+    return result.handoff.model_dump(mode="json"), None
+
+
+def _local_attempt(
+    spec: RemoteAttempt, mission: MissionDocument, repo: GitRepo, scratch: Path
+) -> Attempt:
+    feature = mission.feature(spec.feature_id)
+    assert feature.branch is not None
+    return Attempt(
+        mission=mission,
+        feature=feature,
+        worker=spec.worker,
+        base_commit=spec.base_commit,
+        number=spec.number,
+        branch_head=repo.branch_commit(feature.branch),  # this clone's own: moved freely
+        log_path=scratch / "mission" / "logs" / f"{feature.id}.log",
+        on_process_start=lambda pgid: None,
+        note_ref=lambda ref, commit, why: None,
+    )
+
+
+def _push(cache: Path, remote: str, commit: str, branch: str) -> None:
+    try:
+        _git("push", "--quiet", remote, f"+{commit}:refs/heads/{branch}", cwd=cache)
+    except MissionError as exc:
+        raise MissionError(f"push of {branch} failed: {exc}") from None
+
+
+def _read_log(path: Path) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            handle.seek(max(0, size - _LOG_LIMIT))
+            return handle.read()
+    except FileNotFoundError:
+        return b""
+
+
+def _remove(path: Path) -> None:
+    import shutil
+
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(path)
+
+
+def kill_remote_task(mission_id: str, task_id: str) -> list[int]:
+    """On a Dask worker: SIGKILL the processes of one task of a mission (Dask ``client.run``)."""
+    return kill_task_processes(mission_id, task_id)
+
+
+def kill_remote_mission(mission_id: str) -> list[int]:
+    """On a Dask worker: SIGKILL every process of a mission (Dask ``client.run``)."""
+    return kill_mission_processes(mission_id)

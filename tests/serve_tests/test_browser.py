@@ -1,0 +1,158 @@
+"""The mission page in a real headless chromium: live from ``rho serve``, and as a report.
+
+Screenshots are kept as artefacts (``$RHO_TEST_ARTIFACTS``, else pytest's base temp folder);
+``mission-page.png`` of the live test is the README's picture.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ._world import (
+    WAIT,
+    World,
+    end_mission,
+    gate_cmd,
+    import_tasks,
+    make_repo,
+    mission_ids,
+    rho,
+    running_server,
+    save_artefact,
+    start_mission,
+    task,
+    wait_until,
+)
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+TIMEOUT_MS = WAIT * 1000
+VIEWPORT = {"width": 1180, "height": 860}
+
+
+def _card(feature: str, status: str) -> str:
+    return f'.card[data-feature-id="{feature}"][data-status="{status}"]'
+
+
+def _page(browser: Browser, errors: list[str]) -> Page:
+    page = browser.new_page(viewport={"width": VIEWPORT["width"], "height": VIEWPORT["height"]})
+    page.set_default_timeout(TIMEOUT_MS)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return page
+
+
+def _mission_tasks(gate: Path) -> list[dict[str, object]]:
+    """Two waves: task_1 waits for the gate; task_2 fails, so task_4 is blocked."""
+    failing = "echo 'collecting tests'; echo 'FAILED tests/test_parser.py::test_empty'; exit 1"
+    return [
+        task("task_1", gate_cmd(gate, "echo lexer > lexer.txt"), subject="Write the lexer"),
+        task("task_2", failing, subject="Parser tests"),
+        task("task_3", "echo parser > parser.txt", "task_1", subject="Write the parser"),
+        task("task_4", "echo docs > docs.txt", "task_2", "task_3", subject="Document the API"),
+    ]
+
+
+def test_the_page_follows_a_running_mission_without_a_reload(
+    browser: Browser, tmp_path: Path, home: Path, artifacts: Path
+) -> None:
+    repo = make_repo(tmp_path / "repo", home)
+    gate = tmp_path / "gate"
+    import_tasks(repo, home, _mission_tasks(gate))
+    errors: list[str] = []
+    with running_server(repo, home) as server:
+        mission = start_mission(repo, home, "--keep-going")
+        try:
+            wait_until(lambda: bool(mission_ids(repo)), "the mission's record")
+            (mission_id,) = mission_ids(repo)
+            page = _page(browser, errors)
+            page.goto(f"{server.url}#token={server.token}&mission={mission_id}")
+            page.wait_for_selector(_card("task_1", "in_progress"))
+            assert page.inner_text(f"{_card('task_1', 'in_progress')} .badge") == "RUNNING"
+            page.evaluate("window.loadedOnce = true")  # gone if the page ever reloads
+            page.screenshot(path=save_artefact(artifacts / "mission-page-running.png"))
+            gate.touch()
+            page.wait_for_selector(_card("task_1", "completed"))
+            page.wait_for_selector(_card("task_3", "completed"))
+            page.wait_for_selector("#conn:has-text('ended')")  # the stream's end
+            page.wait_for_selector('.failure[data-feature-id="task_2"] pre.log')
+            assert page.evaluate("window.loadedOnce") is True
+            assert mission.wait(WAIT) == 1
+            _check_final_page(page)
+            page.screenshot(path=save_artefact(artifacts / "mission-page.png"), full_page=True)
+        finally:
+            end_mission(mission)
+    assert errors == []
+
+
+def _check_final_page(page: Page) -> None:
+    statuses = page.eval_on_selector_all(
+        ".card", "cards => cards.map(c => [c.dataset.featureId, c.dataset.status])"
+    )
+    assert statuses == [
+        ["task_1", "completed"],
+        ["task_2", "failed"],
+        ["task_3", "completed"],
+        ["task_4", "blocked"],
+    ]
+    assert page.inner_text(f"{_card('task_4', 'blocked')} .badge") == "BLOCKED"
+    assert page.inner_text('.failure[data-feature-id="task_2"] pre.log').splitlines() == [
+        "collecting tests",
+        "FAILED tests/test_parser.py::test_empty",
+    ]
+    assert page.locator("svg.edges path").count() == 3  # task_1 -> task_3, task_2/3 -> task_4
+    assert page.locator(".timeline .trow .bar").count() == 3  # task_4 never ran
+    joins = page.locator(".join").all_inner_texts()
+    assert joins[0] == "wave 1 joined 2 feature(s), 1 completed, 1 failed, 1 downstream blocked"
+
+
+def test_a_static_report_opens_offline_with_the_same_view(
+    browser: Browser, world: World, tmp_path: Path, artifacts: Path
+) -> None:
+    target = tmp_path / "report.html"
+    result = rho(
+        "mission",
+        "report",
+        world.mission_id,
+        "--html",
+        str(target),
+        cwd=world.repo,
+        home=world.home,
+    )
+    assert result.code == 0, result.stderr
+    errors: list[str] = []
+    page = _page(browser, errors)
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(target.as_uri())
+    page.wait_for_selector(_card("task_2", "failed"))
+    page.screenshot(path=save_artefact(artifacts / "mission-report.png"), full_page=True)
+    statuses = page.eval_on_selector_all(".card", "cards => cards.map(c => c.dataset.status)")
+    assert statuses == ["completed", "failed", "blocked"]
+    error = page.inner_text('.failure[data-feature-id="task_2"] .error')
+    assert error == "error: command failed: exit code 3"
+    assert page.locator("pre.log").count() == 0  # no log text without --include-text
+    assert [url for url in requests if not url.startswith(("file:", "data:"))] == []
+    assert errors == []
+
+
+@pytest.mark.parametrize("via", ["fragment", "prompt"])
+def test_the_page_lists_missions_with_the_token_from_the_url_or_a_prompt(
+    browser: Browser, world: World, via: str
+) -> None:
+    errors: list[str] = []
+    page = _page(browser, errors)
+    token = world.server.token or ""
+    if via == "prompt":
+        page.once("dialog", lambda dialog: dialog.accept(token))
+        page.goto(world.server.url)
+    else:
+        page.goto(f"{world.server.url}#token={token}")
+    page.wait_for_selector(f'tr[data-mission-id="{world.mission_id}"]')
+    assert token not in page.url  # the fragment is cleaned once the token is kept
+    page.click(f'a[href="#mission={world.mission_id}"]')
+    page.wait_for_selector(_card("task_2", "failed"))
+    assert errors == []

@@ -1,0 +1,106 @@
+"""The event stream's reader on real mission folders: what it sends, when it ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rho_mission._errors import UnsafePathError
+from rho_mission._serve._events import MissionFollower, sse_frame
+
+from ._world import World
+
+
+@pytest.fixture
+def folder(world: World, tmp_path: Path) -> Path:
+    """A copy of the world's finished mission folder, free to change."""
+    copy = tmp_path / world.mission_id
+    shutil.copytree(world.mission_dir, copy)
+    return copy
+
+
+def _kinds(frames: list[str]) -> list[str]:
+    return [frame.split("event: ", 1)[1].split("\n", 1)[0] for frame in frames]
+
+
+def test_a_frame_is_an_id_an_event_and_one_data_line() -> None:
+    assert sse_frame("journal", '{"seq":3}', 3) == 'id: 3\nevent: journal\ndata: {"seq":3}\n\n'
+    assert sse_frame("end", "{}") == "event: end\ndata: {}\n\n"
+
+
+def test_a_finished_mission_is_sent_whole_then_ends(folder: Path) -> None:
+    follower = MissionFollower(folder)
+    frames = follower.look()
+    lines = (folder / "journal.jsonl").read_text().splitlines()
+    assert _kinds(frames) == ["mission"] + ["journal"] * len(lines)
+    assert follower.ended
+    assert follower.look() == []  # nothing changed
+    assert follower.final_frames() == [sse_frame("end", json.dumps({"status": "partial"}))]
+
+
+def test_a_reconnection_goes_on_after_the_last_event_id(folder: Path) -> None:
+    frames = MissionFollower(folder, after=3).look()
+    assert frames[1].startswith("id: 4\nevent: journal\n")
+
+
+def test_a_torn_line_waits_for_its_end(folder: Path) -> None:
+    journal = folder / "journal.jsonl"
+    follower = MissionFollower(folder)
+    follower.look()
+    with journal.open("a") as handle:
+        handle.write('{"at": "2026-01-01T00:00:00Z", "event": "no')
+    assert follower.look() == []
+    with journal.open("a") as handle:
+        handle.write('te", "seq": 99}\n')
+    (frame,) = follower.look()
+    assert json.loads(frame.split("data: ", 1)[1])["event"] == "note"
+
+
+def test_a_replaced_mission_json_is_sent_again(folder: Path) -> None:
+    follower = MissionFollower(folder)
+    follower.look()
+    record = json.loads((folder / "mission.json").read_text())
+    record["status"] = "executing"
+    replacement = folder / "mission.json.new"
+    replacement.write_text(json.dumps(record, indent=2))
+    os.replace(replacement, folder / "mission.json")
+    assert _kinds(follower.look()) == ["mission"]
+    assert follower.status == "executing"
+    assert not follower.ended
+
+
+def test_a_final_record_whose_journal_never_says_so_ends_when_quiet(folder: Path) -> None:
+    journal = folder / "journal.jsonl"
+    lines = journal.read_text().splitlines()
+    journal.write_text("\n".join(line for line in lines if '"event": "mission"' not in line) + "\n")
+    follower = MissionFollower(folder)
+    follower.look()
+    assert not follower.ended
+    for _ in range(5):
+        follower.look()
+    assert follower.ended
+
+
+def test_a_removed_folder_ends_the_stream(folder: Path) -> None:
+    follower = MissionFollower(folder)
+    record = json.loads((folder / "mission.json").read_text())
+    record["status"] = "executing"
+    (folder / "mission.json").write_text(json.dumps(record))
+    follower.look()
+    assert not follower.ended
+    shutil.rmtree(folder)
+    assert follower.look() == []
+    assert follower.ended
+
+
+def test_a_journal_that_is_a_link_is_refused(folder: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text('{"event": "dispatch", "seq": 1}\n')
+    (folder / "journal.jsonl").unlink()
+    os.symlink(elsewhere, folder / "journal.jsonl")
+    with pytest.raises(UnsafePathError, match=r"journal\.jsonl: it is a symbolic link"):
+        MissionFollower(folder).look()
