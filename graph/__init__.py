@@ -43,7 +43,9 @@ from ._errors import SwarmKeyError as SwarmKeyError
 from ._errors import failure_code as failure_code
 from ._io import MAX_GRAPH_FILE_BYTES as MAX_GRAPH_FILE_BYTES
 from ._io import MISSION_GRAPH_FILENAME as MISSION_GRAPH_FILENAME
+from ._io import assemble_graph as assemble_graph
 from ._io import dump_graph as dump_graph
+from ._io import fact_text as fact_text
 from ._io import load_mission_graph as load_mission_graph
 from ._io import read_graph_file as read_graph_file
 from ._io import write_graph as write_graph
@@ -78,6 +80,7 @@ from ._settings import check_token as check_token
 from ._settings import cloud_settings_path as cloud_settings_path
 from ._settings import read_cloud_settings as read_cloud_settings
 from ._settings import write_cloud_settings as write_cloud_settings
+from ._summary import summarize_mission_graph as summarize_mission_graph
 from ._swarm import issuer_for as issuer_for
 from ._swarm import load_signing_key as load_signing_key
 from ._swarm import parse_trusted_keys as parse_trusted_keys
@@ -148,6 +151,7 @@ __all__ = [
     "SwarmKeyError",
     "SwarmTaskGraph",
     "SyncResult",
+    "assemble_graph",
     "canonical_json",
     "canonical_swarm_bytes",
     "check_endpoint",
@@ -157,6 +161,7 @@ __all__ = [
     "cloud_settings_path",
     "document_data",
     "dump_graph",
+    "fact_text",
     "failure_code",
     "format_timestamp",
     "is_sensitive_key",
@@ -181,6 +186,7 @@ __all__ = [
     "sha256_hex",
     "sign_swarm_task_graph",
     "sort_facts",
+    "summarize_mission_graph",
     "swarm_graph_sha256",
     "sync_graph",
     "validate_graph",

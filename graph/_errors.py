@@ -4,7 +4,7 @@ The tree::
 
     GraphError                      root; ``exit_code`` 2 (a usage or data problem)
     ├── GraphDocumentError          a graph file cannot be read or written: missing, a folder,
-    │                               larger than 1 MiB, not UTF-8, not JSON (``.path``)
+    │                               larger than 64 MiB, not UTF-8, not JSON (``.path``)
     ├── GraphValidationError        the document breaks the contract (also ValueError);
     │   │                           ``.fact`` ("graph", "node", "edge", "event") and ``.fact_id``
     │   ├── GraphSchemaVersionError     ``schema_version`` is not ``rho.graph/v1`` (``.version``)
@@ -147,6 +147,7 @@ class GraphLimitError(GraphError, ValueError):
         self.limit = limit
         self.fact = fact
         self.fact_id = fact_id
+        self.hint: str | None = None  # what to do instead, when the caller knows
 
 
 class SensitiveKeyCollisionError(GraphError, ValueError):

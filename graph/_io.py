@@ -12,24 +12,28 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ._errors import GraphDocumentError
-from ._model import GraphDocument, sort_facts
+from ._model import SCHEMA_VERSION, Edge, Event, GraphDocument, Node, Scope, sort_facts
 from ._validate import validate_graph
 
 __all__ = [
     "MAX_GRAPH_FILE_BYTES",
     "MISSION_GRAPH_FILENAME",
+    "assemble_graph",
     "dump_graph",
+    "fact_text",
     "load_mission_graph",
     "read_graph_file",
     "write_graph",
 ]
 
-MAX_GRAPH_FILE_BYTES = 1024 * 1024
+# A graph file read from disk: a mission at the caps (1,000 features) writes a few MiB; the
+# 1 MiB bound is Rho Cloud's, on the upload body (``_cloud.MAX_BODY_BYTES``), not on files.
+MAX_GRAPH_FILE_BYTES = 64 * 1024 * 1024
 MISSION_GRAPH_FILENAME = "mission-graph.json"
 
 
@@ -46,6 +50,46 @@ def dump_graph(doc: GraphDocument | Mapping[str, Any]) -> bytes:
     # of document_data(graph), several times faster: a mission rewrites this file at every join.
     text = graph.model_dump_json(indent=2, by_alias=True, exclude_none=True)
     return f"{text}\n".encode()
+
+
+def fact_text(fact: Node | Edge | Event) -> bytes:
+    """*fact* as `dump_graph` writes it inside its list: its JSON, indented by four spaces.
+
+    For writers that keep the bytes of facts that did not change between two dumps.
+    """
+    text = fact.model_dump_json(indent=2, by_alias=True, exclude_none=True)
+    return (_LIST_INDENT + text.replace("\n", "\n" + _LIST_INDENT)).encode()
+
+
+_LIST_INDENT = "    "
+
+
+def assemble_graph(
+    generated_at: str,
+    scope: Scope,
+    nodes: Sequence[bytes],
+    edges: Sequence[bytes],
+    events: Sequence[bytes],
+) -> bytes:
+    """The bytes `dump_graph` writes for a document of these facts.
+
+    *nodes*, *edges* and *events* are `fact_text` bytes, each list sorted by fact id; the caller
+    answers for the facts' validity (ids unique, references present), which `dump_graph` checks.
+    """
+    envelope = GraphDocument(
+        schema_version=SCHEMA_VERSION, generated_at=generated_at, scope=scope
+    ).model_dump_json(indent=2, by_alias=True, exclude_none=True)
+    pieces = [envelope[: envelope.index('\n  "nodes": [],')].encode()]
+    for name, texts in (("nodes", nodes), ("edges", edges), ("events", events)):
+        if texts:  # one join of the whole file: it is rewritten at every join of a mission
+            pieces.append(f'\n  "{name}": [\n'.encode())
+            for text in texts:
+                pieces += (text, b",\n")
+            pieces[-1] = b"\n  ]"
+        else:
+            pieces.append(f'\n  "{name}": []'.encode())
+        pieces.append(b"," if name != "events" else b"\n}\n")
+    return b"".join(pieces)
 
 
 def write_graph(path: str | os.PathLike[str], doc: GraphDocument | Mapping[str, Any]) -> None:
@@ -93,7 +137,7 @@ def read_graph_file(path: str | os.PathLike[str], *, label: str = "graph") -> Gr
     """Read, decode and validate the graph file at *path*; *label* names it in messages.
 
     Raises:
-        GraphDocumentError: the file is missing, is a folder, is larger than 1 MiB, cannot be
+        GraphDocumentError: the file is missing, is a folder, is larger than 64 MiB, cannot be
             read, is not UTF-8, or is not JSON (or nests too deeply to parse); the message
             names the problem and the path.
         GraphValidationError: the JSON is not a valid ``rho.graph/v1`` document (unsupported
@@ -135,7 +179,7 @@ def _read_bounded(path: Path, label: str) -> bytes:
         raise GraphDocumentError(f"cannot read {label}: {_reason(exc)}: {path}", str(path)) from exc
     if len(data) > MAX_GRAPH_FILE_BYTES:
         size = max(size, len(data))
-        raise GraphDocumentError(f"{label} is {size} bytes; maximum is 1 MiB", str(path))
+        raise GraphDocumentError(f"{label} is {size} bytes; maximum is 64 MiB", str(path))
     return data
 
 

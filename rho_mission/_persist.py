@@ -6,11 +6,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graph import write_graph
 from taskstore import write_atomic
 
 from ._folders import private_folder
-from ._projection import mission_graph
+from ._graphcache import cache_for
 
 if TYPE_CHECKING:
     from ._models import MissionDocument
@@ -39,9 +38,11 @@ def prepare_mission_dir(folder: Path, repo: Path) -> None:
 def save_mission(mission: MissionDocument) -> None:
     """Rewrite mission.json, then mission-graph.json, each atomically with fsync.
 
-    mission.json goes first: it is the record a resume reads; the graph is derived from it.
+    mission.json goes first: it is the record a resume reads; the graph is derived from it. The
+    graph's bytes are those of ``dump_graph(mission_graph(mission))``, re-projected only where
+    the mission changed since its last save in this process (``_graphcache``).
     """
     folder = Path(mission.dir)
     payload = mission.model_dump_json(indent=2) + "\n"
     write_atomic(folder / "mission.json", payload.encode())
-    write_graph(folder / "mission-graph.json", mission_graph(mission))
+    write_atomic(folder / "mission-graph.json", cache_for(mission).render(mission))

@@ -14,8 +14,9 @@ one the caller names (a list of tasks knows no repository).
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -35,9 +36,21 @@ if TYPE_CHECKING:
 
     from ._models import Feature, MissionDocument, WaveJoin
 
-__all__ = ["mission_graph", "task_store_graph"]
+__all__ = [
+    "feature_link_facts",
+    "feature_ref",
+    "feature_state_facts",
+    "mission_facts",
+    "mission_graph",
+    "mission_scope",
+    "mission_times",
+    "task_store_graph",
+    "wave_facts",
+]
 
 _EPOCH = "1970-01-01T00:00:00Z"
+# Timestamps parsed once per process: a join's save reads every feature's again (1,000 at the caps).
+_STAMPS_KEPT = 16384
 _ENDED = frozenset({"completed", "failed", "partial", "cancelled"})
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})", re.ASCII)
 
@@ -52,9 +65,24 @@ def mission_graph(mission: MissionDocument, *, repository_id: str | None = None)
     Raises:
         GraphValidationError: *repository_id* is blank, too long or holds a control character.
     """
+    created, latest = mission_times(mission)
+    builder = GraphBuilder(generated_at=latest, scope=_mission_scope(mission, repository_id))
+    root = mission_facts(builder, mission, created, latest)
+    _features_and_waves(builder, mission, root, created)
+    return builder.build()
+
+
+def mission_times(mission: MissionDocument) -> tuple[str, str]:
+    """When the mission's graph starts (``created``) and its latest instant (``generated_at``)."""
     created = mission.started_at or _EPOCH
     latest = _latest([mission.completed_at, *_join_and_feature_ends(mission)]) or created
-    builder = GraphBuilder(generated_at=latest, scope=_mission_scope(mission, repository_id))
+    return created, latest
+
+
+def mission_facts(
+    builder: GraphBuilder, mission: MissionDocument, created: str, latest: str
+) -> Ref:
+    """Add the mission's node and its events; return the node's ref."""
     # Refs are built once per node and reused by every edge and event that names the node.
     root = builder.node(
         f"rho/mission/{mission.id}",
@@ -79,8 +107,12 @@ def mission_graph(mission: MissionDocument, *, repository_id: str | None = None)
             correlation_id=mission.id,
             causation_id=created_event,
         )
-    _features_and_waves(builder, mission, root, created)
-    return builder.build()
+    return root
+
+
+def mission_scope(mission: MissionDocument, repository_id: str | None = None) -> Scope:
+    """The scope of every fact of *mission*'s graph (see `mission_graph`)."""
+    return _mission_scope(mission, repository_id)
 
 
 def _mission_scope(mission: MissionDocument, repository_id: str | None) -> Scope:
@@ -93,11 +125,10 @@ def _features_and_waves(
     builder: GraphBuilder, mission: MissionDocument, root: Ref, created: str
 ) -> None:
     waves = {i: n for n, wave in enumerate(mission.waves, 1) for i in wave}
-    features = {
-        f.id: _feature_node(builder, mission, f, root, created, waves.get(f.id, 0))
-        for f in mission.features
-    }
-    _dependency_edges(builder, mission, features, created)
+    features = {f.id: feature_ref(mission.id, f.id) for f in mission.features}
+    for feature in mission.features:
+        feature_state_facts(builder, mission, feature, created, waves.get(feature.id, 0))
+        feature_link_facts(builder, mission, feature, features, created)
     for join in mission.wave_joins:
         _wave_node(builder, mission, join, root, features)
 
@@ -112,6 +143,7 @@ def _latest(stamps: Sequence[str | None]) -> str | None:
     return max(present, key=_instant_key, default=None)
 
 
+@functools.lru_cache(maxsize=_STAMPS_KEPT)
 def _instant_key(stamp: str) -> tuple[datetime, str]:
     return (_instant(stamp), stamp)
 
@@ -138,29 +170,21 @@ def _mission_attributes(mission: MissionDocument) -> dict[str, str | int]:
     }
 
 
-def _feature_node(
-    builder: GraphBuilder,
-    mission: MissionDocument,
-    feature: Feature,
-    root: Ref,
-    created: str,
-    wave: int,
+def feature_state_facts(
+    builder: GraphBuilder, mission: MissionDocument, feature: Feature, created: str, wave: int
 ) -> Ref:
-    prefix = f"rho/mission-feature/{mission.id}/{feature.id}"
+    """Add the facts of *feature* that change as it runs: its node and its event.
+
+    They read, beyond *feature* and *wave*, the mission's id and *created* (``_graphcache``
+    keys them on exactly that: keep the two in step).
+    """
     node = builder.node(
-        prefix,
+        f"rho/mission-feature/{mission.id}/{feature.id}",
         "execution",
         _feature_attributes(feature, wave),
         created_at=created,
         effective_at=feature.completed_at or feature.started_at or created,
     ).ref
-    builder.edge(
-        f"rho/edge/mission/{mission.id}/contains/{feature.id}",
-        "contains",
-        root,
-        node,
-        created_at=created,
-    )
     if feature.status != "pending":
         builder.event(
             f"rho/event/mission-feature/{mission.id}/{feature.id}/transitioned",
@@ -173,6 +197,37 @@ def _feature_node(
     return node
 
 
+def feature_link_facts(
+    builder: GraphBuilder,
+    mission: MissionDocument,
+    feature: Feature,
+    features: Mapping[str, Ref],
+    created: str,
+) -> None:
+    """Add the facts of *feature* fixed when it is planned: the mission's ``contains`` edge to
+    it and a ``depends_on`` edge to each of its blockers that is a feature in *features*."""
+    root = Ref(kind="execution", id=f"rho/mission/{mission.id}")
+    node = features[feature.id]
+    builder.edge(
+        f"rho/edge/mission/{mission.id}/contains/{feature.id}",
+        "contains",
+        root,
+        node,
+        created_at=created,
+    )
+    # sorted(set(...)): a blocker listed twice is one edge (an edge id names one edge).
+    for blocker in sorted(set(feature.blocked_by)):
+        if blocker in features:
+            builder.edge(
+                f"rho/edge/mission-feature/{mission.id}/{feature.id}/depends_on/{blocker}",
+                "depends_on",
+                node,
+                features[blocker],
+                created_at=created,
+                attributes={"dependency_type": "blocks"},
+            )
+
+
 def _feature_attributes(feature: Feature, wave: int) -> dict[str, str | int | bool]:
     attributes: dict[str, str | int | bool] = {
         "entity_type": "mission_feature",
@@ -180,8 +235,9 @@ def _feature_attributes(feature: Feature, wave: int) -> dict[str, str | int | bo
         "attempts": feature.attempts,
         "blocker_count": len(set(feature.blocked_by)),
         "description_sha256": sha256_hex(feature.description),
-        "expected_behavior_sha256": sha256_hex(feature.expected_behavior),
     }
+    if feature.expected_behavior != feature.description:  # one value, one digest per node
+        attributes["expected_behavior_sha256"] = sha256_hex(feature.expected_behavior)
     if wave:  # a feature outside every wave has none (renderings group by this attribute)
         attributes["wave"] = wave
     optional = {"branch": feature.branch, "command": feature.command, "error": feature.error}
@@ -196,29 +252,12 @@ def _feature_attributes(feature: Feature, wave: int) -> dict[str, str | int | bo
     return attributes
 
 
-def _dependency_edges(
-    builder: GraphBuilder, mission: MissionDocument, features: dict[str, Ref], created: str
-) -> None:
-    for feature in mission.features:
-        # sorted(set(...)): a blocker listed twice is one edge (an edge id names one edge).
-        for blocker in sorted(set(feature.blocked_by)):
-            if blocker in features:
-                builder.edge(
-                    f"rho/edge/mission-feature/{mission.id}/{feature.id}/depends_on/{blocker}",
-                    "depends_on",
-                    features[feature.id],
-                    features[blocker],
-                    created_at=created,
-                    attributes={"dependency_type": "blocks"},
-                )
-
-
 def _wave_node(
     builder: GraphBuilder,
     mission: MissionDocument,
     join: WaveJoin,
     root: Ref,
-    features: dict[str, Ref],
+    features: Mapping[str, Ref],
 ) -> None:
     prefix = f"rho/mission-wave/{mission.id}/{join.wave}"
     node = builder.node(
@@ -262,6 +301,22 @@ def _wave_node(
     )
 
 
+def wave_facts(
+    builder: GraphBuilder, mission: MissionDocument, join: WaveJoin, features: Mapping[str, Ref]
+) -> None:
+    """Add everything of one wave's join: its node, edges and event (see `_wave_node`).
+
+    What this reads of the mission, beyond *join*, is its id and the refs of *features*.
+    """
+    root = Ref(kind="execution", id=f"rho/mission/{mission.id}")
+    _wave_node(builder, mission, join, root, features)
+
+
+def feature_ref(mission_id: str, feature_id: str) -> Ref:
+    """The ref of a feature's node."""
+    return Ref(kind="execution", id=f"rho/mission-feature/{mission_id}/{feature_id}")
+
+
 def _join_status(join: WaveJoin) -> str:
     """``completed`` when no feature of the wave failed or was cancelled, ``failed`` when none
     completed, else ``partial`` (the mission's own rule, applied to one wave)."""
@@ -294,6 +349,7 @@ def task_store_graph(tasks: Sequence[Task], *, repository_id: str | None = None)
     return builder.build()
 
 
+@functools.lru_cache(maxsize=_STAMPS_KEPT)
 def _valid(stamp: str | None) -> str:
     """*stamp* if it is an RFC 3339 date-time, else the epoch (hand-written stores vary)."""
     if stamp and _RFC3339.fullmatch(stamp):

@@ -164,10 +164,10 @@ def _folder_in_place(tmp: Path, graph: dict[str, Any]) -> tuple[Path, str]:
 
 def _too_large(tmp: Path, graph: dict[str, Any]) -> tuple[Path, str]:
     # Valid JSON padded with spaces past the limit: the size alone is the problem.
-    text = json.dumps(graph).ljust(1024 * 1024 + 17)
+    text = json.dumps(graph).ljust(64 * 1024 * 1024 + 17)
     (tmp / "m").mkdir()
     (tmp / "m" / "mission-graph.json").write_text(text, encoding="utf-8")
-    return tmp / "m", f"mission graph is {len(text)} bytes; maximum is 1 MiB"
+    return tmp / "m", f"mission graph is {len(text)} bytes; maximum is 64 MiB"
 
 
 def _not_json(tmp: Path, graph: dict[str, Any]) -> tuple[Path, str]:
@@ -220,7 +220,7 @@ BROKEN: dict[str, Callable[[Path, dict[str, Any]], tuple[Path, str]]] = {
     "missing folder": _missing_folder,
     "missing file": _missing_file,
     "folder in place of the file": _folder_in_place,
-    "over 1 MiB": _too_large,
+    "over 64 MiB": _too_large,
     "undecodable JSON": _not_json,
     "nested too deeply": _nested_too_deeply,
     "not UTF-8": _not_utf8,

@@ -157,15 +157,15 @@ def test_a_folder_in_place_of_the_mission_graph(tmp_path: Path) -> None:
         load_mission_graph(folder)
 
 
-def test_a_mission_graph_over_one_mib(tmp_path: Path) -> None:
+def test_a_mission_graph_over_64_mib(tmp_path: Path) -> None:
     size = MAX_GRAPH_FILE_BYTES + 10
     folder = _mission_dir(tmp_path, b" " * size)
-    message = f"mission graph is {size} bytes; maximum is 1 MiB"
+    message = f"mission graph is {size} bytes; maximum is 64 MiB"
     with pytest.raises(GraphDocumentError, match=rf"^{re.escape(message)}$"):
         load_mission_graph(folder)
 
 
-def test_a_mission_graph_of_exactly_one_mib_is_read(tmp_path: Path) -> None:
+def test_a_mission_graph_of_exactly_64_mib_is_read(tmp_path: Path) -> None:
     data = dump_graph(sample())
     padded = data + b" " * (MAX_GRAPH_FILE_BYTES - len(data))
     assert len(load_mission_graph(_mission_dir(tmp_path, padded)).nodes) == 4

@@ -256,8 +256,7 @@ def test_mission_graph_attributes_are_counts_statuses_and_digests() -> None:
         "attempts": "2",
         "wave": "1",
         "blocker_count": "0",
-        "description_sha256": sha256("do b"),
-        "expected_behavior_sha256": sha256("do b"),
+        "description_sha256": sha256("do b"),  # expected behaviour: the same text, not repeated
         "branch_sha256": sha256(f"rho-mission/{M}/b"),
         "command_sha256": sha256("make b"),
         "error_sha256": sha256("boom"),

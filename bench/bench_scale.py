@@ -1,0 +1,179 @@
+"""Benchmark: missions at the caps, this tree against the previous release, side by side.
+
+Shapes (no-op tasks, ``--run true --workers 4``, a 200-file repository): 100, 300 and 1,000
+features in 10 waves (each task blocked by one to three tasks of the wave before), and a chain
+of 200 tasks (200 waves). Each shape runs once with this tree's ``rho`` and once with the
+previous release's (``f5939f6``, installed from this repository's git history into a scratch
+virtualenv the first time: ``--old-venv``), alternately, each on a fresh copy of the same
+repository and store. For each run it prints the wall time, the time per feature, the git
+processes per feature (a ``git`` shim first on PATH logs every call), the peak RSS of the
+``rho`` process and the size of ``mission-graph.json``, then the ratio old/new of the wall
+times. Nothing asserts on speed.
+
+Run: ``.venv/bin/python bench/bench_scale.py [--shapes 100,300,1000,chain200] [--old-venv D]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["main"]
+
+OLD_RELEASE = "f5939f6"
+ROOT = Path(__file__).resolve().parents[1]
+NEW_RHO = Path(sys.executable).parent / "rho"
+ENV = {
+    **{k: v for k, v in os.environ.items() if not k.startswith(("RHO_", "GIT_"))},
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+# Runs a command, then prints the peak RSS (KiB) of its process tree's largest member.
+_MEASURE = (
+    "import resource, subprocess, sys;"
+    "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode;"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(code)"
+)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One mission run."""
+
+    wall: float
+    features: int
+    git_calls: int
+    peak_rss_kib: int
+    graph_bytes: int
+
+
+def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(argv, cwd=cwd, env=env or ENV, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr}")
+    return done.stdout
+
+
+def old_venv(folder: Path) -> Path:
+    """The scratch virtualenv holding the previous release's ``rho`` (made once)."""
+    rho = folder / "bin" / "rho"
+    if not rho.exists():
+        _run([sys.executable, "-m", "venv", str(folder)], cwd=ROOT)
+        source = f"git+file://{ROOT}@{OLD_RELEASE}"
+        _run([str(folder / "bin" / "pip"), "install", "--quiet", source], cwd=ROOT)
+    return rho
+
+
+def _store(shape: str) -> dict[str, object]:
+    rng = random.Random(7)
+    if shape.startswith("chain"):
+        count = int(shape.removeprefix("chain"))
+        ids = [f"t{i:04d}" for i in range(count)]
+        blockers = {task: [ids[i - 1]] if i else [] for i, task in enumerate(ids)}
+    else:
+        count, width = int(shape), int(shape) // 10
+        waves = [[f"t{w:02d}{i:03d}" for i in range(width)] for w in range(10)]
+        ids = [task for wave in waves for task in wave]
+        blockers = {
+            task: sorted(rng.sample(waves[w - 1], rng.randint(1, 3))) if w else []
+            for w, wave in enumerate(waves)
+            for task in wave
+        }
+    tasks = [
+        {
+            "id": task,
+            "subject": f"No-op {task}",
+            "status": "pending",
+            "dependencies": [{"targetId": b, "type": "blocks"} for b in blockers[task]],
+        }
+        for task in ids
+    ]
+    return {"schema_version": "rho.tasks/v1", "tasks": tasks}
+
+
+def _template(root: Path, shape: str, files: int) -> Path:
+    repo = root / "repo"
+    repo.mkdir(parents=True)
+    _run(["git", "init", "--quiet", "--initial-branch=main"], cwd=repo)
+    for index in range(files):
+        (repo / f"file{index:04d}.txt").write_text(f"line {index}\n")
+    _run(["git", "add", "--all"], cwd=repo)
+    _run(["git", "commit", "--quiet", "--message=base"], cwd=repo)
+    store = root / "tasks.json"
+    store.write_text(json.dumps(_store(shape)))
+    _run([str(NEW_RHO), "task", "import", str(store)], cwd=repo)
+    return root
+
+
+def _shim(folder: Path) -> Path:
+    real = shutil.which("git")
+    assert real is not None
+    folder.mkdir(parents=True, exist_ok=True)
+    shim = folder / "git"
+    shim.write_text(f'#!/bin/sh\necho x >> "$RHO_BENCH_GIT_LOG"\nexec {real} "$@"\n')
+    shim.chmod(shim.stat().st_mode | stat.S_IEXEC)
+    return folder
+
+
+def _mission(rho: Path, template: Path, work: Path, shim: Path) -> Result:
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(template, work, symlinks=True)
+    repo, log = work / "repo", work / "git.log"
+    env = {**ENV, "PATH": f"{shim}:{ENV['PATH']}", "RHO_BENCH_GIT_LOG": str(log)}
+    argv = [str(rho), "mission", "--from-tasks", "--run", "true", "--workers", "4"]
+    started = time.perf_counter()
+    rss = _run([sys.executable, "-c", _MEASURE, *argv], cwd=repo, env=env)
+    wall = time.perf_counter() - started
+    (graph,) = (repo / ".rho" / "missions").glob("*/mission-graph.json")
+    tasks = json.loads((work / "tasks.json").read_text())["tasks"]
+    calls = len(log.read_text().splitlines()) if log.exists() else 0
+    return Result(wall, len(tasks), calls, int(rss.strip()), graph.stat().st_size)
+
+
+def _line(label: str, result: Result) -> str:
+    per = result.wall / result.features * 1000
+    git = result.git_calls / result.features
+    return (
+        f"  {label:<5} {result.wall:8.2f} s {per:8.1f} ms/feature {git:6.1f} git/feature"
+        f" {result.peak_rss_kib / 1024:7.1f} MiB RSS {result.graph_bytes / 1e6:7.2f} MB graph"
+    )
+
+
+def main() -> None:
+    """Run every shape with both releases and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", default="100,300,1000,chain200")
+    parser.add_argument("--files", type=int, default=200)
+    parser.add_argument("--old-venv", type=Path, default=Path(tempfile.gettempdir()) / "rho-old")
+    options = parser.parse_args()
+    old = old_venv(options.old_venv)
+    with tempfile.TemporaryDirectory(prefix="rho-bench-scale-") as scratch:
+        shim = _shim(Path(scratch) / "shim")
+        for shape in options.shapes.split(","):
+            template = _template(Path(scratch) / f"template-{shape}", shape, options.files)
+            work = Path(scratch) / "work"
+            before = _mission(old, template, work, shim)
+            after = _mission(NEW_RHO, template, work, shim)
+            print(f"{shape} ({before.features} features)")
+            print(_line(OLD_RELEASE[:5], before))
+            print(_line("now", after))
+            print(f"  old/now {before.wall / after.wall:6.2f}x faster", flush=True)
+
+
+if __name__ == "__main__":
+    main()
