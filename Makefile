@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench stress clean
+.PHONY: demo test lint typecheck unit bench bench-scale stress clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -33,6 +33,11 @@ bench: $(STAMP)
 	$(PY) bench/bench_worktrees.py
 	$(PY) bench/bench_join_persist.py
 	$(PY) bench/bench_mission_overhead.py
+	$(PY) bench/bench_dask.py
+
+# On demand (several minutes): missions at the caps against the previous release (f5939f6).
+bench-scale: $(STAMP)
+	$(PY) bench/bench_scale.py
 
 # On demand (several minutes): kill -9 missions at random moments, resume, check; prints a tally.
 stress: $(STAMP)
