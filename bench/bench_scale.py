@@ -52,13 +52,15 @@ _MEASURE = (
 
 @dataclass(frozen=True)
 class Result:
-    """One mission run."""
+    """One mission run, and how long ``rho graph export --mission-dir`` took on its folder
+    (None: the release refused the file)."""
 
     wall: float
     features: int
     git_calls: int
     peak_rss_kib: int
     graph_bytes: int
+    export: float | None
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -142,15 +144,25 @@ def _mission(rho: Path, template: Path, work: Path, shim: Path) -> Result:
     (graph,) = (repo / ".rho" / "missions").glob("*/mission-graph.json")
     tasks = json.loads((work / "tasks.json").read_text())["tasks"]
     calls = len(log.read_text().splitlines()) if log.exists() else 0
-    return Result(wall, len(tasks), calls, int(rss.strip()), graph.stat().st_size)
+    return Result(wall, len(tasks), calls, int(rss.strip()), graph.stat().st_size,
+                  _export(rho, graph.parent))  # fmt: skip
+
+
+def _export(rho: Path, folder: Path) -> float | None:
+    argv = [str(rho), "graph", "export", "--mission-dir", str(folder)]
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=folder, env=ENV, capture_output=True, check=False)
+    return time.perf_counter() - started if done.returncode == 0 else None
 
 
 def _line(label: str, result: Result) -> str:
     per = result.wall / result.features * 1000
     git = result.git_calls / result.features
+    export = "refused" if result.export is None else f"{result.export:5.2f} s"
     return (
         f"  {label:<5} {result.wall:8.2f} s {per:8.1f} ms/feature {git:6.1f} git/feature"
-        f" {result.peak_rss_kib / 1024:7.1f} MiB RSS {result.graph_bytes / 1e6:7.2f} MB graph"
+        f" {result.peak_rss_kib / 1024:7.1f} MiB RSS {result.graph_bytes / 1e6:7.2f} MB graph,"
+        f" export {export}"
     )
 
 
