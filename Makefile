@@ -20,8 +20,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
+# Two workers (CI has 2 cores); a module's tests stay on one worker (module fixtures: a Dask
+# cluster, a mission at the caps).
 unit: $(STAMP)
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n 2 --dist loadfile
 
 demo: $(STAMP)
 	$(PY) examples/demo.py

@@ -10,10 +10,16 @@ event loop thread only, so the document never needs a lock of its own.
 
 A join, and the final write of the mission, run in shielded scopes: a cancellation (Ctrl-C,
 SIGTERM, a timeout) stops the work, never the record of it.
+
+With a verify stage (``_verify``), a join whose wave lets the mission go on is first recorded
+with its verification ``running`` (durably: a crash resumes into the checks, not past them);
+the checks (and fixes) run outside the shield, so that Ctrl-C stops them too, and the join is
+recorded again with their outcome.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -26,12 +32,22 @@ from ._errors import MissionError
 from ._git import GitRepo
 from ._joins import blocked_downstream, final_status, first_unfinished, join_record
 from ._journal import Journal
-from ._models import Feature, FeatureStatus, Handoff, MissionDocument, WaveJoin
+from ._models import (
+    Feature,
+    FeatureStatus,
+    Handoff,
+    MissionDocument,
+    Verification,
+    VerificationStatus,
+    WaveJoin,
+)
 from ._persist import save_mission
 from ._recover import end_mission_processes
 from ._refs import RefHistory, check_id_free, settle_refs
 from ._seam import Attempt, Executor, Observer, Worker
+from ._stages import StageRun, Stages
 from ._storesync import StoreSync
+from ._verify import JoinChecks, VerificationRun
 
 __all__ = ["run_waves"]
 
@@ -52,16 +68,18 @@ async def run_waves(
     executor: Executor,
     observer: Observer | None = None,
     warnings: list[str] | None = None,
+    stages: Stages | None = None,
 ) -> None:
     """Run *waves* of *mission* from its first unfinished wave; the mission records the outcome.
 
     A cancellation of the caller's scope is recorded (features ``cancelled``, the join written,
     mission ``cancelled``) and then re-raised. A mission timeout ends the same way but returns.
-    Problems that do not stop the run are appended to *warnings*.
+    Problems that do not stop the run are appended to *warnings*. With *stages*, every join
+    that lets the mission go on is verified first (see ``_verify``).
     """
     notes = [] if warnings is None else warnings
     guarded = _Guarded(notes, observer or _Silent())
-    runner = _WaveRunner(mission, worker, executor, guarded, notes)
+    runner = _WaveRunner(mission, worker, executor, guarded, notes, stages)
     await runner.run([list(wave) for wave in waves])
 
 
@@ -78,6 +96,16 @@ class _Guarded:
 
     def wave_joined(self, mission: MissionDocument, join: WaveJoin) -> None:
         self._call(lambda observer: observer.wave_joined(mission, join))
+
+    def stage_changed(self, mission: MissionDocument, run: StageRun) -> None:
+        # Optional for observers (``_stages.StageObserver``): one written before verified joins
+        # existed has no such method and is told of features and joins only.
+        def notify(observer: Observer) -> None:
+            method = getattr(observer, "stage_changed", None)
+            if method is not None:
+                method(mission, run)
+
+        self._call(notify)
 
     def _call(self, notify: Callable[[Observer], None]) -> None:
         if self.observer is None:
@@ -97,8 +125,9 @@ class _WaveRunner:
         mission: MissionDocument,
         worker: Worker,
         executor: Executor,
-        observer: Observer,
+        observer: _Guarded,
         warnings: list[str],
+        stages: Stages | None,
     ) -> None:
         self.mission = mission
         self.worker = worker
@@ -116,9 +145,22 @@ class _WaveRunner:
         self.cancelled = False
         # Why the executor could not make a wave's start available (its features then fail).
         self.wave_problem: str | None = None
+        self.checks = None if stages is None else self._join_checks(stages)
+
+    def _join_checks(self, stages: Stages) -> JoinChecks:
+        return JoinChecks(
+            self.mission,
+            stages,
+            journal=self.journal,
+            history=self.history,
+            observer=self.observer,
+            move_integration=self._move_integration,
+        )
 
     async def run(self, waves: list[list[str]]) -> None:
-        first = first_unfinished(self.mission.features, waves, self.mission.wave_joins)
+        mission = self.mission
+        verifying = self.checks is not None
+        first = first_unfinished(mission.features, waves, mission.wave_joins, verifying=verifying)
         # Orphans of a crashed run must not write into the worktrees of this one.
         await end_mission_processes(self.mission.id, self.mission.config.grace_period)
         await self._start(waves, first)
@@ -188,6 +230,8 @@ class _WaveRunner:
             join = await self._run_wave(number, waves[number - 1])
             if join.cancelled_ids or self.cancelled or (join.failed_ids and not keep_going):
                 return
+            if join.verification.status not in ("passed", "skipped"):
+                return  # a later wave never starts from an unverified head
 
     async def _run_wave(self, number: int, ids: list[str]) -> WaveJoin:
         started = now_rfc3339()
@@ -208,6 +252,8 @@ class _WaveRunner:
         finally:
             with anyio.CancelScope(shield=True):
                 join = await self._join(number, ids, started)
+        if join.verification.status == "running":
+            join = await self._verify(join)
         return join
 
     async def _prepare_wave(self, head: str) -> str | None:
@@ -305,6 +351,9 @@ class _WaveRunner:
     # -- the join ----------------------------------------------------------------------------
 
     async def _join(self, number: int, ids: list[str], started: str) -> WaveJoin:
+        """The wave's join: merge its completed work, note where the work is, end what a
+        cancellation left, record the join and save, with its verification ``running`` when
+        the checks follow (``_verify`` then records it again)."""
         await self._merge_completed(ids)
         merged = [i for i in ids if _merged_here(self.mission.feature(i))]
         head = self.mission.integration_head
@@ -315,27 +364,78 @@ class _WaveRunner:
                 feature = self.mission.feature(feature_id)
                 if feature.status in ("pending", "in_progress"):
                     await self._end(feature, "cancelled", "cancelled")
-        join = join_record(
+        verification = self._pending_verification(number, ids)
+        join = self._join_record(number, started, verification)
+        self.mission.wave_joins.append(join)
+        save_mission(self.mission)
+        if verification.status == "running":
+            # Durable before the first check: a crash from here on resumes into verification.
+            self.journal.record(
+                "verify", join.completed_at, durable=True, wave=number, status="running"
+            )
+        else:
+            self._joined(join)
+        return join
+
+    def _join_record(self, number: int, started: str, verification: Verification) -> WaveJoin:
+        return join_record(
             self.mission.features,
             self.mission.waves,
             number,
             started,
             keep_going=self.mission.config.keep_going,
+            verification=verification,
         )
-        self.mission.wave_joins.append(join)
-        save_mission(self.mission)
+
+    def _joined(self, join: WaveJoin) -> None:
+        """Journal the join (durably, like mission.json just written) and tell the observer."""
         self.journal.record(
             "join",
             join.completed_at,
             durable=True,
-            wave=number,
+            wave=join.wave,
             completed=len(join.completed_ids),
             failed=len(join.failed_ids),
             cancelled=len(join.cancelled_ids),
             blocked=len(join.blocked_ids),
+            verification=join.verification.status,
         )
         self.observer.wave_joined(self.mission, join)
-        return join
+
+    def _pending_verification(self, number: int, ids: list[str]) -> Verification:
+        """``running`` when the wave's head is to be verified: there is a verify stage and the
+        join lets the mission go on (no cancellation; no failure, or ``keep_going``)."""
+        statuses = {self.mission.feature(i).status for i in ids}
+        if self.checks is None or self.cancelled or "cancelled" in statuses:
+            return Verification()
+        if "failed" in statuses and not self.mission.config.keep_going:
+            return Verification()  # the mission stops here; a resume verifies the wave
+        return self.checks.pending(number)
+
+    async def _verify(self, join: WaveJoin) -> WaveJoin:
+        """Run the checks (and fixes) of *join*'s head, then record the join with their outcome.
+
+        A cancellation stops them (their processes too) and is recorded as ``cancelled``.
+        """
+        assert self.checks is not None  # only a join with a verify stage is "running"
+        head = self.mission.integration_head
+        assert head is not None  # settled in _start; moved only by joins and fixes
+        run = VerificationRun(join.wave, head, time.monotonic())
+        status: VerificationStatus = "failed"
+        try:
+            status = await self.checks.verify(run)
+        except anyio.get_cancelled_exc_class():
+            status = "cancelled"
+            self.cancelled = True
+            raise
+        finally:
+            # No await in here: nothing can cancel the record of the outcome.
+            verification = run.record(join.verification, status)
+            final = self._join_record(join.wave, join.started_at, verification)
+            self.mission.wave_joins[-1] = final
+            save_mission(self.mission)
+            self._joined(final)
+        return final
 
     async def _merge_completed(self, ids: list[str]) -> None:
         """Merge the wave's completed work, by commit, into the integration branch.
@@ -372,6 +472,7 @@ class _WaveRunner:
         return self.repo.merge_commit(head, commit, message, names)
 
     async def _move_integration(self, new: str, old: str, feature_id: str) -> None:
+        """Move the integration branch from *old* to *new*, noted in the journal first."""
         self.history.note(self._integration, new, "join")
         message = f"rho-mission {self.mission.id}: merge {feature_id}"
         await anyio.to_thread.run_sync(self.repo.move_branch, self._integration, new, old, message)
@@ -380,10 +481,14 @@ class _WaveRunner:
         mission = self.mission
         # Nothing of the mission outlives it: a task's daemon that left its process group too.
         await end_mission_processes(mission.id, mission.config.grace_period)
+        if self.checks is not None:
+            # Before the executor's: its folder holds the stages' folder, then empty.
+            self.warnings.extend(await self.checks.close())
         await self._close_executor()
         await anyio.to_thread.run_sync(self.store.release, mission.id)
         self.warnings.extend(self.store.problems)
-        mission.status = final_status(mission.features, self.cancelled)
+        unverified = any(j.verification.status == "failed" for j in mission.wave_joins)
+        mission.status = final_status(mission.features, self.cancelled, unverified=unverified)
         mission.completed_at = now_rfc3339()
         save_mission(mission)
         self.journal.record(

@@ -3,7 +3,8 @@
 Every git call of the mission engine goes through ``GitRepo.run``, the one place where git's
 failures become ``MissionError``s. Nothing here touches the user's working tree, index or
 current branch: feature work happens in linked worktrees (``_worktrees.WorktreePool``) and merges
-are computed with ``git merge-tree`` and written with ``commit-tree`` + ``update-ref``.
+are computed with ``git merge-tree`` and written with ``commit-tree`` + ``update-ref``. What a
+feature's worktree holds is committed by ``_gitcommit.commit_worktree`` (``commit_all``).
 
 All calls are synchronous; the engine runs them in worker threads (``anyio.to_thread``). Every
 operation that changes git metadata (worktrees, branches, merges, commits that move a ref) holds
@@ -19,21 +20,20 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from ._environ import child_environ
 from ._errors import (
     BranchCheckedOutError,
-    FeatureResultError,
     GitOperationError,
     MergeConflictError,
     NotAGitRepositoryError,
     RefMovedError,
     UnknownRefError,
 )
+from ._gitcommit import CommitResult, commit_worktree
 from ._repolock import repo_lock
 
-__all__ = ["CommitResult", "GitRepo", "WorktreeInfo"]
+__all__ = ["CommitResult", "GitRepo", "WorktreeInfo", "ref_moved"]
 
 LOCK_FILE_NAME = "rho-mission.lock"
 
@@ -45,27 +45,10 @@ _FALLBACK_IDENTITY = {
     "GIT_COMMITTER_EMAIL": "rho-mission@localhost",
 }
 
-_UNRELATED = (
-    "the worktree's HEAD does not descend from the feature's start commit; "
-    "its work cannot be merged"
-)
-
 # Hooks and fsmonitor daemons belong to the user's interactive work, not to rho's plumbing in
 # throw-away worktrees: a slow post-checkout hook would run on every feature, a daemon would be
 # spawned per worktree and outlive it.
 _PLUMBING_CONFIG = ("-c", f"core.hooksPath={os.devnull}", "-c", "core.fsmonitor=false")
-
-
-class CommitResult(NamedTuple):
-    """What a feature's worktree holds beyond its start commit.
-
-    ``commit_id`` is the branch head when it moved past the start commit (committed by rho or by
-    the worker itself), else None; ``files_changed`` lists the paths that differ from the start
-    commit (added, modified, deleted), sorted.
-    """
-
-    commit_id: str | None
-    files_changed: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,15 +87,17 @@ class GitRepo:
             NotAGitRepositoryError: *path* lies in no git work tree, or in a bare repository.
         """
         shown = os.path.abspath(path)
-        args = ("rev-parse", "--path-format=absolute", "--git-common-dir", "--is-inside-work-tree")
-        status, out, _ = _execute(["git", "-C", shown, *args], child_environ())
+        # One process: "--show-toplevel" fails (after printing the first two answers) outside
+        # a work tree.
+        args = ("--git-common-dir", "--is-inside-work-tree", "--show-toplevel")
+        command = ["git", "-C", shown, "rev-parse", "--path-format=absolute", *args]
+        status, out, _ = _execute(command, None)
         lines = out.splitlines()
-        if status != 0 or len(lines) != 2:
-            raise NotAGitRepositoryError(shown)
-        if lines[1] != "true":
+        if len(lines) >= 2 and lines[1] != "true":
             raise NotAGitRepositoryError(shown, "git work tree")
-        status, top, _ = _execute(["git", "-C", shown, "rev-parse", "--show-toplevel"], None)
-        return cls(Path(top.strip()).resolve(), Path(lines[0]).resolve())
+        if status != 0 or len(lines) != 3:
+            raise NotAGitRepositoryError(shown)
+        return cls(Path(lines[2]).resolve(), Path(lines[0]).resolve())
 
     def __repr__(self) -> str:
         return f"GitRepo({str(self.root)!r})"
@@ -182,6 +167,19 @@ class GitRepo:
         if status != 0 or not ref:
             raise UnknownRefError(ref)
         return out.strip()
+
+    def commit_id(self, ref: str) -> str:
+        """Like ``resolve_commit``, but a full sha is taken as it is, without a git process.
+
+        For the commits rho resolved itself (a wave's start): git checks them again where it
+        uses them (a branch can only be pointed at a commit that exists).
+
+        Raises:
+            UnknownRefError: *ref*, not a full sha, names no commit.
+        """
+        if len(ref) == 40 and all(c in "0123456789abcdef" for c in ref):
+            return ref
+        return self.resolve_commit(ref)
 
     def head_commit(self) -> str:
         """Return the sha of the commit checked out in the root's work tree.
@@ -271,32 +269,12 @@ class GitRepo:
         Raises:
             UnknownRefError: *base* names no commit.
             FeatureResultError: HEAD no longer descends from *base* (the worker checked out
-                unrelated history): that work cannot be taken.
+                unrelated history, or an orphan branch with no commit): that work cannot be
+                taken.
             GitOperationError: staging or committing failed (for example mid-rebase).
         """
-        start = self._worktree_head(worktree) if base is None else self._commit_id(base)
-        left_branch = branch is not None and self._head_ref(worktree) != f"refs/heads/{branch}"
-        if (
-            left_branch
-            and self.run_status("update-ref", "--no-deref", "HEAD", "HEAD", cwd=worktree)[0]
-        ):
-            raise FeatureResultError(_UNRELATED)  # an orphan branch: HEAD names no commit yet
-        # One status call answers the common case of a worker that changed nothing; staging
-        # and the staged-diff check run only when there is something to stage.
-        if self.run("status", "--porcelain", "-z", "--untracked-files=all", cwd=worktree):
-            self.run("add", "--all", cwd=worktree)
-            if self.run_status("diff", "--cached", "--quiet", cwd=worktree)[0] == 1:
-                with self.locked():
-                    self.run(*_commit_args(message), cwd=worktree, env=self._identity_env())
-        head = self._worktree_head(worktree)
-        if head == start:
-            return CommitResult(None, [])
-        if not self._is_ancestor(start, head):
-            raise FeatureResultError(_UNRELATED)
-        if left_branch and branch is not None:
-            with self.locked():
-                self.move_branch(branch, head, self.branch_commit(branch), message)
-        return CommitResult(head, self._changed_files(start, head))
+        result = commit_worktree(self, worktree, message, base=base, branch=branch)
+        return result.commit_result()
 
     def merge_into(self, target_branch: str, source_branch: str, message: str) -> str:
         """Merge *source_branch* into *target_branch* without any worktree; return the new head.
@@ -355,16 +333,26 @@ class GitRepo:
             status, _, err = self.run_status(
                 "update-ref", "-m", f"rho-mission: {message or 'move'}", ref, new, old
             )
-            if status == 0:
-                return
-            found = self.branch_commit(name)
-            if found == expected:
-                raise GitOperationError(["git", "update-ref", ref], status, err)
-            raise RefMovedError(
-                name,
-                f"moved while rho was moving it (expected {_short(expected)}, found "
-                f"{_short(found)}); nothing was overwritten",
-            )
+            if status != 0:
+                raise self._refused_move(name, expected, ["git", "update-ref", ref], status, err)
+
+    def check_out_new_branch(self, worktree: Path, name: str, commit: str) -> None:
+        """Create branch *name* at *commit*, if it does not exist, and check it out in *worktree*.
+
+        One ``git checkout --force -b``: the branch is created by a compare-and-swap against
+        "must not exist" (git's ref transaction; ``-b``, never ``-B``), then *worktree*'s HEAD,
+        index and files are set to it; local changes there are discarded.
+
+        Raises:
+            RefMovedError: the branch exists.
+            GitOperationError: git refused (an invalid name, *commit* no commit, a broken
+                worktree).
+        """
+        args = ("checkout", "--quiet", "--force", "--no-track", "-b", name, commit, "--")
+        with self.locked():
+            status, _, err = self.run_status(*args, cwd=worktree)
+            if status != 0:
+                raise self._refused_move(name, None, ["git", *args], status, err)
 
     def refuse_checked_out(self, branch: str) -> None:
         """Refuse to go on when a work tree has *branch* checked out.
@@ -396,22 +384,14 @@ class GitRepo:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _commit_id(self, ref: str) -> str:
-        # A full sha needs no git process; anything else is resolved.
-        if len(ref) == 40 and all(c in "0123456789abcdef" for c in ref):
-            return ref
-        return self.resolve_commit(ref)
-
-    def _head_ref(self, worktree: Path) -> str | None:
-        status, out, _ = self.run_status("symbolic-ref", "--quiet", "HEAD", cwd=worktree)
-        return out.strip() if status == 0 else None
-
-    def _worktree_head(self, worktree: Path) -> str:
-        return self.run("rev-parse", "--verify", "HEAD^{commit}", cwd=worktree).strip()
-
-    def _changed_files(self, start: str, head: str) -> list[str]:
-        out = self.run("diff", "--name-only", "--no-renames", "-z", start, head)
-        return sorted({name for name in out.split("\0") if name})
+    def _refused_move(
+        self, name: str, expected: str | None, command: list[str], status: int, err: str
+    ) -> GitOperationError | RefMovedError:
+        # git refused to move the branch: because it no longer holds *expected*, or otherwise.
+        found = self.branch_commit(name)
+        if found == expected:
+            return GitOperationError(command, status, err)
+        return ref_moved(name, expected, found)
 
     def _is_ancestor(self, ancestor: str, descendant: str) -> bool:
         status, _, err = self.run_status("merge-base", "--is-ancestor", ancestor, descendant)
@@ -429,12 +409,13 @@ class GitRepo:
             raise GitOperationError(["git", *args], status, err)
         parents = ("-p", ours, "-p", theirs)
         tree = fields[0]
-        env = self._identity_env()
+        env = self.identity_env()
         return self.run(
             "commit-tree", "--no-gpg-sign", *parents, "-m", message, tree, env=env
         ).strip()
 
-    def _identity_env(self) -> dict[str, str]:
+    def identity_env(self) -> dict[str, str]:
+        """The variables that give rho's commits an author when the user configured none."""
         if self._identity is None:
             status, out, _ = self.run_status("config", "user.email")
             configured = status == 0 and bool(out.strip())
@@ -470,22 +451,17 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
+def ref_moved(name: str, expected: str | None, found: str | None) -> RefMovedError:
+    """The error of a move that found branch *name* at *found* instead of *expected*."""
+    return RefMovedError(
+        name,
+        f"moved while rho was moving it (expected {_short(expected)}, found "
+        f"{_short(found)}); nothing was overwritten",
+    )
+
+
 def _short(commit: str | None) -> str:
     return commit[:12] if commit else "no branch"
-
-
-def _commit_args(message: str) -> tuple[str, ...]:
-    # A message starting with "#" must survive: clean up whitespace only.
-    return (
-        "-c",
-        "commit.gpgSign=false",
-        "commit",
-        "--no-verify",
-        "--quiet",
-        "--allow-empty-message",
-        "--cleanup=whitespace",
-        f"--message={message}",
-    )
 
 
 def _parse_worktree(block: str) -> WorktreeInfo:

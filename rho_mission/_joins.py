@@ -9,6 +9,11 @@ Blocked features, in the two modes of DESIGN §3:
 - with ``keep_going`` (like ``make -k``), only the features downstream of a failure are blocked:
   those with a blocker (``blocked_by``, transitively) that failed, was cancelled or is itself
   blocked. A cancellation still stops everything.
+
+A verified join (``--verify``, see ``_verify``) is clean only once its checks passed: a failed
+or cancelled verification stops the mission after its wave like a failure without
+``keep_going`` (a later wave never starts from an unverified head), and so does one that a
+crash left ``running``.
 """
 
 from __future__ import annotations
@@ -16,25 +21,51 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ._clock import now_rfc3339
-from ._models import Feature, MissionStatus, WaveJoin
+from ._models import Feature, MissionStatus, Verification, WaveJoin
 
 __all__ = ["blocked_downstream", "final_status", "first_unfinished", "join_record"]
 
 _ENDED_BADLY = ("failed", "cancelled")
+# What a join's verification may say for the mission to go on from its head.
+_VERIFIED = ("passed", "skipped")
+_SUFFIX = {
+    "running": ", verifying",
+    "passed": ", verified",
+    "failed": ", verification failed",
+    "cancelled": ", verification cancelled",
+}
 
 
-def first_unfinished(features: list[Feature], waves: list[list[str]], joins: list[WaveJoin]) -> int:
+def first_unfinished(
+    features: list[Feature],
+    waves: list[list[str]],
+    joins: list[WaveJoin],
+    *,
+    verifying: bool = False,
+) -> int:
     """Index of the first wave not cleanly joined or with a feature not completed.
 
     A wave whose features all completed but whose join was never recorded (a crash, or a join
-    that failed) runs again: its completed features are not rerun, but they are merged.
+    that failed) runs again: its completed features are not rerun, but they are merged, and
+    its head verified again when its verification did not pass. With *verifying* (the run has
+    a verify stage), a head the last clean join did not verify (the stage was added at resume,
+    or a cancellation came first) is verified before a wave starts from it: that wave's join
+    is made again.
     """
     done = {f.id for f in features if f.status == "completed"}
     for index, wave in enumerate(waves):
-        joined = index < len(joins) and not (joins[index].failed_ids or joins[index].cancelled_ids)
-        if not joined or not done.issuperset(wave):
-            return index
-    return len(waves)
+        if not (index < len(joins) and _clean(joins[index])) or not done.issuperset(wave):
+            break
+    else:
+        index = len(waves)
+    if verifying and index > 0 and joins[index - 1].verification.status == "skipped":
+        return index - 1
+    return index
+
+
+def _clean(join: WaveJoin) -> bool:
+    ended_badly = join.failed_ids or join.cancelled_ids
+    return not ended_badly and join.verification.status in _VERIFIED
 
 
 def blocked_downstream(features: Iterable[Feature], waves: Sequence[Sequence[str]]) -> set[str]:
@@ -62,8 +93,10 @@ def join_record(
     started: str,
     *,
     keep_going: bool = False,
+    verification: Verification | None = None,
 ) -> WaveJoin:
-    """The join of wave *number* (1-based) of *waves*."""
+    """The join of wave *number* (1-based) of *waves*, with *verification* of its head."""
+    checked = verification or Verification()
     by_id = {f.id: f for f in features}
     ids, later = list(waves[number - 1]), waves[number:]
 
@@ -72,7 +105,7 @@ def join_record(
 
     completed, failed, cancelled = having("completed"), having("failed"), having("cancelled")
     waiting = [i for wave in later for i in wave if by_id[i].status != "completed"]
-    if cancelled or (failed and not keep_going):
+    if cancelled or (failed and not keep_going) or checked.status in ("failed", "cancelled"):
         blocked = sorted(waiting)
     elif keep_going:
         downstream = blocked_downstream(features, waves)
@@ -87,6 +120,7 @@ def join_record(
         summary += f", {len(cancelled)} cancelled"
     if blocked:
         summary += f", {len(blocked)} downstream blocked"
+    summary += _SUFFIX.get(checked.status, "")
     return WaveJoin(
         wave=number,
         feature_ids=sorted(ids),
@@ -97,13 +131,19 @@ def join_record(
         started_at=started,
         completed_at=now_rfc3339(),
         summary=summary,
+        verification=checked,
     )
 
 
-def final_status(features: list[Feature], cancelled: bool) -> MissionStatus:
+def final_status(
+    features: list[Feature], cancelled: bool, *, unverified: bool = False
+) -> MissionStatus:
+    """The mission's status once its run ended (DESIGN §3); a join whose verification failed
+    (*unverified*) counts as a failure: the mission is ``partial`` (or ``failed``), never
+    ``completed``."""
     if cancelled:
         return "cancelled"
-    statuses = {f.status for f in features}
+    statuses = {f.status for f in features} | ({"failed"} if unverified else set())
     if statuses <= {"completed"}:
         return "completed"
     if "completed" not in statuses:

@@ -27,6 +27,7 @@ from ._refresh import refresh_features, store_features
 from ._runlock import is_running, run_lock
 from ._seam import Executor, Observer, Worker
 from ._shell import shell_worker
+from ._stages import stages_for
 from .executors import LocalExecutor
 
 __all__ = ["Mission", "list_missions", "mission_is_running", "mission_state"]
@@ -150,6 +151,8 @@ class Mission(MissionDocument):
         waves: Sequence[Sequence[str]] | None = None,
         observer: Observer | None = None,
         executor: Executor | None = None,
+        verify: Worker | None = None,
+        fix: Worker | None = None,
     ) -> Mission:
         """Run the features wave after wave, and return this mission.
 
@@ -160,13 +163,21 @@ class Mission(MissionDocument):
         gets one per id named in *waves*. *executor* runs each attempt (default: a
         ``LocalExecutor``, this machine's worktrees; ``DaskExecutor`` runs them on a cluster).
 
+        *verify* checks the integration head after each wave's merges (default: the shell runs
+        ``config.verify_command``, if set): a worker that returns passes, one that raises fails.
+        *fix* (default: ``config.fix_command``) may repair a failed check, at most
+        ``config.max_fix_attempts`` times: what it leaves in its worktree is merged and the
+        check runs again. Both get a ``WorkerContext`` whose ``wave`` is set, and a fix's
+        ``verify_log`` names the failed output. A failed verification stops the mission after
+        that wave. Stages run on this machine, whatever the executor.
+
         Raises:
             InvalidMissionError: empty waves, an unknown or repeated id, a feature in or before
-                the wave of one of its blockers, or (shell worker) a feature with no command,
-                all before any work starts.
+                the wave of one of its blockers, (shell worker) a feature with no command, or a
+                fix stage without a verify stage, all before any work starts.
             MissionError: another process is running this mission.
         """
-        return await self._run(worker, waves, observer, None, executor)
+        return await self._run(worker, waves, observer, None, executor, (verify, fix))
 
     async def _run(
         self,
@@ -175,8 +186,10 @@ class Mission(MissionDocument):
         observer: Observer | None,
         fresh: Sequence[Feature] | None,
         executor: Executor | None,
+        checks: tuple[Worker | None, Worker | None],
     ) -> Mission:
         plan = staged_plan(self, waves)
+        stages = stages_for(self.config, *checks)
         if worker is None and fresh is None:
             self.check_runnable(plan)  # before anything is written
         with _exclusive(self):
@@ -191,6 +204,7 @@ class Mission(MissionDocument):
                 executor=executor or LocalExecutor(),
                 observer=observer,
                 warnings=self.warnings,
+                stages=stages,
             )
         return self
 
@@ -207,6 +221,8 @@ class Mission(MissionDocument):
         waves: Sequence[Sequence[str]] | None = None,
         observer: Observer | None = None,
         executor: Executor | None = None,
+        verify: Worker | None = None,
+        fix: Worker | None = None,
     ) -> Mission:
         """``run_staged`` for callers without an event loop.
 
@@ -216,7 +232,9 @@ class Mission(MissionDocument):
         return _blocking(
             "run_staged_sync",
             "run_staged",
-            lambda: self.run_staged(worker, waves=waves, observer=observer, executor=executor),
+            lambda: self.run_staged(
+                worker, waves=waves, observer=observer, executor=executor, verify=verify, fix=fix
+            ),
         )
 
     async def resume(
@@ -226,16 +244,22 @@ class Mission(MissionDocument):
         observer: Observer | None = None,
         refresh: bool | Sequence[Feature] = False,
         executor: Executor | None = None,
+        verify: Worker | None = None,
+        fix: Worker | None = None,
     ) -> Mission:
         """Continue from the first unfinished wave; completed features stay completed.
 
         *refresh* first takes the subject, description and command of every feature not
         completed from the mission's task store (True) or from the given features; a change of
-        shape (features added or removed, blockers changed) is refused.
+        shape (features added or removed, blockers changed) is refused. *verify* and *fix* are
+        ``run_staged``'s: a wave whose verification failed, was cancelled or was cut short by
+        a crash is verified again first, on the integration head as it is now (a hand fix on
+        the integration branch is adopted); so is the last joined wave's head when it was not
+        verified and this run verifies.
 
         Raises:
             InvalidMissionError: *refresh* changes the mission's shape, or is True for a
-                mission made without a task store.
+                mission made without a task store; a fix stage without a verify stage.
             MissionError: another process is running this mission.
         """
         fresh: Sequence[Feature] | None = None
@@ -252,7 +276,7 @@ class Mission(MissionDocument):
                     " store only (refresh=True)"
                 )
             fresh = refresh
-        return await self._run(worker, self.waves, observer, fresh, executor)
+        return await self._run(worker, self.waves, observer, fresh, executor, (verify, fix))
 
     def resume_sync(
         self,
@@ -261,6 +285,8 @@ class Mission(MissionDocument):
         observer: Observer | None = None,
         refresh: bool | Sequence[Feature] = False,
         executor: Executor | None = None,
+        verify: Worker | None = None,
+        fix: Worker | None = None,
     ) -> Mission:
         """``resume`` for callers without an event loop.
 
@@ -270,7 +296,14 @@ class Mission(MissionDocument):
         return _blocking(
             "resume_sync",
             "resume",
-            lambda: self.resume(worker, observer=observer, refresh=refresh, executor=executor),
+            lambda: self.resume(
+                worker,
+                observer=observer,
+                refresh=refresh,
+                executor=executor,
+                verify=verify,
+                fix=fix,
+            ),
         )
 
     def kill_processes(self) -> list[int]:

@@ -22,6 +22,8 @@ __all__ = [
     "MissionConfig",
     "MissionDocument",
     "MissionStatus",
+    "Verification",
+    "VerificationStatus",
     "WaveJoin",
     "feature_id_problem",
 ]
@@ -30,9 +32,10 @@ __all__ = [
 # and short enough for a file name (its log, its branch's file under .git/refs).
 _BRANCH_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?<![.])(?<!\.lock)")
 MAX_FEATURE_ID = 100
-# Names of the mission's own refs (rho-mission/<id>/integration, and the fix stages'
-# fix-<wave>): a feature named so would share its branch. Case-insensitive file systems too.
-_RESERVED = re.compile(r"(?i)integration|fix-\d+")
+# Names of the mission's own refs (rho-mission/<id>/integration, and the verify and fix stages'
+# verify-<wave> and fix-<wave>, which name their logs too): a feature named so would share its
+# branch and its log. Case-insensitive file systems too.
+_RESERVED = re.compile(r"(?i)integration|fix-\d+|verify-\d+")
 
 
 def feature_id_problem(feature_id: str) -> str | None:
@@ -103,6 +106,35 @@ class Feature(BaseModel):
         )
 
 
+VerificationStatus = Literal["skipped", "running", "passed", "failed", "cancelled"]
+
+
+class Verification(BaseModel):
+    """What the verify stage (``--verify``) said of the integration head after a wave's merges.
+
+    ``skipped``: no verify stage, or the wave stopped the mission anyway (a failed feature
+    without ``keep_going``, a cancellation), so its head is verified when the wave is resumed.
+    ``running`` is what mission.json holds while the checks run: a crash leaves it, and the
+    resume verifies that wave again. ``attempts`` counts runs of the checks, ``fix_attempts``
+    runs of the fix stage; ``error`` is the last check's failure, ``fix_error`` the last fix's
+    when it failed. ``head`` is the commit last checked. The commands appear only as digests,
+    so that the wave's graph fragment depends on its join alone (None: a library worker ran).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: VerificationStatus = "skipped"
+    attempts: int = Field(default=0, ge=0)
+    fix_attempts: int = Field(default=0, ge=0)
+    log: str | None = None
+    duration_ms: int = Field(default=0, ge=0)
+    error: str | None = None
+    fix_error: str | None = None
+    head: str | None = None
+    command_sha256: str | None = None
+    fix_command_sha256: str | None = None
+
+
 class WaveJoin(BaseModel):
     """The record of one wave's end; every id list sorted.
 
@@ -121,6 +153,7 @@ class WaveJoin(BaseModel):
     started_at: str
     completed_at: str
     summary: str
+    verification: Verification = Field(default_factory=Verification)
 
 
 class MissionConfig(BaseModel):
@@ -146,6 +179,11 @@ class MissionConfig(BaseModel):
     signed_plan: str | None = None
     trusted_keys: list[str] = Field(default_factory=list)
     signed_plan_sha256: str | None = None
+    # Verified joins (``_verify``): the project's checks on the integration head after each
+    # wave, and the command that may repair them, run at most ``max_fix_attempts`` times.
+    verify_command: str | None = None
+    fix_command: str | None = None
+    max_fix_attempts: int = Field(default=3, ge=1, le=100)
 
 
 class MissionDocument(BaseModel):

@@ -299,6 +299,44 @@ def _wave_node(
         correlation_id=mission.id,
         causation_id=f"rho/event/mission/{mission.id}/created",
     )
+    _verification_node(builder, mission.id, join, node)
+
+
+def _verification_node(builder: GraphBuilder, mission_id: str, join: WaveJoin, wave: Ref) -> None:
+    """The checks of a verified join (``--verify``): a ``quality`` node, and the wave-join's
+    ``validated_by`` edge to it; nothing for a join no check ran on. The commands appear as
+    digests only. It reads *join* and *mission_id*, nothing else (``_graphcache``)."""
+    checked = join.verification
+    if checked.status == "skipped":
+        return
+    attributes: dict[str, str | int] = {
+        "entity_type": "verification",
+        "status": checked.status,
+        "wave": join.wave,
+        "attempts": checked.attempts,
+        "fix_attempts": checked.fix_attempts,
+        "duration_ms": checked.duration_ms,
+    }
+    digests = {
+        "command_sha256": checked.command_sha256,
+        "fix_command_sha256": checked.fix_command_sha256,
+        "error_sha256": sha256_hex(checked.error) if checked.error else None,
+    }
+    attributes.update({key: value for key, value in digests.items() if value})
+    node = builder.node(
+        f"rho/verification/{mission_id}/{join.wave}",
+        "quality",
+        attributes,
+        created_at=join.started_at,
+        effective_at=join.completed_at,
+    ).ref
+    builder.edge(
+        f"rho/edge/mission-wave/{mission_id}/{join.wave}/validated_by",
+        "validated_by",
+        wave,
+        node,
+        created_at=join.completed_at,
+    )
 
 
 def wave_facts(

@@ -32,7 +32,12 @@ __all__ = [
 
 @dataclass
 class WorkerContext:
-    """What a worker gets: the mission, its feature, its worktree and where it started."""
+    """What a worker gets: the mission, its feature, its worktree and where it started.
+
+    The verify and fix stages of a join (``_verify``) get one too: their ``feature`` is the
+    stage (``verify-<wave>``, ``fix-<wave>``, its ``command`` the mission's verify or fix
+    command), ``wave`` its wave, and a fix's ``verify_log`` the log of the failed checks.
+    """
 
     mission: MissionDocument
     feature: Feature
@@ -41,6 +46,8 @@ class WorkerContext:
     attempt: int
     log_path: Path
     on_process_start: Callable[[int], None] = field(default=lambda pgid: None)
+    wave: int | None = None
+    verify_log: Path | None = None
 
 
 # Strings for the interpreter (Handoff is named for the type checker only), unions for mypy.

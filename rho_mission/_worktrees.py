@@ -5,6 +5,10 @@ idle one is several times cheaper (``bench/bench_worktrees.py``): check the star
 it, clean it, and point its branch there. So a feature borrows a worktree with ``acquire`` and
 gives it back with ``release``; ``close`` removes them all at the end of the mission.
 
+A feature whose worktree comes back spotless (``release(..., spotless=True)``: its last ``git
+status`` listed nothing, not even an ignored file) is not cleaned again at its next ``acquire``:
+a no-op feature costs three git processes (``checkout -b``, ``status``, the detach at release).
+
 Each worktree is registered *locked*, with the reason ``rho-mission <mission> pid <pid>``: git's
 own ``worktree prune`` leaves it alone, and ``prune_stale`` can tell a worktree that a live
 process is using from one that a crashed process left behind.
@@ -23,7 +27,7 @@ from types import TracebackType
 
 from ._errors import GitOperationError, InvalidMissionError, RefMovedError, UnsafePathError
 from ._folders import check_own_folder, private_folder
-from ._git import GitRepo, WorktreeInfo
+from ._git import GitRepo, WorktreeInfo, ref_moved
 
 __all__ = ["WorktreePool", "prune_stale"]
 
@@ -78,6 +82,11 @@ class WorktreePool:
         self._idle: list[Path] = []
         self._busy: set[Path] = set()
         self._kept: list[Path] = []
+        # Idle worktrees known to hold nothing but their HEAD's files: no "git clean" needed.
+        self._spotless: set[Path] = set()
+        # Worktrees git had registered when this pool first added one (listed once: later names
+        # of this pool are new, see _free_path).
+        self._registered: dict[Path, WorktreeInfo] | None = None
         self._next = 1
         # A name of its own for every pool (every run): a process of a crashed run that may still
         # be alive never writes into a worktree of the run that resumes.
@@ -109,6 +118,7 @@ class WorktreePool:
         The branch moves only if it still holds *expected* (None: if it does not exist; by
         default whatever it holds now), checked by git as it moves. An idle worktree is
         reused when it is healthy; otherwise a new one is added under the pool's folder.
+        A full sha is not looked up first: git refuses it where it moves the branch.
 
         Raises:
             InvalidMissionError: the pool's folder lies in the work tree but is not ignored.
@@ -118,35 +128,43 @@ class WorktreePool:
             GitOperationError: git refused.
             RuntimeError: the pool is closed.
         """
-        start = self.repo.resolve_commit(start_commit)
+        start = self.repo.commit_id(start_commit)
         if isinstance(expected, _Unset):
             expected = self.repo.branch_commit(branch)
-        path = self._take_idle()
+        path, spotless = self._take_idle()
         if path is not None:
+            failed = False
             try:
                 if _reusable(path):
-                    self._switch(path, branch, start, expected)
+                    dirty = not spotless
+                    self._switch(path, branch, start, expected, fill=dirty, clean=dirty)
                     return path
             except RefMovedError:
                 self._give_back(path)  # healthy: the branch is what was refused
                 raise
             except GitOperationError:
-                pass
+                failed = True
             self._discard(path)  # broken by its last worker: replace it with a fresh one
+            if failed:  # the branch may have moved before git failed
+                expected = self._branch_after_failure(branch, start, expected)
         path = self._create(start)
         try:
-            self._switch(path, branch, start, expected)
+            self._switch(path, branch, start, expected, fill=True, clean=False)
         except BaseException:
             self._discard(path)
             raise
         return path
 
-    def release(self, path: Path) -> None:
+    def release(self, path: Path, *, spotless: bool = False) -> None:
         """Give back a worktree that ``acquire`` returned; its branch stays as the worker left it.
 
         The worktree's HEAD is detached so that the branch can be deleted, merged or checked
         out elsewhere; its files are cleaned when it is next acquired (a kept worktree is
-        never acquired again: its files stay for inspection).
+        never acquired again: its files stay for inspection). *spotless*: the caller saw,
+        after its worker ended, nothing in the worktree beyond HEAD's files (``git status``
+        listed no change, no untracked and no ignored file): the next acquire skips
+        ``git clean``. What that leaves: an empty directory (git lists none), and what a
+        process that escaped its task's group writes later (it could write at any time anyway).
 
         Raises:
             ValueError: *path* was not acquired from this pool, or was released already.
@@ -166,6 +184,8 @@ class WorktreePool:
             return
         with self._state:
             (self._kept if self._keep else self._idle).append(path)
+            if spotless and not self._keep:
+                self._spotless.add(path)
 
     def close(self) -> None:
         """Remove every worktree of the pool (in use or idle) and its folder; idempotent.
@@ -185,11 +205,11 @@ class WorktreePool:
             self._busy.clear()
         try:
             with self.repo.locked():
-                for path in doomed:
-                    _remove_worktree(self.repo, path)
+                removed = [_remove_worktree(self.repo, path) for path in doomed]
                 for path in kept:
                     self.repo.run_status("worktree", "unlock", str(path))
-                self.repo.run("worktree", "prune")
+                if not all(removed):  # deleted by hand: git's record is still there
+                    self.repo.run("worktree", "prune")
         finally:
             _forget(*doomed, *kept)
         if not kept:
@@ -198,24 +218,27 @@ class WorktreePool:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _take_idle(self) -> Path | None:
+    def _take_idle(self) -> tuple[Path | None, bool]:
+        # The worktree, and whether it came back spotless (the knowledge goes with it).
         with self._state:
             if self._closed:
                 raise RuntimeError("worktree pool is closed")
             if not self._idle:
-                return None
+                return None, False
             path = self._idle.pop()
             self._busy.add(path)
-            return path
+            spotless = path in self._spotless
+            self._spotless.discard(path)
+            return path, spotless
 
     def _create(self, start: str) -> Path:
-        if not self._folder_checked:
-            _checked_folder(self.repo, self.folder)
-            self._folder_checked = True
         with self.repo.locked():
+            if not self._folder_checked:  # under the lock: once, whichever thread comes first
+                _checked_folder(self.repo, self.folder)
+                self._folder_checked = True
             path, stale = self._free_path()
-            if stale is not None or path.exists():
-                _remove_worktree(self.repo, path)
+            in_the_way = stale is not None or path.exists()
+            if in_the_way and not _remove_worktree(self.repo, path):
                 self.repo.run("worktree", "prune")
             private_folder(self.folder, _anchor(self.repo, self.folder))
             reason = f"rho-mission {self.mission_id} pid {os.getpid()}"
@@ -237,7 +260,11 @@ class WorktreePool:
 
     def _free_path(self) -> tuple[Path, WorktreeInfo | None]:
         # The first unused name; a live worktree of another process at that path is skipped.
-        registered = {tree.path.resolve(): tree for tree in self.repo.worktrees()}
+        # git's list is read once per pool: every name holds this pool's own random part and a
+        # number it never gives twice, so only a worktree that was there before can be in the way.
+        if self._registered is None:
+            self._registered = {tree.path.resolve(): tree for tree in self.repo.worktrees()}
+        registered = self._registered
         with self._state:
             while True:
                 path = self.folder / f"{self.mission_id}-{self._run}-{self._next}"
@@ -246,17 +273,43 @@ class WorktreePool:
                 if entry is None or not _in_use(entry):
                     return path, entry
 
-    def _switch(self, path: Path, branch: str, start: str, expected: str | None) -> None:
+    def _switch(
+        self,
+        path: Path,
+        branch: str,
+        start: str,
+        expected: str | None,
+        *,
+        fill: bool,
+        clean: bool,
+    ) -> None:
         # The same end state as "checkout --force -B <branch> <start>" + "clean -ffdx", but the
-        # files are rewritten outside the lock (HEAD, index and files of a linked worktree are
-        # its own), and under it only cheap ref writes: the branch moved by compare-and-swap
-        # and a symbolic HEAD, with no second index refresh.
-        self.repo.run("checkout", "--quiet", "--detach", "--force", start, cwd=path)
-        self.repo.run("clean", "-ffdxq", cwd=path)
-        with self.repo.locked():
-            if expected != start:
-                self.repo.move_branch(branch, start, expected, "start of a feature attempt")
-            self.repo.run("symbolic-ref", "HEAD", f"refs/heads/{branch}", cwd=path)
+        # branch moves by compare-and-swap: created by "checkout -b" (git's "must not exist"),
+        # or moved by "update-ref NEW OLD" and then checked out. A worktree not known to be
+        # spotless is first checked out detached and cleaned, so that most files are rewritten
+        # outside the lock (HEAD, index and files of a linked worktree are its own) and the
+        # branch step under it has little left to write; a spotless one goes straight there.
+        if fill:
+            self.repo.run("checkout", "--quiet", "--detach", "--force", start, cwd=path)
+        if clean:
+            self.repo.run("clean", "-ffdxq", cwd=path)
+        if expected is None:
+            self.repo.check_out_new_branch(path, branch, start)
+            return
+        if expected != start:
+            self.repo.move_branch(branch, start, expected, "start of a feature attempt")
+        # --ignore-other-worktrees, like the "symbolic-ref HEAD" of before: a stale record of a
+        # crashed run's worktree that had the branch checked out must not stop a retry.
+        checkout = ("checkout", "--quiet", "--force", "--ignore-other-worktrees")
+        self.repo.run(*checkout, branch, "--", cwd=path)
+
+    def _branch_after_failure(self, branch: str, start: str, expected: str | None) -> str | None:
+        # What a retry's move must expect after git failed mid-switch: the start commit if the
+        # branch got there (moved by the failed switch), what was expected if it did not.
+        found = self.repo.branch_commit(branch)
+        if found in (start, expected):
+            return found
+        raise ref_moved(branch, expected, found)
 
     def _give_back(self, path: Path) -> None:
         with self._state:
@@ -266,12 +319,13 @@ class WorktreePool:
     def _discard(self, path: Path) -> None:
         with self._state:
             self._busy.discard(path)
+            self._spotless.discard(path)
             with contextlib.suppress(ValueError):
                 self._idle.remove(path)
         try:
             with self.repo.locked():
-                _remove_worktree(self.repo, path)
-                self.repo.run("worktree", "prune")
+                if not _remove_worktree(self.repo, path):
+                    self.repo.run("worktree", "prune")
         finally:
             _forget(path)
 
@@ -292,13 +346,19 @@ def prune_stale(repo: GitRepo, folder: str | os.PathLike[str]) -> list[Path]:
     root = _checked_folder(repo, folder)
     removed: list[Path] = []
     with repo.locked():
-        for tree in repo.worktrees():
+        trees = repo.worktrees()
+        pruned = True
+        for tree in trees:
             path = tree.path.resolve()
             if path.is_relative_to(root) and path != root and not _in_use(tree):
-                _remove_worktree(repo, path)
+                pruned = _remove_worktree(repo, path) and pruned
                 removed.append(path)
-        repo.run("worktree", "prune")
-        removed += _remove_unregistered(repo, root)
+        if not pruned:  # deleted by hand: git's record is still there
+            repo.run("worktree", "prune")
+        # What git still knows is what it listed, less what was just removed: the rest is in
+        # use (locked), and nobody else adds a worktree while the lock is held.
+        registered = {tree.path.resolve() for tree in trees}.difference(removed)
+        removed += _remove_unregistered(root, registered)
         if root.is_dir() and not any(root.iterdir()):
             root.rmdir()
     return sorted(removed)
@@ -325,10 +385,9 @@ def _anchor(repo: GitRepo, folder: Path) -> Path:
     return repo.root if folder.is_relative_to(repo.root) else folder.parent
 
 
-def _remove_unregistered(repo: GitRepo, root: Path) -> list[Path]:
+def _remove_unregistered(root: Path, registered: set[Path]) -> list[Path]:
     if not root.is_dir():
         return []
-    registered = {tree.path.resolve() for tree in repo.worktrees()}
     with _LIVE_GUARD:
         keep = registered | _LIVE
     leftovers = [child for child in root.iterdir() if child.resolve() not in keep]
@@ -340,16 +399,18 @@ def _remove_unregistered(repo: GitRepo, root: Path) -> list[Path]:
     return [child.resolve() for child in leftovers]
 
 
-def _remove_worktree(repo: GitRepo, path: Path) -> None:
+def _remove_worktree(repo: GitRepo, path: Path) -> bool:
     # Double --force: the worktree is locked (by us) and may hold changes or untracked files.
     # git also refuses a folder it does not know: that is a leftover, deleted by hand. A link
-    # in its place is not ours to follow.
+    # in its place is not ours to follow. Returns whether git removed it, record and all (if
+    # not, a "worktree prune" is due).
     if os.path.islink(path):
         raise UnsafePathError(path, "is a symbolic link")
     status, _, _ = repo.run_status("worktree", "remove", "--force", "--force", str(path))
     if status != 0 and path.exists():
         repo.run_status("worktree", "unlock", str(path))
         shutil.rmtree(path)
+    return status == 0
 
 
 def _in_use(tree: WorktreeInfo) -> bool:

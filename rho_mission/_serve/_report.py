@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ._page import report_page
 
 if TYPE_CHECKING:
-    from rho_mission._models import Feature, MissionDocument
+    from rho_mission._models import Feature, MissionDocument, Verification, WaveJoin
 
 __all__ = ["REPORT_TAIL_LINES", "report_html", "report_payload"]
 
@@ -32,6 +32,8 @@ _OWN_ERROR = re.compile(
     r"|cancelled)|not run|task [A-Za-z0-9._-]+ has no command"
 )
 _OWN_SUMMARY = re.compile(r"\d+ file\(s\) changed|no changes")
+# What a report without text keeps of a join's verification: no head commit, log path or digest.
+_VERIFICATION_KEYS = ("status", "attempts", "fix_attempts", "duration_ms")
 
 
 def report_html(mission: MissionDocument, folder: Path, *, include_text: bool = False) -> str:
@@ -65,19 +67,36 @@ def _tails(mission: MissionDocument, folder: Path) -> dict[str, list[str]]:
     from rho_mission.cli._logs import read_tail
 
     tails: dict[str, list[str]] = {}
-    for feature in mission.features:
-        if feature.status == "failed":
-            # The path comes from the feature id (a safe file name), never from its `log` field.
-            lines = read_tail(folder / "logs" / f"{feature.id}.log", REPORT_TAIL_LINES)
-            if lines is not None:
-                tails[feature.id] = lines
+    # The path comes from the feature id (a safe file name), never from its `log` field; a
+    # failed verification's from its wave (``verify-<wave>``).
+    failed = [feature.id for feature in mission.features if feature.status == "failed"]
+    failed += [f"verify-{j.wave}" for j in mission.wave_joins if j.verification.status == "failed"]
+    for name in failed:
+        lines = read_tail(folder / "logs" / f"{name}.log", REPORT_TAIL_LINES)
+        if lines is not None:
+            tails[name] = lines
     return tails
 
 
 def _metadata_only(mission: MissionDocument) -> dict[str, Any]:
     data = mission.model_dump(mode="json", include=set(_MISSION_KEYS))
-    data["wave_joins"] = [join.model_dump(mode="json") for join in mission.wave_joins]
+    data["wave_joins"] = [_join(join) for join in mission.wave_joins]
     data["features"] = [_feature(feature) for feature in mission.features]
+    return data
+
+
+def _join(join: WaveJoin) -> dict[str, Any]:
+    data = join.model_dump(mode="json", exclude={"verification"})
+    data["verification"] = _verification(join.verification)
+    return data
+
+
+def _verification(checked: Verification) -> dict[str, Any]:
+    data = checked.model_dump(mode="json", include=set(_VERIFICATION_KEYS))
+    for key in ("error", "fix_error"):
+        text = getattr(checked, key)
+        if text is not None:
+            data[key] = _error(text)
     return data
 
 

@@ -199,13 +199,20 @@ class Repository:
         from rho_mission.cli._logs import read_tail
 
         mission = self.mission(mission_id)
-        known = {feature.id: feature for feature in mission.features}
-        feature = known.get(feature_id)
-        if feature is None:
+        known = {feature.id: feature.id for feature in mission.features}
+        # The checks of a wave (--verify, --fix) log as verify-<wave> and fix-<wave>.
+        for join in mission.wave_joins:
+            if join.verification.status != "skipped":
+                known.update({f"{stage}-{join.wave}": f"{stage}-{join.wave}" for stage in _STAGES})
+        name = known.get(feature_id)
+        if name is None:
             raise NotFoundError(f"mission {mission_id} has no such feature")
-        # feature.id passed the document's check (a safe file name); the request's text is
-        # only compared with it.
-        return read_tail(self.mission_folder(mission_id) / "logs" / f"{feature.id}.log", lines)
+        # name comes from the document (a checked feature id, or a stage and a wave number);
+        # the request's text is only compared with it.
+        return read_tail(self.mission_folder(mission_id) / "logs" / f"{name}.log", lines)
+
+
+_STAGES = ("verify", "fix")
 
 
 def _is_regular(path: Path) -> bool:

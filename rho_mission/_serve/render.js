@@ -10,6 +10,11 @@ const RhoRender = (function () {
   };
   const FINAL = new Set(["completed", "failed", "partial", "cancelled"]);
   const UNTIMED = { completed: "completed before this mission", blocked: "not run: a task it depends on failed" };
+  // A verified join's checks (--verify): their words, and the card colour each borrows.
+  const CHECKS = {
+    running: ["verifying", "in_progress"], passed: ["verified", "completed"],
+    failed: ["verification failed", "failed"], cancelled: ["verification cancelled", "cancelled"],
+  };
 
   // -- DOM helpers ------------------------------------------------------------------------------
 
@@ -140,6 +145,8 @@ const RhoRender = (function () {
       }
       const join = joins.get(index + 1);
       column.append(el("p", { class: "join", text: join ? join.summary : "not joined yet" }));
+      const checks = join && verificationLine(join);
+      if (checks) column.append(checks);
       board.append(column);
     });
     requestAnimationFrame(() => drawEdges(board, mission));
@@ -162,6 +169,20 @@ const RhoRender = (function () {
         ? el("p", { class: "deps", text: "depends on " + feature.blocked_by.join(", ") }) : null,
       feature.error && (status === "failed" || status === "cancelled")
         ? el("p", { class: "error", text: "error: " + feature.error }) : null);
+  }
+
+  // What the checks of a verified join said; null for a join none ran on.
+  function verificationLine(join) {
+    const checked = join.verification;
+    if (!checked || !CHECKS[checked.status]) return null;
+    const [words, style] = CHECKS[checked.status];
+    const bits = [checked.attempts + " check" + (checked.attempts === 1 ? "" : "s")];
+    if (checked.fix_attempts) bits.push(checked.fix_attempts + " fix" + (checked.fix_attempts === 1 ? "" : "es"));
+    if (checked.status !== "running") bits.push("took " + took(checked.duration_ms));
+    const line = el("p", { class: "meta verification", "data-wave": String(join.wave), "data-status": checked.status },
+      el("span", { class: "badge s-" + style, text: words }), " " + bits.join(" · "));
+    line.style.fontSize = ".8rem"; // as small as the join's line above it: a detail of that line
+    return line;
   }
 
   function fileCount(handoff) {
@@ -251,8 +272,10 @@ const RhoRender = (function () {
 
   function failuresSection(view) {
     const failed = (view.mission.features || []).filter((f) => f.status === "failed");
-    if (!failed.length) return null;
+    const unverified = (view.mission.wave_joins || []).filter((j) => j.verification && j.verification.status === "failed");
+    if (!failed.length && !unverified.length) return null;
     const section = el("section", { "aria-label": "failures" }, el("h2", { text: "Failures" }));
+    for (const join of unverified) section.append(verificationFailure(view, join));
     for (const feature of failed) {
       const tail = (view.tails || {})[feature.id];
       const box = el("div", { class: "failure", "data-feature-id": feature.id },
@@ -267,6 +290,22 @@ const RhoRender = (function () {
       section.append(box);
     }
     return section;
+  }
+
+  // A wave whose checks still failed: their error and, when the view has it, their log's tail.
+  function verificationFailure(view, join) {
+    const name = "verify-" + join.wave;
+    const checked = join.verification;
+    const tail = (view.tails || {})[name];
+    const box = el("div", { class: "failure", "data-verification": String(join.wave) },
+      el("h3", {}, "wave " + join.wave + " checks ", badge("failed")),
+      el("p", { class: "error", text: "error: " + (checked.error || "the checks failed") +
+        (checked.fix_attempts ? " (after " + checked.fix_attempts + " fix attempt" + (checked.fix_attempts === 1 ? "" : "s") + ")" : "") }));
+    if (Array.isArray(tail) && tail.length) {
+      box.append(el("p", { class: "meta", text: "last " + tail.length + " line(s) of " + name + ".log:" }));
+      box.append(el("pre", { class: "log", text: tail.join("\n") }));
+    }
+    return box;
   }
 
   return { WORDS, badge, byId, el, renderMission };

@@ -1,9 +1,11 @@
 """A feature's log for people: its last lines after a failure, and ``rho mission log``.
 
-Logs are ``<mission dir>/logs/<task>.log``, appended to by every attempt. They are read with
-``O_NOFOLLOW`` below a ``logs/`` folder that is checked not to be a link, like rho writes them: a
-link planted there is refused, never followed. The path comes from the feature's id (a safe file
-name), never from the ``log`` field of mission.json, which a hand edit could point anywhere.
+Logs are ``<mission dir>/logs/<task>.log``, appended to by every attempt; the verify and fix
+stages of a verified join write ``logs/verify-<wave>.log`` and ``logs/fix-<wave>.log``. They
+are read with ``O_NOFOLLOW`` below a ``logs/`` folder that is checked not to be a link, like rho
+writes them: a link planted there is refused, never followed. The path comes from the feature's
+id (a safe file name) or the stage's name, never from the ``log`` field of mission.json, which
+a hand edit could point anywhere.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ __all__ = [
     "log_path",
     "open_log",
     "print_log",
+    "print_stage_log",
     "read_tail",
+    "stage_wave",
 ]
 
 TAIL_LINES = 10
@@ -42,6 +46,14 @@ _POLL = 0.1  # seconds between two looks at a followed log and the journal
 # Terminal escapes and control characters (tab kept) of a task's output: shown, they could
 # repaint or hide the rest of rho's output.
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
+# The log names of a join's stages (feature ids never take them: they are reserved).
+_STAGE = re.compile(r"(?:verify|fix)-([1-9][0-9]{0,5})")
+
+
+def stage_wave(name: str) -> int | None:
+    """The wave of a stage's log name (``verify-2``, ``fix-2``), or None for another name."""
+    match = _STAGE.fullmatch(name)
+    return None if match is None else int(match[1])
 
 
 def log_path(mission: MissionDocument, feature_id: str) -> Path:
@@ -118,15 +130,18 @@ def failure_lines(mission: MissionDocument, feature_id: str) -> list[str]:
 
 
 class _FeatureWatch:
-    """Whether a feature has ended in the mission's current run, read from its journal.
+    """Whether a feature (or a join's stage) has ended in the mission's current run, read from
+    its journal.
 
     A run starts with a ``mission`` event (status ``executing``) and a feature ends with a
-    ``finish`` event naming it; the journal is read on from where the last look stopped.
+    ``finish`` event naming it; a stage (``verify-<wave>``, ``fix-<wave>``) runs until its
+    wave's ``join`` event. The journal is read on from where the last look stopped.
     """
 
     def __init__(self, journal: Path, feature_id: str) -> None:
         self.journal = journal
         self.feature_id = feature_id
+        self.wave = stage_wave(feature_id)
         self.ended = False
         self._offset = 0
         self._partial = b""
@@ -154,6 +169,10 @@ class _FeatureWatch:
             return
         if entry.get("event") == "mission" and entry.get("status") == "executing":
             self.ended = False
+        elif self.wave is not None:
+            self.ended = self.ended or (
+                entry.get("event") == "join" and entry.get("wave") == self.wave
+            )
         elif entry.get("event") == "finish" and entry.get("feature_id") == self.feature_id:
             self.ended = True
 
@@ -176,9 +195,8 @@ def follow_log(mission: Mission, feature_id: str) -> None:
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     offset = 0
     if not os.path.lexists(path):
-        print(
-            f"waiting for task {feature_id} to start (mission {mission.id} runs)", file=sys.stderr
-        )
+        what = feature_id if stage_wave(feature_id) is not None else f"task {feature_id}"
+        print(f"waiting for {what} to start (mission {mission.id} runs)", file=sys.stderr)
     while True:
         done = watch.look() or not is_running(repo, mission.id)
         offset = _print_from(path, offset, decoder)
@@ -216,3 +234,25 @@ def _print_from(path: Path, offset: int, decoder: codecs.IncrementalDecoder) -> 
             sys.stdout.write(decoder.decode(chunk))
     sys.stdout.flush()
     return offset
+
+
+def print_stage_log(mission: Mission, name: str, follow: bool) -> None:
+    """``rho mission log MISSION verify-<wave>`` (or ``fix-<wave>``): print, or follow, its log.
+
+    Raises:
+        CliError: the mission has no such wave, or the stage wrote no log.
+        UnsafePathError: the log is a symbolic link.
+    """
+    from rho_mission._mission import mission_is_running
+
+    from ._errors import CliError
+
+    wave = stage_wave(name)
+    assert wave is not None  # the caller checked the name
+    if wave > len(mission.waves):
+        raise CliError(f"mission {mission.id} has no wave {wave}: it has {len(mission.waves)}")
+    if follow and mission_is_running(mission):
+        follow_log(mission, name)
+    elif not print_log(log_path(mission, name)):
+        why = "its wave's checks have not run" if name.startswith("verify") else "no fix ran"
+        raise CliError(f"{name} of mission {mission.id} has no log: {why}")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ._checks import check_options, checked_config
 from ._errors import CliError
 from ._executors import executor_from, executor_options
 from ._paths import command_store_path, find_repo_root
@@ -82,6 +83,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     help="Ed25519 public key the signed plan must be signed by (repeatable; default: "
     "$RHO_SWARM_TRUSTED_KEYS, comma-separated).",
 )
+@check_options
 @executor_options
 @click.option("--dry-run", is_flag=True, help="Show the plan; run and write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final mission.json on stdout.")
@@ -91,7 +93,10 @@ def mission(
 ) -> int:
     """Run the task store as waves of isolated git worktrees, or inspect missions.
 
-    Example: rho mission --from-tasks --run "make check" --workers 4
+    With --verify, the project's checks run on the merged result of every wave before the
+    next one starts (--fix may repair them).
+
+    Example: rho mission --from-tasks --run "make check" --workers 4 --verify "make test"
     """
     if ctx.invoked_subcommand is not None:
         return 0
@@ -116,6 +121,9 @@ def _run_from_tasks(
     takeover: bool,
     signed_plan: Path | None,
     trusted: tuple[str, ...],
+    verify_command: str | None,
+    fix_command: str | None,
+    fix_attempts: int | None,
     executor_name: str,
     scheduler: str | None,
     local_cluster: int | None,
@@ -142,6 +150,7 @@ def _run_from_tasks(
         signed_plan=None if signed_plan is None else str(signed_plan),
         trusted_keys=keys,
     )
+    config = checked_config(config, verify_command, fix_command, fix_attempts)
     store = command_store_path(store_path)
     start = _start_commit(repo, base, continue_from)
     try:
@@ -195,6 +204,11 @@ def _print_plan(planned: Mission, as_json: bool) -> int:
             feature = planned.feature(feature_id)
             done = " (completed)" if feature.status == "completed" else ""
             click.echo(f"  {feature.id}: {feature.description}{done}")
+    if planned.config.verify_command:
+        click.echo(f"after each wave: {planned.config.verify_command}")
+    if planned.config.fix_command:
+        fixes = planned.config.max_fix_attempts
+        click.echo(f"when it fails: {planned.config.fix_command} (at most {fixes} time(s))")
     return 0
 
 
@@ -299,11 +313,15 @@ def _finish(target: Mission, as_json: bool) -> int:
 @mission.command("resume")
 @click.argument("name", metavar="MISSION")
 @click.option("--run", "run_command", default=None, help="New command for tasks without their own.")
+@check_options
 @executor_options
 @click.option("--json", "as_json", is_flag=True, help="Print the final mission.json on stdout.")
 def resume(
     name: str,
     run_command: str | None,
+    verify_command: str | None,
+    fix_command: str | None,
+    fix_attempts: int | None,
     executor_name: str,
     scheduler: str | None,
     local_cluster: int | None,
@@ -313,7 +331,10 @@ def resume(
     """Continue a failed, cancelled or crashed mission from its first unfinished wave.
 
     MISSION is a folder, a mission id, a unique prefix of one, or 'latest'. A mission made
-    from the task store first takes the fixed commands and texts of its unfinished tasks.
+    from the task store first takes the fixed commands and texts of its unfinished tasks. A
+    wave whose checks failed (--verify) is checked again first, on the integration branch as
+    it is now: fix it there by hand, or let --fix try again. --verify, --fix and
+    --fix-attempts replace the mission's own.
 
     Example: rho mission resume latest
     """
@@ -321,8 +342,10 @@ def resume(
 
     executor = executor_from(executor_name, scheduler, local_cluster, remote)
     target = load_mission(name)
+    config = checked_config(target.config, verify_command, fix_command, fix_attempts)
     if run_command is not None:
-        target.config = target.config.model_copy(update={"run_command": run_command})
+        config = config.model_copy(update={"run_command": run_command})
+    target.config = config
     return _execute(target, as_json, resume=True, executor=executor)
 
 

@@ -72,15 +72,19 @@ def next_commands(target: MissionDocument) -> list[str]:
 def log(name: str, task: str, follow: bool) -> int:
     """Print the log of one task of a mission (its output, every attempt).
 
-    MISSION is a folder, a mission id, a unique prefix of one, or 'latest'.
+    MISSION is a folder, a mission id, a unique prefix of one, or 'latest'. TASK may also be
+    verify-N or fix-N: the checks (--verify) and fixes of wave N.
 
     Example: rho mission log latest task_4 --follow
     """
     from rho_mission._mission import mission_is_running
 
-    from ._logs import follow_log, log_path, print_log
+    from ._logs import follow_log, log_path, print_log, print_stage_log, stage_wave
 
     target = load_mission(name)
+    if stage_wave(task) is not None:  # verify-<wave>, fix-<wave>: a verified join's stages
+        print_stage_log(target, task, follow)
+        return 0
     feature = _feature(target, task)
     if follow and mission_is_running(target):
         follow_log(target, feature.id)

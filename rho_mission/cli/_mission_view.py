@@ -16,7 +16,7 @@ from ._render import console, status_text
 
 if TYPE_CHECKING:
     from rho_mission._mission import Mission
-    from rho_mission._models import Feature
+    from rho_mission._models import Feature, WaveJoin
 
 __all__ = ["print_mission", "print_mission_list"]
 
@@ -36,9 +36,10 @@ def print_mission(mission: Mission, state: str) -> None:
     out = console()
     out.print(Text.assemble(("mission " + mission.id, "bold"), "  ", status_text(state)))
     if state == "interrupted":
-        out.print(
+        out.print(  # soft_wrap: a command to copy must not be cut into lines
             "no process runs this mission any more (it was killed or crashed): "
-            f"resume it with 'rho mission resume {escape(mission.dir)}'"
+            f"resume it with 'rho mission resume {escape(mission.dir)}'",
+            soft_wrap=True,
         )
     out.print(f"prompt: {escape(mission.prompt)}")
     out.print(f"base {mission.base_commit[:12]}  integration {escape(mission.integration_branch)}")
@@ -51,6 +52,8 @@ def print_mission(mission: Mission, state: str) -> None:
         out.print(line, soft_wrap=True)
     for join in mission.wave_joins:
         out.print(f"{join.summary}  ({_seconds(join.started_at, join.completed_at)})")
+        for line in _verification_lines(mission, join):
+            out.print(line, soft_wrap=True)
 
 
 def _feature_table(mission: Mission) -> Table:
@@ -90,6 +93,27 @@ def _feature_details(mission: Mission) -> list[Text]:
         head += f": {feature.error}" if feature.error else ""
         lines.append(Text(head))
         path = log_path(mission, feature.id)
+        lines.append(Text(f"  log: {path}" + ("" if os.path.lexists(path) else " (none written)")))
+    return lines
+
+
+def _verification_lines(mission: Mission, join: WaveJoin) -> list[Text]:
+    """What the checks of a verified join said (``--verify``), and where their logs are."""
+    checked = join.verification
+    if checked.status == "skipped":
+        return []
+    head = f"  verification: {checked.status}, {checked.attempts} check(s)"
+    if checked.fix_attempts:
+        head += f", {checked.fix_attempts} fix attempt(s)"
+    if checked.status != "running":
+        head += f", {checked.duration_ms / 1000:.1f}s"
+    head += f": {checked.error}" if checked.error and checked.status == "failed" else ""
+    lines = [Text(head)]
+    if checked.fix_error:
+        lines.append(Text(f"  last fix: {checked.fix_error}"))
+    names = [f"verify-{join.wave}"] + ([f"fix-{join.wave}"] if checked.fix_attempts else [])
+    for name in names:
+        path = log_path(mission, name)
         lines.append(Text(f"  log: {path}" + ("" if os.path.lexists(path) else " (none written)")))
     return lines
 

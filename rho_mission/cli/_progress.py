@@ -18,8 +18,9 @@ from ._render import status_text
 
 if TYPE_CHECKING:
     from rho_mission._models import Feature, MissionDocument, WaveJoin
+    from rho_mission._stages import StageRun
 
-__all__ = ["LiveProgress", "PlainProgress", "progress_for"]
+__all__ = ["LiveProgress", "PlainProgress", "progress_for", "stage_line"]
 
 
 class PlainProgress:
@@ -50,6 +51,14 @@ class PlainProgress:
     def wave_joined(self, mission: MissionDocument, join: WaveJoin) -> None:
         """Print the join's summary."""
         self._print(join.summary)
+
+    def stage_changed(self, mission: MissionDocument, run: StageRun) -> None:
+        """Print ``verify-<wave> <status>`` or ``fix-<wave> <status>`` (a failure with its error,
+        where its log is and the log's last lines)."""
+        self._print(stage_line(run))
+        if run.status == "failed":
+            for tail_line in failure_lines(mission, run.name):
+                self._print(tail_line)
 
     def _print(self, line: str) -> None:
         if not self.writing:
@@ -101,6 +110,13 @@ class LiveProgress:
         """Print the join summary above the table."""
         self.live.console.print(join.summary)
 
+    def stage_changed(self, mission: MissionDocument, run: StageRun) -> None:
+        """Print each run of a verify or fix stage above the table; a failure with its log."""
+        lines = [stage_line(run)]
+        if run.status == "failed":
+            lines += failure_lines(mission, run.name)
+        self.live.console.print(Text("\n".join(lines)), soft_wrap=True)
+
     def _table(self) -> Table:
         mission = self.mission
         elapsed = time.monotonic() - self.started
@@ -136,6 +152,16 @@ def _wave_rows(table: Table, waves: list[list[str]], by_id: dict[str, Feature]) 
     for number, wave in enumerate(waves, start=1):
         counts = Counter[str](by_id[feature_id].status for feature_id in wave)
         table.add_row(str(number), str(len(wave)), *(str(counts[s] or "") for s in statuses))
+
+
+def stage_line(run: StageRun) -> str:
+    """``verify-2 running (check 1)``, ``fix-2 failed (attempt 1 of 3): <error>``..."""
+    if run.stage == "verify":
+        count = f"check {run.attempt}"
+    else:
+        count = f"attempt {run.attempt} of {run.max_attempts}"
+    line = f"{run.name} {run.status} ({count})"
+    return line + f": {run.error}" if run.error else line
 
 
 def progress_for(mission: MissionDocument, as_json: bool) -> LiveProgress | PlainProgress:

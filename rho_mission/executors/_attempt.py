@@ -7,12 +7,14 @@ error text); a cancellation releases the worktree and propagates.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import anyio
 
-from .._errors import MissionError
-from .._git import CommitResult, GitRepo
+from .._errors import MissionError, RefMovedError
+from .._git import GitRepo
+from .._gitcommit import WorktreeResult, commit_worktree
 from .._models import Feature, Handoff
 from .._seam import Attempt, AttemptResult, WorkerContext
 from .._workers import call_worker, failure_text
@@ -30,7 +32,9 @@ async def attempt_in_pool(repo: GitRepo, pool: WorktreePool, attempt: Attempt) -
     """Run *attempt* in a worktree of *pool*, its branch moved by compare-and-swap.
 
     The result's ``branch_head`` is what the feature branch's next move must find: unchanged
-    when no worktree could be had, else what the branch holds after the attempt.
+    when no worktree could be had (or the start commit, when the branch got there before git
+    failed), else what the branch holds after the attempt: known from the commit step, read
+    from git only when the worker failed or left the branch without new work.
     """
     feature = attempt.feature
     branch = _branch(feature)
@@ -41,15 +45,19 @@ async def attempt_in_pool(repo: GitRepo, pool: WorktreePool, attempt: Attempt) -
         attempt.note_ref(branch, head, "start")
     try:
         worktree = await anyio.to_thread.run_sync(pool.acquire, branch, head, attempt.branch_head)
-    except MissionError as exc:
+    except RefMovedError as exc:
         return AttemptResult(error=str(exc), branch_head=attempt.branch_head)
-    found: str | None = head
+    except MissionError as exc:
+        found = await _after_failed_start(repo, branch, head, attempt)
+        return AttemptResult(error=str(exc), branch_head=found)
+    result: WorktreeResult | None = None
     try:
-        outcome = await _work(repo, worktree, attempt)
+        outcome, result = await _work(repo, worktree, attempt)
     finally:
         with anyio.CancelScope(shield=True):
-            found = await _settle(repo, branch, head, attempt)
-            await anyio.to_thread.run_sync(pool.release, worktree)
+            found = await _settle(repo, branch, head, attempt, result)
+            spotless = result is not None and result.spotless
+            await anyio.to_thread.run_sync(partial(pool.release, worktree, spotless=spotless))
     if isinstance(outcome, Handoff):
         return AttemptResult(handoff=outcome, branch_head=found)
     return AttemptResult(error=outcome, branch_head=found)
@@ -60,8 +68,11 @@ def _branch(feature: Feature) -> str:
     return feature.branch
 
 
-async def _work(repo: GitRepo, worktree: Path, attempt: Attempt) -> Handoff | str:
-    """Run the worker, then commit what it left: its handoff, or the error text."""
+async def _work(
+    repo: GitRepo, worktree: Path, attempt: Attempt
+) -> tuple[Handoff | str, WorktreeResult | None]:
+    """Run the worker, then commit what it left: its handoff, or the error text; and what the
+    commit step found (None when it did not run or failed)."""
     timeout = attempt.mission.config.task_timeout
     context = WorkerContext(
         mission=attempt.mission,
@@ -77,41 +88,71 @@ async def _work(repo: GitRepo, worktree: Path, attempt: Attempt) -> Handoff | st
             with deadline(timeout) as scope:
                 handoff = await call_worker(attempt.worker, context)
         except Exception as exc:  # the worker is the caller's code: it fails its feature
-            return failure_text(exc, attempt.log_path)
+            return failure_text(exc, attempt.log_path), None
         if scope.cancelled_caught:
-            return f"timed out after {timeout:g}s"
-        committed = await _commit(repo, worktree, attempt)
+            return f"timed out after {timeout:g}s", None
+        committed, result = await _commit(repo, worktree, attempt)
     except MissionError as exc:  # committing what the worker left: git refused
-        return str(exc)
+        return str(exc), None
     if handoff is None:
-        return committed
+        return committed, result
     # The worker's words, git's facts: what it left uncommitted is committed too.
     summary = handoff.summary or committed.summary
-    return committed.model_copy(update={"summary": summary, "tests_passed": handoff.tests_passed})
+    update = {"summary": summary, "tests_passed": handoff.tests_passed}
+    return committed.model_copy(update=update), result
 
 
-async def _commit(repo: GitRepo, worktree: Path, attempt: Attempt) -> Handoff:
+async def _commit(
+    repo: GitRepo, worktree: Path, attempt: Attempt
+) -> tuple[Handoff, WorktreeResult]:
     feature = attempt.feature
     message = f"rho-mission {attempt.mission.id}: {feature.id} {feature.description}".strip()
 
-    def commit() -> CommitResult:
-        return repo.commit_all(worktree, message, base=attempt.base_commit, branch=feature.branch)
+    def commit() -> WorktreeResult:
+        return commit_worktree(
+            repo, worktree, message, base=attempt.base_commit, branch=feature.branch
+        )
 
     result = await anyio.to_thread.run_sync(commit)
     count = len(result.files_changed)
-    return Handoff(
+    handoff = Handoff(
         commit_id=result.commit_id,
         files_changed=result.files_changed,
         summary=f"{count} file(s) changed" if count else "no changes",
     )
+    return handoff, result
 
 
-async def _settle(repo: GitRepo, branch: str, head: str, attempt: Attempt) -> str | None:
-    """Note what the attempt left on the feature branch: the value its next move expects."""
-    try:
-        found = await anyio.to_thread.run_sync(repo.branch_commit, branch)
-    except MissionError:
-        return head  # unknown stays as last known: the next move is refused rather than blind
+async def _settle(
+    repo: GitRepo, branch: str, head: str, attempt: Attempt, result: WorktreeResult | None
+) -> str | None:
+    """Note what the attempt left on the feature branch: the value its next move expects.
+
+    Known from the commit step when it ran (the branch holds HEAD, or rho moved it there);
+    read from git otherwise (a failed worker may have committed on it).
+    """
+    if result is not None and result.branch_known:
+        found = result.branch_head
+    else:
+        try:
+            found = await anyio.to_thread.run_sync(repo.branch_commit, branch)
+        except MissionError:
+            return head  # unknown stays as last known: the next move is refused, not blind
     if found is not None:
         attempt.note_ref(branch, found, "end")
     return found
+
+
+async def _after_failed_start(
+    repo: GitRepo, branch: str, head: str, attempt: Attempt
+) -> str | None:
+    """What the branch's next move must expect after ``acquire`` failed (not refused).
+
+    The start commit when the branch got there before git failed; else, as before, the value
+    the attempt was given: a branch someone else moved is never taken as rho's own.
+    """
+    try:
+        found = await anyio.to_thread.run_sync(repo.branch_commit, branch)
+    except MissionError:
+        return attempt.branch_head
+    return head if found == head else attempt.branch_head

@@ -198,7 +198,7 @@ def test_commit_all_in_a_worktree_that_lost_its_git_file_fails(pool: WorktreePoo
     broken = pool.acquire("m/a", "HEAD")
     (broken / ".git").unlink()
     message = (
-        "git rev-parse failed: fatal: not a git repository (or any of the parent directories): .git"
+        "git status failed: fatal: not a git repository (or any of the parent directories): .git"
     )
     with pytest.raises(GitOperationError, match=rf"^{re.escape(message)}$"):
         pool.repo.commit_all(broken, "must not commit the user's staged change")
@@ -287,7 +287,9 @@ from rho_mission._worktrees import WorktreePool
 root, folder, event = sys.argv[1:]
 pool = WorktreePool(GitRepo.open(root), folder, "abc12345")
 path = pool.acquire("rho-mission/abc12345/a", "HEAD")
-pathlib.Path(event).write_text(str(path))
+staged = pathlib.Path(event + ".tmp")
+staged.write_text(str(path))
+staged.rename(event)  # whole or absent: the test reads it as soon as it exists
 sys.stdin.read()
 """
 

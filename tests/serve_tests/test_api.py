@@ -11,7 +11,7 @@ import httpx
 import pytest
 from filelock import FileLock
 
-from ._world import World, git, rho
+from ._world import World, git, import_tasks, make_repo, mission_ids, rho, running_server, task
 
 ROUTES = [
     "/v1/missions",
@@ -242,3 +242,20 @@ def test_only_get_is_allowed(world: World) -> None:
         world.server.base + "/v1/missions", headers=world.server.auth(), timeout=10
     )
     assert response.status_code == 405
+
+
+def test_the_log_of_a_waves_checks_is_served_by_its_stage_name(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    repo = make_repo(tmp_path / "repo", home)
+    import_tasks(repo, home, [task("task_1", "echo made > made.txt")])
+    check = "echo 'checks said: marker-check-4e1f'; exit 1"
+    result = rho("mission", "--from-tasks", "--verify", check, cwd=repo, home=home)
+    assert result.code == 1, result.stdout + result.stderr
+    (mission_id,) = mission_ids(repo)
+    with running_server(repo, home) as server:
+        auth = server.auth()
+        checks = server.get(f"/v1/missions/{mission_id}/logs/verify-1", **auth)
+        assert checks.status_code == 200
+        assert "checks said: marker-check-4e1f" in checks.json()["lines"]
+        assert server.get(f"/v1/missions/{mission_id}/logs/verify-2", **auth).status_code == 404

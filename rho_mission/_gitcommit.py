@@ -1,0 +1,218 @@
+"""A feature's result: what its worktree holds, committed; one ``git status`` decides the rest.
+
+``commit_worktree`` is the body of ``GitRepo.commit_all``. Its first call, ``git status
+--porcelain=v2 --branch``, names HEAD's commit and branch and lists every change, untracked and
+ignored file at once: a worker that changed nothing costs that one git process (no staging, no
+commit, no ref read). The result also says what the feature branch holds afterwards and whether
+the worktree was spotless, so that the attempt and the worktree pool skip what they now know.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, Protocol
+
+from ._errors import FeatureResultError
+
+__all__ = [
+    "CommitResult",
+    "Repository",
+    "WorktreeResult",
+    "WorktreeStatus",
+    "commit_worktree",
+    "parse_status",
+    "read_status",
+]
+
+_UNRELATED = (
+    "the worktree's HEAD does not descend from the feature's start commit; "
+    "its work cannot be merged"
+)
+
+# Ignored files are listed too (a directory that a pattern matches as one entry, not walked):
+# only a worktree with nothing at all beyond HEAD may skip its next "git clean".
+_STATUS = (
+    "status",
+    "--porcelain=v2",
+    "--branch",
+    "--no-ahead-behind",
+    "--no-renames",
+    "-z",
+    "--untracked-files=all",
+    "--ignored=matching",
+)
+_NO_COMMIT = "(initial)"
+_NO_BRANCH = ("(detached)", "(unknown)")
+
+
+class Repository(Protocol):
+    """What this module uses of ``GitRepo`` (which imports this module: no import back)."""
+
+    def run(
+        self, *args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    ) -> str: ...
+
+    def run_status(
+        self, *args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    ) -> tuple[int, str, str]: ...
+
+    def locked(self, timeout: float | None = None) -> contextlib.AbstractContextManager[None]: ...
+
+    def commit_id(self, ref: str) -> str: ...
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool: ...
+
+    def branch_commit(self, name: str) -> str | None: ...
+
+    def move_branch(self, name: str, new: str, expected: str | None, message: str = "") -> None: ...
+
+    def identity_env(self) -> dict[str, str]: ...
+
+
+class CommitResult(NamedTuple):
+    """What a feature's worktree holds beyond its start commit.
+
+    ``commit_id`` is the branch head when it moved past the start commit (committed by rho or by
+    the worker itself), else None; ``files_changed`` lists the paths that differ from the start
+    commit (added, modified, deleted), sorted.
+    """
+
+    commit_id: str | None
+    files_changed: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeStatus:
+    """One ``git status`` of a worktree.
+
+    ``head`` is HEAD's commit (None on a branch with no commit yet), ``branch`` the short name
+    of the branch HEAD is on (None when detached); ``changed``: something to stage (a tracked
+    change or an untracked file); ``spotless``: nothing listed at all, not even an ignored file.
+    """
+
+    head: str | None
+    branch: str | None
+    changed: bool
+    spotless: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeResult:
+    """``CommitResult`` plus what the caller may skip reading again.
+
+    ``branch_head`` is what the feature branch holds afterwards, trustworthy when
+    ``branch_known`` (False when the worker left the branch and rho did not move it);
+    ``spotless``: the worktree held nothing beyond HEAD (no change, untracked or ignored file).
+    """
+
+    commit_id: str | None
+    files_changed: list[str]
+    branch_head: str | None
+    branch_known: bool
+    spotless: bool
+
+    def commit_result(self) -> CommitResult:
+        """The public part: the commit and the changed files."""
+        return CommitResult(self.commit_id, self.files_changed)
+
+
+def read_status(repo: Repository, worktree: Path) -> WorktreeStatus:
+    """Run ``git status`` once in *worktree* and parse it.
+
+    Raises:
+        GitOperationError: git refused (for example: *worktree* is no work tree any more).
+    """
+    return parse_status(repo.run(*_STATUS, cwd=worktree))
+
+
+def parse_status(out: str) -> WorktreeStatus:
+    """Parse ``git status --porcelain=v2 --branch -z`` output."""
+    head: str | None = None
+    branch: str | None = None
+    kinds: set[str] = set()
+    records = iter(out.split("\0"))
+    for record in records:
+        if record.startswith("# branch.oid "):
+            value = record.removeprefix("# branch.oid ")
+            head = None if value == _NO_COMMIT else value
+        elif record.startswith("# branch.head "):
+            value = record.removeprefix("# branch.head ")
+            branch = None if value in _NO_BRANCH else value
+        elif record and not record.startswith("#"):
+            kinds.add(record[0])
+            if record[0] == "2":
+                next(records, None)  # a rename's original path is a record of its own
+    return WorktreeStatus(head, branch, bool(kinds - {"!"}), not kinds)
+
+
+def commit_worktree(
+    repo: Repository,
+    worktree: Path,
+    message: str,
+    *,
+    base: str | None = None,
+    branch: str | None = None,
+) -> WorktreeResult:
+    """Commit what *worktree* holds, its HEAD and its uncommitted changes, on *branch*.
+
+    ``GitRepo.commit_all`` documents the behaviour; this also returns what the feature branch
+    holds afterwards and whether the worktree was spotless.
+
+    Raises:
+        UnknownRefError: *base* names no commit.
+        FeatureResultError: HEAD does not descend from *base*, or names no commit at all.
+        GitOperationError: staging or committing failed (for example mid-rebase).
+    """
+    status = read_status(repo, worktree)
+    if status.head is None:
+        raise FeatureResultError(_UNRELATED)  # an orphan branch: HEAD names no commit yet
+    start = status.head if base is None else repo.commit_id(base)
+    on_branch = branch is None or status.branch == branch
+    if not on_branch:
+        # rho's commit must move no branch of the worker's: detach HEAD where it stands.
+        repo.run("update-ref", "--no-deref", "HEAD", status.head, cwd=worktree)
+    committed = _commit_changes(repo, worktree, message) if status.changed else None
+    head = committed or status.head
+    known = branch is not None
+    if head == start:
+        # On the branch, it holds HEAD; off it, whatever the worker last put there.
+        return WorktreeResult(None, [], head, known and on_branch, status.spotless)
+    # rho's own commit on a HEAD still at the start descends from it: its parent is the start.
+    if not (committed and status.head == start) and not repo.is_ancestor(start, head):
+        raise FeatureResultError(_UNRELATED)
+    if not on_branch and branch is not None:
+        with repo.locked():
+            repo.move_branch(branch, head, repo.branch_commit(branch), message)
+    return WorktreeResult(head, _changed_files(repo, start, head), head, known, status.spotless)
+
+
+def _commit_changes(repo: Repository, worktree: Path, message: str) -> str | None:
+    """Stage everything and commit it; the new HEAD, or None when nothing was staged."""
+    repo.run("add", "--all", cwd=worktree)
+    if repo.run_status("diff", "--cached", "--quiet", cwd=worktree)[0] != 1:
+        return None  # only what cannot be staged (a submodule's own changes)
+    with repo.locked():
+        repo.run(*_commit_args(message), cwd=worktree, env=repo.identity_env())
+    return repo.run("rev-parse", "--verify", "HEAD^{commit}", cwd=worktree).strip()
+
+
+def _changed_files(repo: Repository, start: str, head: str) -> list[str]:
+    out = repo.run("diff", "--name-only", "--no-renames", "-z", start, head)
+    return sorted({name for name in out.split("\0") if name})
+
+
+def _commit_args(message: str) -> tuple[str, ...]:
+    # A message starting with "#" must survive: clean up whitespace only.
+    return (
+        "-c",
+        "commit.gpgSign=false",
+        "commit",
+        "--no-verify",
+        "--quiet",
+        "--allow-empty-message",
+        "--cleanup=whitespace",
+        f"--message={message}",
+    )

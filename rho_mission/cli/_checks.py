@@ -1,0 +1,68 @@
+"""``--verify``, ``--fix`` and ``--fix-attempts``, shared by ``rho mission`` and ``resume``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from rho_mission._models import MissionConfig
+
+__all__ = ["check_options", "checked_config"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def check_options(command: F) -> F:
+    """Add ``--verify CMD``, ``--fix CMD`` and ``--fix-attempts N`` to *command*."""
+    options = [
+        click.option(
+            "--verify",
+            "verify_command",
+            metavar="CMD",
+            help="The project's checks, run on the integration head after every wave's "
+            "merges; a later wave starts only once they pass.",
+        ),
+        click.option(
+            "--fix",
+            "fix_command",
+            metavar="CMD",
+            help="Run when the checks fail, in a worktree of the integration head "
+            "($RHO_VERIFY_LOG: their output); its changes are merged and the checks run again.",
+        ),
+        click.option(
+            "--fix-attempts",
+            type=click.IntRange(1, 100),
+            metavar="N",
+            help="Times the fix may run for one wave [default: 3].",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def checked_config(
+    config: MissionConfig,
+    verify_command: str | None,
+    fix_command: str | None,
+    fix_attempts: int | None,
+) -> MissionConfig:
+    """*config* with the options given (each replaces the mission's own, as at resume).
+
+    Raises:
+        click.UsageError: a fix with nothing to verify, or fix attempts with no fix.
+    """
+    changes: dict[str, object] = {
+        "verify_command": verify_command,
+        "fix_command": fix_command,
+        "max_fix_attempts": fix_attempts,
+    }
+    merged = config.model_copy(update={k: v for k, v in changes.items() if v is not None})
+    if fix_command is not None and not merged.verify_command:
+        raise click.UsageError("--fix needs --verify: the fix repairs what the checks found")
+    if fix_attempts is not None and not merged.fix_command:
+        raise click.UsageError("--fix-attempts needs --fix")
+    return merged

@@ -1,0 +1,237 @@
+"""How many git processes a mission starts per feature, counted by a ``git`` shim on PATH.
+
+The shim (first on PATH, in a folder of the test) appends each call's arguments to a log file and
+runs the real git; the store is loaded before the shim is used, so only the mission's own calls
+are counted. Per-mission calls (open, settle refs, prune, the worktree folder) and per-wave calls
+(merges at a join; a no-op feature has no commit, so none) are averaged over the features. The
+processes git starts itself (``worktree add`` runs two, out of the shim's sight) are not counted:
+they are per worktree, not per feature. ``bench/bench_git_processes.py`` prints the table.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from rho_mission import WorkerContext
+from rho_mission._errors import RefMovedError
+from rho_mission._git import GitRepo
+from rho_mission._gitcommit import WorktreeResult, WorktreeStatus, commit_worktree, parse_status
+from rho_mission._worktrees import WorktreePool
+
+from ._cli_helpers import branches, import_tasks, kill_leftover_groups, run_rho, spec
+from ._helpers import plan
+from .conftest import run_git
+
+# The mission shape: 20 no-op tasks in 4 waves of 5 (each blocked by every task of the wave
+# before), 2 workers, 20 files. Before issue 13 it took 11.25 git processes per feature, 4.0 after
+# (3 per feature: "checkout -b", "status", the detach at release; the rest per mission).
+WAVES, WIDTH, WORKERS = 4, 5, 2
+FEATURES = WAVES * WIDTH
+MAX_PER_FEATURE = 5.0
+
+# git's options that take a value as the next argument (before the subcommand).
+_VALUED = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"}
+_SEPARATOR = "\x1f"
+
+
+@pytest.fixture(autouse=True)
+def no_leftovers(tmp_path: Path) -> Iterator[None]:
+    """After each test, no task process of its missions may still run (they are killed)."""
+    yield
+    assert kill_leftover_groups(tmp_path) == [], "a task process outlived its mission"
+
+
+def git_shim(folder: Path, log: Path) -> dict[str, str]:
+    """Write a ``git`` into *folder* that logs its arguments to *log*; the variables to use it.
+
+    One line per call, the arguments separated by U+001F, written with one ``printf`` so that
+    concurrent calls do not interleave within a line.
+    """
+    real = shutil.which("git")
+    assert real is not None, "git is not installed"
+    folder.mkdir()
+    script = folder / "git"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"line=$(printf '%s{_SEPARATOR}' \"$@\")\n"
+        f'printf "%s\\n" "$line" >> {shlex.quote(str(log))}\n'
+        f'exec {shlex.quote(real)} "$@"\n',
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    return {"PATH": f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def subcommand(argv: list[str]) -> str:
+    """The git subcommand of one logged call: the first argument that is not a global option."""
+    values = iter(argv)
+    for arg in values:
+        if arg in _VALUED:
+            next(values, None)
+        elif not arg.startswith("-"):
+            return arg
+    return "(none)"
+
+
+def logged_calls(log: Path) -> list[list[str]]:
+    """The calls the shim logged, each as its argument list."""
+    if not log.exists():
+        return []
+    lines = log.read_text(encoding="utf-8").splitlines()
+    return [line.rstrip(_SEPARATOR).split(_SEPARATOR) for line in lines]
+
+
+def no_op_waves() -> list[dict[str, object]]:
+    """WAVES waves of WIDTH tasks, each blocked by every task of the wave before."""
+    ids = [[f"w{w}t{t}" for t in range(1, WIDTH + 1)] for w in range(1, WAVES + 1)]
+    return [
+        spec(task_id, None, *(ids[number - 1] if number else []))
+        for number, wave in enumerate(ids)
+        for task_id in wave
+    ]
+
+
+def test_a_no_op_feature_costs_at_most_five_git_processes(
+    make_repo: Callable[[str, int], Path], tmp_path: Path
+) -> None:
+    project = make_repo("repo", 20)
+    import_tasks(project, no_op_waves())
+    log = tmp_path / "git-calls.log"
+    env = git_shim(tmp_path / "shim", log)
+    args = ("mission", "--from-tasks", "--run", "true", "--workers", str(WORKERS))
+    result = run_rho(*args, cwd=project, env=env)
+    assert result.code == 0, result.stderr
+    assert len([b for b in branches(project) if b.startswith("rho-mission/")]) == FEATURES + 1
+    calls = logged_calls(log)
+    by_command = Counter(subcommand(call) for call in calls)
+    assert by_command["status"] == FEATURES  # the shim saw every feature's commit step
+    table = ", ".join(f"{name} {count / FEATURES:.2f}" for name, count in by_command.most_common())
+    per_feature = len(calls) / FEATURES
+    assert per_feature <= MAX_PER_FEATURE, f"{per_feature:.2f} per feature: {table}"
+
+
+# -- what the pool and the commit step know, so that they skip git processes ----------------
+
+
+@pytest.fixture
+def shim_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every git call of this process from now on goes through the shim; its log."""
+    log = tmp_path / "git-calls.log"
+    for name, value in git_shim(tmp_path / "shim", log).items():
+        monkeypatch.setenv(name, value)
+    return log
+
+
+def test_a_worktree_is_cleaned_for_the_next_feature_unless_it_came_back_spotless(
+    repo_path: Path, shim_log: Path
+) -> None:
+    run_git(repo_path, "rm", "--quiet", "file0002.txt")
+    (repo_path / ".gitignore").write_text("*.log\n", encoding="utf-8")
+    run_git(repo_path, "add", ".gitignore")
+    run_git(repo_path, "commit", "--quiet", "--message=ignore logs")
+    seen: dict[str, tuple[Path, list[str]]] = {}
+
+    async def worker(ctx: WorkerContext) -> None:
+        names = sorted(p.name for p in ctx.worktree.iterdir() if p.name != ".git")
+        seen[ctx.feature.id] = (ctx.worktree, names)
+        if ctx.feature.id == "a":  # ignored: nothing to commit, but not spotless either
+            (ctx.worktree / "scratch.log").write_text("left behind\n", encoding="utf-8")
+
+    mission = plan(repo_path, ["a", "b", "c"], max_workers=1)
+    shim_log.unlink(missing_ok=True)
+    mission.run_staged_sync(worker, waves=[["a"], ["b"], ["c"]])
+    assert mission.status == "completed"
+    files = [".gitignore", "file0000.txt", "file0001.txt"]
+    assert {feature: names for feature, (_, names) in seen.items()} == dict.fromkeys("abc", files)
+    assert len({worktree for worktree, _ in seen.values()}) == 1  # one worktree, reused
+    # Cleaned before b (a left an ignored file), not before c (b left nothing at all).
+    cleans = [call for call in logged_calls(shim_log) if subcommand(call) == "clean"]
+    assert len(cleans) == 1
+
+
+def test_a_new_feature_branch_is_never_taken_from_someone_else(repo: GitRepo) -> None:
+    start = repo.head_commit()
+    # A commit of someone else's, made without touching the user's checkout.
+    theirs = run_git(repo.root, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "theirs").strip()
+    run_git(repo.root, "branch", "m/a", theirs)
+    with WorktreePool(repo, repo.root / ".rho" / "worktrees" / "abc", "abc") as pool:
+        with pytest.raises(RefMovedError) as raised:
+            pool.acquire("m/a", start, None)  # rho expects no branch there
+        assert str(raised.value) == (
+            f'"m/a" moved while rho was moving it (expected no branch, found {theirs[:12]}); '
+            "nothing was overwritten"
+        )
+        assert repo.branch_commit("m/a") == theirs
+        path = pool.acquire("m/b", start, None)
+        assert run_git(path, "symbolic-ref", "HEAD") == "refs/heads/m/b\n"
+        assert run_git(path, "status", "--porcelain", "--ignored") == ""
+
+
+def _commit_in(repo: GitRepo, work: Callable[[Path], None]) -> tuple[str, WorktreeResult]:
+    # A fresh pool's worktree on a new branch m/a, *work* done in it, then the commit step.
+    start = repo.head_commit()
+    with WorktreePool(repo, repo.root / ".rho" / "worktrees" / "abc", "abc") as pool:
+        path = pool.acquire("m/a", start, None)
+        work(path)
+        return start, commit_worktree(repo, path, "m/a", base=start, branch="m/a")
+
+
+def test_a_worker_that_changed_nothing_leaves_a_spotless_worktree_on_its_branch(
+    repo: GitRepo, shim_log: Path
+) -> None:
+    start, result = _commit_in(repo, lambda path: None)
+    assert result == WorktreeResult(None, [], start, True, True)
+    statuses = [call for call in logged_calls(shim_log) if subcommand(call) == "status"]
+    assert len(statuses) == 1  # and nothing after it: no staging, no ref read
+
+
+def test_a_worker_that_left_its_branch_without_new_work_leaves_it_unknown(repo: GitRepo) -> None:
+    def leave(path: Path) -> None:
+        run_git(path, "checkout", "--quiet", "-b", "mine")
+
+    start, result = _commit_in(repo, leave)
+    assert result == WorktreeResult(None, [], start, False, True)
+
+
+def test_the_branch_holds_rhos_commit_of_what_the_worker_left(repo: GitRepo) -> None:
+    def leave(path: Path) -> None:
+        (path / "new.txt").write_text("new\n", encoding="utf-8")
+        run_git(path, "checkout", "--quiet", "--detach")
+
+    start, result = _commit_in(repo, leave)
+    assert result.commit_id not in (None, start)
+    assert result == WorktreeResult(result.commit_id, ["new.txt"], result.commit_id, True, False)
+    assert repo.branch_commit("m/a") == result.commit_id
+
+
+@pytest.mark.parametrize(
+    ("records", "expected"),
+    [
+        (["# branch.oid abc", "# branch.head m/a"], WorktreeStatus("abc", "m/a", False, True)),
+        (
+            ["# branch.oid abc", "# branch.head (detached)"],
+            WorktreeStatus("abc", None, False, True),
+        ),
+        (["# branch.oid (initial)", "# branch.head o"], WorktreeStatus(None, "o", False, True)),
+        (["# branch.oid abc", "! build/"], WorktreeStatus("abc", None, False, False)),
+        (["# branch.oid abc", "? new.txt"], WorktreeStatus("abc", None, True, False)),
+        (["1 .M N... 100644 100644 100644 a b f"], WorktreeStatus(None, None, True, False)),
+        (
+            ["2 R. N... 100644 100644 100644 a b R100 new", "# old"],
+            WorktreeStatus(None, None, True, False),
+        ),
+        (
+            ["u UU N... 100644 100644 100644 100644 a b c f"],
+            WorktreeStatus(None, None, True, False),
+        ),
+    ],
+)
+def test_git_status_is_read_in_one_pass(records: list[str], expected: WorktreeStatus) -> None:
+    assert parse_status("\0".join(records) + "\0") == expected

@@ -1,0 +1,110 @@
+"""A verified mission in ``rho mission report``: each wave's checks on the page, no clear text.
+
+The page is opened in Debian's headless chromium, as ``tests/serve_tests`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ._cli_helpers import import_tasks, mission_dir, run_rho, spec
+from .conftest import run_git
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
+pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
+
+CHECK = "grep -q new b.py"
+_DATA = re.compile(r'<script type="application/json" id="rho-data">(.*?)</script>', re.S)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Headless chromium (Debian's, never a download)."""
+    from playwright.sync_api import sync_playwright
+
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail("chromium is missing: 'apt-get install -y chromium' (.ci/run installs it)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def unverified(make_repo: Callable[[str, int], Path]) -> Path:
+    """A mission whose wave 1 merged and failed its checks (wave 2 blocked)."""
+    repo = make_repo("repo", 1)
+    (repo / "b.py").write_text("old\n")
+    run_git(repo, "add", "b.py")
+    run_git(repo, "commit", "--quiet", "--message=b")
+    import_tasks(
+        repo,
+        [spec("one", "echo one > one.txt"), spec("two", "echo two > two.txt", "one")],
+    )
+    result = run_rho("mission", "--from-tasks", "--verify", CHECK, cwd=repo)
+    assert result.code == 1, result.stderr
+    return repo
+
+
+def _report(repo: Path, target: Path, *options: str) -> dict[str, Any]:
+    result = run_rho("mission", "report", "latest", "--html", str(target), *options, cwd=repo)
+    assert result.code == 0, result.stderr
+    match = _DATA.search(target.read_text(encoding="utf-8"))
+    assert match is not None
+    data: dict[str, Any] = json.loads(match.group(1))
+    return data
+
+
+def test_a_report_shows_each_waves_checks_and_only_their_metadata(
+    unverified: Path, tmp_path: Path, browser: Browser
+) -> None:
+    target = tmp_path / "report.html"
+    data = _report(unverified, target)
+
+    [join] = data["mission"]["wave_joins"]
+    assert join["verification"] == {
+        "status": "failed",
+        "attempts": 1,
+        "fix_attempts": 0,
+        "duration_ms": join["verification"]["duration_ms"],
+        "error": "command failed: exit code 1",
+    }
+    assert CHECK not in target.read_text(encoding="utf-8")
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(target.as_uri())
+    line = page.text_content('.verification[data-wave="1"]') or ""  # the words, not the CSS case
+    assert line.startswith("verification failed 1 check · took ")
+    failure = page.inner_text('.failure[data-verification="1"] .error')
+    assert failure == "error: command failed: exit code 1"
+    assert errors == []
+
+
+def test_a_report_with_text_holds_the_tail_of_the_failed_checks(
+    unverified: Path, tmp_path: Path, browser: Browser
+) -> None:
+    target = tmp_path / "report.html"
+    data = _report(unverified, target, "--include-text")
+
+    tail = data["tails"]["verify-1"]
+    assert tail[-1] == "== rho: verify-1 attempt 1 failed: command failed: exit code 1 =="
+    page = browser.new_page()
+    page.goto(target.as_uri())
+    shown = page.inner_text('.failure[data-verification="1"] pre.log').splitlines()
+    assert shown == tail
+    assert mission_dir(unverified).name in page.inner_text(".mission h2")
