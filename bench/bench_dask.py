@@ -37,6 +37,7 @@ WAVES, WIDTH, WORKERS = 10, 10, 4
 def _template(root: Path, files: int) -> Path:
     """A repository of *files* files with a bare ``origin`` and the task store, under *root*."""
     repo, remote = root / "repo", root / "remote.git"
+    root.mkdir(parents=True)
     run(["git", "init", "--quiet", "--bare", str(remote)], cwd=root)
     repo.mkdir()
     run(["git", "init", "--quiet", "--initial-branch=main"], cwd=repo)
@@ -65,7 +66,8 @@ def _mission(repo: Path, *executor: str) -> float:
     done = subprocess.run([*args, *executor], cwd=repo, env=ENV, capture_output=True, check=False)
     took = time.perf_counter() - started
     if done.returncode != 0:
-        raise RuntimeError(f"mission exited {done.returncode}: {done.stderr.decode()}")
+        output = (done.stdout + done.stderr).decode()[-3000:]
+        raise RuntimeError(f"mission exited {done.returncode}: {output}")
     return took
 
 

@@ -1,10 +1,11 @@
 """What runs on a Dask worker: one attempt of one feature, in a cache clone of the remote.
 
-Each worker keeps one clone per remote (``<worker dir>/rho-mission/cache/<digest>``), fetches
-the mission's integration branch (pushed by the coordinator before the wave), runs the attempt
-in a worktree of that clone exactly as the local executor would (``attempt_in_pool``: worktree,
-worker, commit), and pushes the feature branch back. Its log, handoff and timing travel back in
-the result. Nothing here writes to the coordinator's repository or mission folder.
+Each worker thread keeps one clone per remote
+(``<worker dir>/rho-mission/cache/<digest>-<thread>``), fetches the mission's integration
+branch (pushed by the coordinator before the wave), runs the attempt in a worktree of that
+clone exactly as the local executor would (``attempt_in_pool``: worktree, worker, commit), and
+pushes the feature branch back. Its log, handoff and timing travel back in the result.
+Nothing here writes to the coordinator's repository or mission folder.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import contextlib
 import os
 import socket
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,8 +144,14 @@ def _git(*args: str, cwd: Path | None = None) -> None:
 
 
 def _cache_clone(root: Path, remote: str) -> Path:
-    """This worker's clone of *remote*, made once (under a lock: a worker may run threads)."""
-    cache = root / "cache" / sha256_hex(remote)[:16]
+    """This worker thread's clone of *remote*, made once.
+
+    One clone per thread: a Dask worker may run several attempts at once, and git's fetch into
+    a repository where another attempt adds worktrees and commits was seen to fail ("did not
+    send all necessary objects"). The lock guards a clone against another process on the same
+    folder.
+    """
+    cache = root / "cache" / f"{sha256_hex(remote)[:16]}-{threading.get_ident()}"
     cache.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with FileLock(str(cache) + ".lock"):
         if not (cache / ".git").is_dir():
@@ -153,14 +161,29 @@ def _cache_clone(root: Path, remote: str) -> Path:
 
 
 def _fetch_start(cache: Path, remote: str, mission_id: str, base: str) -> None:
-    """Fetch the wave's start; the integration branch must hold *base* exactly."""
+    """Fetch the wave's start unless this clone has it (a commit id names its content); the
+    integration branch fetched must hold *base* exactly."""
     ref = integration_ref(mission_id)
     local = f"refs/rho-mission-start/{mission_id}"
+    if _has_commit(cache, base):
+        return
     with FileLock(str(cache) + ".lock"):
         _git("fetch", "--quiet", "--no-tags", remote, f"+{ref}:{local}", cwd=cache)
     found = GitRepo.open(cache).resolve_commit(local)
     if found != base:
         raise MissionError(f"the remote's {ref} holds {found[:12]}, not the wave's start")
+
+
+def _has_commit(cache: Path, commit: str) -> bool:
+    import subprocess
+
+    done = subprocess.run(
+        ["git", "cat-file", "-e", f"{commit}^{{commit}}"],
+        cwd=cache,
+        env=child_environ({}),
+        capture_output=True,
+    )
+    return done.returncode == 0
 
 
 async def _attempt(

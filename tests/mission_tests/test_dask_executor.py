@@ -109,6 +109,19 @@ def test_a_diamond_on_the_cluster_integrates_as_the_local_executor_does(
     assert log == "", "the task printed nothing; its log came back empty, not missing"
 
 
+def test_a_wide_wave_runs_on_threaded_workers_at_once(
+    make_repo: Callable[[str, int], Path], scheduler: str
+) -> None:
+    # Two threads a worker: attempts share a worker process (each thread has its own clone).
+    repo = make_repo("repo", 1)
+    _with_remote(repo)
+    import_tasks(repo, [spec(f"t{i}", f"echo {i} > t{i}.txt") for i in range(8)])
+    result = run_rho("mission", "--from-tasks", "--workers", "4", "--executor", "dask",
+                     "--scheduler", scheduler, cwd=repo)  # fmt: skip
+    assert result.code == 0, result.stdout + result.stderr
+    assert {f"t{i}.txt" for i in range(8)} <= set(_integration_tree(repo))
+
+
 def test_a_worker_killed_mid_feature_fails_it_and_blocks_its_downstream(
     make_repo: Callable[[str, int], Path], scheduler: str, tmp_path: Path, runs: RhoRuns
 ) -> None:
