@@ -345,7 +345,9 @@ class _WaveRunner:
             error_sha256=digest(error) if error else None,
             files_changed_count=len(feature.handoff.files_changed) if feature.handoff else 0,
         )
-        await self.store.set_status(feature.id, status, attempts=feature.attempts, error=error)
+        await self.store.set_status(
+            feature.id, status, attempts=feature.attempts, error=error, wait=False
+        )
         self.observer.feature_changed(self.mission, feature)
 
     # -- the join ----------------------------------------------------------------------------
@@ -364,6 +366,7 @@ class _WaveRunner:
                 feature = self.mission.feature(feature_id)
                 if feature.status in ("pending", "in_progress"):
                     await self._end(feature, "cancelled", "cancelled")
+        await self.store.flush()  # every end of the wave is in the store before its join
         verification = self._pending_verification(number, ids)
         join = self._join_record(number, started, verification)
         self.mission.wave_joins.append(join)
@@ -485,6 +488,7 @@ class _WaveRunner:
             # Before the executor's: its folder holds the stages' folder, then empty.
             self.warnings.extend(await self.checks.close())
         await self._close_executor()
+        await self.store.flush()
         await anyio.to_thread.run_sync(self.store.release, mission.id)
         self.warnings.extend(self.store.problems)
         unverified = any(j.verification.status == "failed" for j in mission.wave_joins)

@@ -8,6 +8,11 @@ Updates are group-committed: ``set_status`` returns once its change is in the fi
 that arrive while a rewrite is under way are written together by the next one. With 4 workers a
 wave's dispatches would otherwise queue on the store's file lock, which a waiting thread polls
 every 50 ms, and each pay a whole locked rewrite (``bench/bench_mission_overhead.py``).
+
+A feature's start is written before its worker runs (an agent that asks the store sees its task
+``in_progress``); its end is queued (``wait=False``) and goes out with the next write, at the
+latest with the join's ``flush``: a rewrite of a 1,000-task store costs tens of milliseconds,
+and a finished feature must not hold its worker slot for it.
 """
 
 from __future__ import annotations
@@ -52,13 +57,30 @@ class StoreSync:
         return cls(TaskStore(Path(path)) if path else None)
 
     async def set_status(
-        self, task_id: str, status: FeatureStatus, *, attempts: int, error: str | None = None
+        self,
+        task_id: str,
+        status: FeatureStatus,
+        *,
+        attempts: int,
+        error: str | None = None,
+        wait: bool = True,
     ) -> None:
-        """Record *status* (and on failure ``lastError``) for *task_id*; return once written."""
+        """Record *status* (and on failure ``lastError``) for *task_id*; return once written,
+        or at once without *wait* (the next write, or `flush`, takes it)."""
         if self.store is None:
             return
         change = _Pending(StatusChange(task_id, status, attempts, error))
         self._queue.append(change)
+        if wait:
+            await self._written(change)
+
+    async def flush(self) -> None:
+        """Write every change still queued; return once they are in the file."""
+        if self.store is not None and self._queue:
+            await self._written(self._queue[-1])
+
+    async def _written(self, change: _Pending) -> None:
+        assert self.store is not None
         if self._writing is None:
             self._writing = anyio.Lock()  # made here: it needs the running event loop
         async with self._writing:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -52,6 +53,9 @@ class TaskStore:
         self.path = Path(path)
         self._lock_path = Path(str(self.path) + ".lock")
         self._lock = FileLock(str(self._lock_path), mode=0o600)
+        # The document this object last wrote, and the file's identity just after: a writer
+        # that rewrites often (a mission, a status at a time) parses a 1,000-task store once.
+        self._written: tuple[tuple[int, ...], StoreDocument] | None = None
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -115,14 +119,27 @@ class TaskStore:
         except OSError as exc:  # the folder or its lock file cannot be made (a file in the way)
             raise StoreWriteError(str(self.path), exc.strerror or str(exc)) from exc
         try:
-            document = self.load()
+            document = self._unchanged_since_written() or self.load()
+            self._written = None  # *change* edits it in place: kept again only once written
             result = change(document)
             document.revision += 1
             document.tasks.sort(key=lambda task: task.id)
             self._write(document)
+            self._written = (_identity(self.path), document)
         finally:
             self._lock.release()
         return result
+
+    def _unchanged_since_written(self) -> StoreDocument | None:
+        """The document this object wrote last, if the file is still that write: same inode
+        (every write replaces the file), size, modification and change times."""
+        if self._written is None:
+            return None
+        identity, document = self._written
+        try:
+            return document if _identity(self.path) == identity else None
+        except OSError:
+            return None
 
     def _write(self, document: StoreDocument) -> None:
         try:
@@ -450,3 +467,9 @@ def _counter_after(task_id: str) -> int:
     if head == "task" and number.isascii() and number.isdigit():
         return int(number) + 1
     return 1
+
+
+def _identity(path: Path) -> tuple[int, ...]:
+    """What tells one version of a file from another without reading it."""
+    found = os.stat(path)
+    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
