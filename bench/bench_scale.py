@@ -20,13 +20,15 @@ import json
 import os
 import random
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_git_processes import git_shim, logged_calls
 
 __all__ = ["main"]
 
@@ -121,29 +123,19 @@ def _template(root: Path, shape: str, files: int) -> Path:
     return root
 
 
-def _shim(folder: Path) -> Path:
-    real = shutil.which("git")
-    assert real is not None
-    folder.mkdir(parents=True, exist_ok=True)
-    shim = folder / "git"
-    shim.write_text(f'#!/bin/sh\necho x >> "$RHO_BENCH_GIT_LOG"\nexec {real} "$@"\n')
-    shim.chmod(shim.stat().st_mode | stat.S_IEXEC)
-    return folder
-
-
-def _mission(rho: Path, template: Path, work: Path, shim: Path) -> Result:
+def _mission(rho: Path, template: Path, work: Path) -> Result:
     if work.exists():
         shutil.rmtree(work)
     shutil.copytree(template, work, symlinks=True)
     repo, log = work / "repo", work / "git.log"
-    env = {**ENV, "PATH": f"{shim}:{ENV['PATH']}", "RHO_BENCH_GIT_LOG": str(log)}
+    env = {**ENV, **git_shim(work / "shim", log)}
     argv = [str(rho), "mission", "--from-tasks", "--run", "true", "--workers", "4"]
     started = time.perf_counter()
     rss = _run([sys.executable, "-c", _MEASURE, *argv], cwd=repo, env=env)
     wall = time.perf_counter() - started
     (graph,) = (repo / ".rho" / "missions").glob("*/mission-graph.json")
     tasks = json.loads((work / "tasks.json").read_text())["tasks"]
-    calls = len(log.read_text().splitlines()) if log.exists() else 0
+    calls = len(logged_calls(log))
     return Result(wall, len(tasks), calls, int(rss.strip()), graph.stat().st_size,
                   _export(rho, graph.parent))  # fmt: skip
 
@@ -175,12 +167,11 @@ def main() -> None:
     options = parser.parse_args()
     old = old_venv(options.old_venv)
     with tempfile.TemporaryDirectory(prefix="rho-bench-scale-") as scratch:
-        shim = _shim(Path(scratch) / "shim")
         for shape in options.shapes.split(","):
             template = _template(Path(scratch) / f"template-{shape}", shape, options.files)
             work = Path(scratch) / "work"
-            before = _mission(old, template, work, shim)
-            after = _mission(NEW_RHO, template, work, shim)
+            before = _mission(old, template, work)
+            after = _mission(NEW_RHO, template, work)
             print(f"{shape} ({before.features} features)")
             print(_line(OLD_RELEASE[:5], before))
             print(_line("now", after))

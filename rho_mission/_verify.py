@@ -48,6 +48,7 @@ from ._seam import Worker, WorkerContext
 from ._stages import StageObserver, StageRun, Stages, StageStatus
 from ._workers import call_worker, failure_text
 from ._worktrees import WorktreePool, prune_stale
+from .executors._local import close_pool
 
 __all__ = ["JoinChecks", "VerificationRun", "stage_log"]
 
@@ -135,13 +136,7 @@ class JoinChecks:
     async def close(self) -> list[str]:
         """Remove the stages' worktrees; a failure is a warning."""
         pool, self._pool = self._pool, None
-        if pool is None:
-            return []
-        try:
-            await anyio.to_thread.run_sync(pool.close)
-        except MissionError as exc:
-            return [f"verification worktrees not removed: {exc}"]
-        return []
+        return await close_pool(pool, "verification worktrees")
 
     # -- the two stages ----------------------------------------------------------------------
 

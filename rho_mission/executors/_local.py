@@ -14,7 +14,7 @@ from .._seam import Attempt, AttemptResult
 from .._worktrees import WorktreePool, prune_stale
 from ._attempt import attempt_in_pool
 
-__all__ = ["LocalExecutor"]
+__all__ = ["LocalExecutor", "close_pool"]
 
 
 class LocalExecutor:
@@ -55,10 +55,15 @@ class LocalExecutor:
     async def close(self) -> list[str]:
         """Remove the pool's worktrees (kept ones stay); a failure is a warning."""
         pool, self._pool = self._pool, None
-        if pool is None:
-            return []
-        try:
-            await anyio.to_thread.run_sync(pool.close)
-        except MissionError as exc:
-            return [f"worktrees not removed: {exc}"]
+        return await close_pool(pool, "worktrees")
+
+
+async def close_pool(pool: WorktreePool | None, what: str) -> list[str]:
+    """Close *pool* (None: nothing to do); a failure is a warning naming *what* it held."""
+    if pool is None:
         return []
+    try:
+        await anyio.to_thread.run_sync(pool.close)
+    except MissionError as exc:
+        return [f"{what} not removed: {exc}"]
+    return []

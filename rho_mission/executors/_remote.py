@@ -26,7 +26,7 @@ from filelock import FileLock
 from graph import sha256_hex
 
 from .._environ import child_environ
-from .._errors import MissionError
+from .._errors import GitOperationError, MissionError
 from .._git import GitRepo
 from .._models import MissionDocument
 from .._recover import kill_mission_processes, kill_task_processes
@@ -93,10 +93,10 @@ def run_remote_attempt(spec: RemoteAttempt) -> RemoteOutcome:
     mission = MissionDocument.model_validate(spec.mission)
     scratch = root / "missions" / f"{mission.id}-{spec.token[:12]}"
     try:
-        cache = _cache_clone(root, spec.remote)
-        _fetch_start(cache, spec.remote, mission.id, spec.base_commit)
+        repo = GitRepo.open(_cache_clone(root, spec.remote))
+        _fetch_start(repo, spec.remote, mission.id, spec.base_commit)
         mission.dir = str(scratch / "mission")
-        handoff, error = anyio.run(_attempt, spec, mission, cache, scratch)
+        handoff, error = anyio.run(_attempt, spec, mission, repo, scratch)
     except MissionError as exc:
         handoff, error = None, f"on dask worker {socket.gethostname()}: {exc}"
     log = _read_log(scratch / "mission" / "logs" / f"{spec.feature_id}.log")
@@ -132,15 +132,14 @@ def _worker_folder() -> Path:
     return folder
 
 
-def _git(*args: str, cwd: Path | None = None) -> None:
+def _clone(remote: str, cache: Path) -> None:
+    # The one git call without a repository yet; every other goes through GitRepo.
     import subprocess
 
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, env=child_environ({}), capture_output=True, text=True
-    )
+    argv = ["git", "clone", "--quiet", "--no-checkout", remote, str(cache)]
+    done = subprocess.run(argv, env=child_environ({}), capture_output=True, text=True)
     if done.returncode != 0:
-        reason = done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
-        raise MissionError(f"git {args[0]} failed: {reason[0]}")
+        raise GitOperationError(argv, done.returncode, done.stderr)
 
 
 def _cache_clone(root: Path, remote: str) -> Path:
@@ -156,40 +155,27 @@ def _cache_clone(root: Path, remote: str) -> Path:
     with FileLock(str(cache) + ".lock"):
         if not (cache / ".git").is_dir():
             _remove(cache)
-            _git("clone", "--quiet", "--no-checkout", remote, str(cache))
+            _clone(remote, cache)
     return cache
 
 
-def _fetch_start(cache: Path, remote: str, mission_id: str, base: str) -> None:
+def _fetch_start(repo: GitRepo, remote: str, mission_id: str, base: str) -> None:
     """Fetch the wave's start unless this clone has it (a commit id names its content); the
     integration branch fetched must hold *base* exactly."""
+    if repo.run_status("cat-file", "-e", f"{base}^{{commit}}")[0] == 0:
+        return
     ref = integration_ref(mission_id)
     local = f"refs/rho-mission-start/{mission_id}"
-    if _has_commit(cache, base):
-        return
-    with FileLock(str(cache) + ".lock"):
-        _git("fetch", "--quiet", "--no-tags", remote, f"+{ref}:{local}", cwd=cache)
-    found = GitRepo.open(cache).resolve_commit(local)
+    with FileLock(str(repo.root) + ".lock"):
+        repo.run("fetch", "--quiet", "--no-tags", remote, f"+{ref}:{local}")
+    found = repo.resolve_commit(local)
     if found != base:
         raise MissionError(f"the remote's {ref} holds {found[:12]}, not the wave's start")
 
 
-def _has_commit(cache: Path, commit: str) -> bool:
-    import subprocess
-
-    done = subprocess.run(
-        ["git", "cat-file", "-e", f"{commit}^{{commit}}"],
-        cwd=cache,
-        env=child_environ({}),
-        capture_output=True,
-    )
-    return done.returncode == 0
-
-
 async def _attempt(
-    spec: RemoteAttempt, mission: MissionDocument, cache: Path, scratch: Path
+    spec: RemoteAttempt, mission: MissionDocument, repo: GitRepo, scratch: Path
 ) -> tuple[dict[str, Any] | None, str | None]:
-    repo = GitRepo.open(cache)
     feature = mission.feature(spec.feature_id)
     assert feature.branch is not None  # given by Mission.add_feature
     (scratch / "mission" / "logs").mkdir(mode=0o700, parents=True)
@@ -203,7 +189,7 @@ async def _attempt(
         return None, result.error
     commit = result.handoff.commit_id
     if commit is not None:
-        await anyio.to_thread.run_sync(_push, cache, spec.remote, commit, feature.branch)
+        await anyio.to_thread.run_sync(_push, repo, spec.remote, commit, feature.branch)
     return result.handoff.model_dump(mode="json"), None
 
 
@@ -225,10 +211,10 @@ def _local_attempt(
     )
 
 
-def _push(cache: Path, remote: str, commit: str, branch: str) -> None:
+def _push(repo: GitRepo, remote: str, commit: str, branch: str) -> None:
     try:
-        _git("push", "--quiet", remote, f"+{commit}:refs/heads/{branch}", cwd=cache)
-    except MissionError as exc:
+        repo.run("push", "--quiet", remote, f"+{commit}:refs/heads/{branch}")
+    except GitOperationError as exc:
         raise MissionError(f"push of {branch} failed: {exc}") from None
 
 

@@ -10,12 +10,11 @@ they are per worktree, not per feature. ``bench/bench_git_processes.py`` prints 
 
 from __future__ import annotations
 
-import os
-import shlex
-import shutil
+import importlib.util
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -36,9 +35,22 @@ WAVES, WIDTH, WORKERS = 4, 5, 2
 FEATURES = WAVES * WIDTH
 MAX_PER_FEATURE = 5.0
 
-# git's options that take a value as the next argument (before the subcommand).
-_VALUED = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"}
-_SEPARATOR = "\x1f"
+
+def _load_shim_helpers() -> ModuleType:
+    # The shim, its log's reader and the subcommand parser are the benchmark's own: one copy.
+    path = Path(__file__).resolve().parents[2] / "bench" / "bench_git_processes.py"
+    spec = importlib.util.spec_from_file_location("bench_git_processes", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_SHIM = _load_shim_helpers()
+git_shim: Callable[[Path, Path], dict[str, str]] = _SHIM.git_shim
+subcommand: Callable[[list[str]], str] = _SHIM.subcommand
+logged_calls: Callable[[Path], list[list[str]]] = _SHIM.logged_calls
 
 
 @pytest.fixture(autouse=True)
@@ -46,46 +58,6 @@ def no_leftovers(tmp_path: Path) -> Iterator[None]:
     """After each test, no task process of its missions may still run (they are killed)."""
     yield
     assert kill_leftover_groups(tmp_path) == [], "a task process outlived its mission"
-
-
-def git_shim(folder: Path, log: Path) -> dict[str, str]:
-    """Write a ``git`` into *folder* that logs its arguments to *log*; the variables to use it.
-
-    One line per call, the arguments separated by U+001F, written with one ``printf`` so that
-    concurrent calls do not interleave within a line.
-    """
-    real = shutil.which("git")
-    assert real is not None, "git is not installed"
-    folder.mkdir()
-    script = folder / "git"
-    script.write_text(
-        "#!/bin/sh\n"
-        f"line=$(printf '%s{_SEPARATOR}' \"$@\")\n"
-        f'printf "%s\\n" "$line" >> {shlex.quote(str(log))}\n'
-        f'exec {shlex.quote(real)} "$@"\n',
-        encoding="utf-8",
-    )
-    script.chmod(0o755)
-    return {"PATH": f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"}
-
-
-def subcommand(argv: list[str]) -> str:
-    """The git subcommand of one logged call: the first argument that is not a global option."""
-    values = iter(argv)
-    for arg in values:
-        if arg in _VALUED:
-            next(values, None)
-        elif not arg.startswith("-"):
-            return arg
-    return "(none)"
-
-
-def logged_calls(log: Path) -> list[list[str]]:
-    """The calls the shim logged, each as its argument list."""
-    if not log.exists():
-        return []
-    lines = log.read_text(encoding="utf-8").splitlines()
-    return [line.rstrip(_SEPARATOR).split(_SEPARATOR) for line in lines]
 
 
 def no_op_waves() -> list[dict[str, object]]:
