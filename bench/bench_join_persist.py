@@ -1,14 +1,20 @@
 """Benchmark: one join's durable rewrite of a 1,000-feature mission (mission.json + graph).
 
-At every join the engine calls ``rho_mission._persist.save_mission``: mission.json is dumped and
-written atomically with fsync, then the mission graph is written the same way, its bytes those
-of the full projection but re-projected only where the mission changed since the process's last
-save of it (``rho_mission._graphcache``). This script builds the mission as it stands at its last
-join (every feature completed with a handoff, every wave joined) and as it stood just before
-(the last wave's features running, its join not yet made), with no git at all. Each run saves
-the "before" mission (not timed: the previous join's save), then times ``save_mission`` of the
-"after" one: that is one join's persistence. It also times, for comparison, the full path of the
-previous release (every fact projected, validated and dumped again) step by step:
+At every join the engine calls ``rho_mission._persist.save_mission``: mission.json is written
+atomically with fsync, then the mission graph the same way, their bytes those of a full dump and
+a full projection, but made again only where the mission changed since the process's last save
+of it (``rho_mission._missiontext``, ``rho_mission._graphcache``). As each feature ends, while
+the wave's other features still run, the engine makes that feature's part of both files
+(``_persist.note_feature_end``), so that the join finds most of its wave made.
+
+This script builds the mission as it stands at its last join (every feature completed with a
+handoff, every wave joined) and as it stood just before (the last wave's features running, its
+join not yet made), with no git at all. Each run saves the "before" mission (not timed: the
+previous join's save), then notes the end of each feature of the last wave as the engine does
+(timed on its own: it happens inside the wave, not at the join), then times ``save_mission`` of
+the "after" one: that is one join's persistence. It also times that save without the notes (the
+whole wave made at the join), and, for comparison, the full path of the previous release (every
+fact projected, validated and dumped again) step by step:
 
 - projection: ``mission_graph(mission)`` (builds and validates every node, edge and event);
 - graph validation: ``validate_graph`` + ``sort_facts``, as ``dump_graph`` does again;
@@ -33,9 +39,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from graph import MAX_GRAPH_FILE_BYTES, GraphDocument, dump_graph, sort_facts, validate_graph
-from rho_mission._graphcache import _CACHES
 from rho_mission._models import Feature, Handoff, MissionConfig, MissionDocument, WaveJoin
-from rho_mission._persist import prepare_mission_dir, save_mission
+from rho_mission._persist import _CACHES, note_feature_end, prepare_mission_dir, save_mission
 from rho_mission._projection import mission_graph
 from taskstore import write_atomic
 
@@ -47,6 +52,9 @@ MISSION_ID = "0badc0de"
 _START = datetime(2026, 11, 29, 9, 0, 0)
 STEPS = ("projection", "graph validation", "graph dump", "mission.json dump", "fsync'ed writes")
 FULL = "full path (sum)"
+JOIN = "save_mission (a join)"
+UNNOTED = "save_mission (no notes)"
+NOTES = "feature ends noted"
 
 
 def stamp(second: int) -> str:
@@ -141,13 +149,24 @@ def timed(action: Callable[[], T]) -> tuple[float, T]:
 
 
 def one_run(before: MissionDocument, mission: MissionDocument, folder: Path) -> dict[str, float]:
-    """One join's ``save_mission`` (after the save of *before*), then each step of the full
-    path on its own; seconds per name."""
+    """One join's ``save_mission`` (after the save of *before* and the notes of the last
+    wave's feature ends), the same without the notes, then each step of the full path on its
+    own; seconds per name."""
+    last_wave = [f for f in mission.features if f.id in set(mission.waves[-1])]
     _CACHES.clear()
     save_mission(before)
+
+    def note_ends() -> None:
+        for feature in last_wave:  # as the engine does when each ends, inside the wave
+            note_feature_end(mission, feature)
+
+    notes, _ = timed(note_ends)
     total, _ = timed(lambda: save_mission(mission))
-    if (folder / "mission-graph.json").read_bytes() != dump_graph(mission_graph(mission)):
-        raise SystemExit("the incremental graph differs from the full projection")
+    _check_files(mission, folder)
+    _CACHES.clear()
+    save_mission(before)
+    unnoted, _ = timed(lambda: save_mission(mission))
+    _check_files(mission, folder)
     projection, graph = timed(lambda: mission_graph(mission))
     validation, checked = timed(lambda: sort_facts(validate_graph(graph)))
     graph_dump, graph_bytes = timed(lambda: _graph_bytes(checked))
@@ -159,7 +178,15 @@ def one_run(before: MissionDocument, mission: MissionDocument, folder: Path) -> 
 
     writes, _ = timed(write_both)
     steps = (projection, validation, graph_dump, mission_dump, writes)
-    return {"save_mission": total, **dict(zip(STEPS, steps, strict=True)), FULL: sum(steps)}
+    steps_by_name = dict(zip(STEPS, steps, strict=True))
+    return {JOIN: total, UNNOTED: unnoted, NOTES: notes, **steps_by_name, FULL: sum(steps)}
+
+
+def _check_files(mission: MissionDocument, folder: Path) -> None:
+    if (folder / "mission-graph.json").read_bytes() != dump_graph(mission_graph(mission)):
+        raise SystemExit("the incremental graph differs from the full projection")
+    if (folder / "mission.json").read_text() != mission.model_dump_json(indent=2) + "\n":
+        raise SystemExit("the incremental mission.json differs from the full dump")
 
 
 def _graph_bytes(graph: GraphDocument) -> bytes:
@@ -176,13 +203,14 @@ def report(runs: list[dict[str, float]], folder: Path, options: argparse.Namespa
         f"one join's save_mission: {options.features} features, {options.waves} waves, "
         f"{options.runs} runs (median)"
     )
-    print(f"  {'save_mission (a join)':<22} {medians['save_mission'] * 1000:8.1f} ms")
+    for name in (JOIN, UNNOTED, NOTES):
+        print(f"  {name:<26} {medians[name] * 1000:8.1f} ms")
     print("the full path of the previous release, step by step:")
     for name in STEPS:
         share = medians[name] / steps_sum
         print(f"  {name:<22} {medians[name] * 1000:8.1f} ms  {share:6.1%}")
     print(f"  {'sum of the steps':<22} {steps_sum * 1000:8.1f} ms")
-    ratio = medians["save_mission"] / medians[FULL]
+    ratio = medians[JOIN] / medians[FULL]
     print(f"  one join / full path   {ratio:8.2f}x")
     graph_size = (folder / "mission-graph.json").stat().st_size
     print("file sizes")

@@ -79,13 +79,15 @@ def assemble_graph(
     envelope = GraphDocument(
         schema_version=SCHEMA_VERSION, generated_at=generated_at, scope=scope
     ).model_dump_json(indent=2, by_alias=True, exclude_none=True)
-    pieces = [envelope[: envelope.index('\n  "nodes": [],')].encode()]
+    pieces: list[bytes] = [envelope[: envelope.index('\n  "nodes": [],')].encode()]
     for name, texts in (("nodes", nodes), ("edges", edges), ("events", events)):
-        if texts:  # one join of the whole file: it is rewritten at every join of a mission
-            pieces.append(f'\n  "{name}": [\n'.encode())
-            for text in texts:
-                pieces += (text, b",\n")
-            pieces[-1] = b"\n  ]"
+        if texts:
+            # One join of the whole file (it is rewritten at every join of a mission): the
+            # facts and their separators interleaved by slice assignment, not one by one.
+            listed: list[bytes] = [b",\n"] * (2 * len(texts))
+            listed[0::2] = texts
+            listed[-1] = b"\n  ]"
+            pieces += (f'\n  "{name}": [\n'.encode(), *listed)
         else:
             pieces.append(f'\n  "{name}": []'.encode())
         pieces.append(b"," if name != "events" else b"\n}\n")

@@ -41,7 +41,7 @@ from ._models import (
     VerificationStatus,
     WaveJoin,
 )
-from ._persist import save_mission
+from ._persist import note_feature_end, save_mission
 from ._recover import end_mission_processes
 from ._refs import RefHistory, check_id_free, settle_refs
 from ._seam import Attempt, Executor, Observer, Worker
@@ -348,6 +348,7 @@ class _WaveRunner:
         await self.store.set_status(
             feature.id, status, attempts=feature.attempts, error=error, wait=False
         )
+        note_feature_end(self.mission, feature)  # its part of the join's save, made now
         self.observer.feature_changed(self.mission, feature)
 
     # -- the join ----------------------------------------------------------------------------

@@ -17,9 +17,10 @@ point at features of the mission) and are checked again on ids when the set of i
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 from graph import (
@@ -34,6 +35,7 @@ from graph import (
     fact_text,
 )
 
+from ._missiontext import FeatureKey, feature_key, key_blockers
 from ._projection import (
     feature_link_facts,
     feature_ref,
@@ -47,13 +49,11 @@ from ._projection import (
 if TYPE_CHECKING:
     from ._models import Feature, MissionDocument, WaveJoin
 
-__all__ = ["MissionGraphCache", "cache_for"]
+__all__ = ["MissionGraphCache"]
 
-# What builds one fragment's facts into a builder: a projection function and its arguments.
+# What builds one fragment's facts into a builder, given the mission's start (``created``).
 _Maker = Callable[..., None]
 Fact = Node | Edge | Event
-# Missions whose fragments stay in memory (one process rarely saves more than one at a time).
-_KEPT_MISSIONS = 4
 _SECTIONS = ("nodes", "edges", "events")
 
 
@@ -68,18 +68,32 @@ class _Fragment:
 
 @dataclass
 class _Section:
-    """One list of the document: the bytes of each fact by id, and the ids in order."""
+    """One list of the document: the bytes of each fact by id, and the same in id order.
+
+    The ordered lists are kept in step with every change (``bisect``), so that a join that
+    replaces a few hundred facts of thousands never sorts or copies the whole list again.
+    """
 
     texts: dict[str, bytes] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
-    dirty: bool = True
+    ordered: list[bytes] = field(default_factory=list)
 
-    def ordered(self) -> list[bytes]:
-        if self.dirty:
-            self.order = sorted(self.texts)
-            self.dirty = False
-        texts = self.texts
-        return [texts[fact_id] for fact_id in self.order]
+    def put(self, fact_id: str, text: bytes) -> None:
+        """Set the bytes of *fact_id*, new or not."""
+        at = bisect_left(self.order, fact_id)
+        if fact_id in self.texts:
+            self.ordered[at] = text
+        else:
+            self.order.insert(at, fact_id)
+            self.ordered.insert(at, text)
+        self.texts[fact_id] = text
+
+    def remove(self, fact_id: str) -> None:
+        """Forget *fact_id*, if it is there."""
+        if self.texts.pop(fact_id, None) is not None:
+            at = bisect_left(self.order, fact_id)
+            del self.order[at]
+            del self.ordered[at]
 
 
 class _FeatureRefs(Mapping[str, Ref]):
@@ -88,11 +102,15 @@ class _FeatureRefs(Mapping[str, Ref]):
     def __init__(self, mission_id: str, ids: frozenset[str]) -> None:
         self.mission_id = mission_id
         self.ids = ids
+        self.made: dict[str, Ref] = {}  # refs are never changed once made: kept between joins
 
     def __getitem__(self, feature_id: str) -> Ref:
         if feature_id not in self.ids:
             raise KeyError(feature_id)
-        return feature_ref(self.mission_id, feature_id)
+        ref = self.made.get(feature_id)
+        if ref is None:
+            ref = self.made[feature_id] = feature_ref(self.mission_id, feature_id)
+        return ref
 
     def __iter__(self) -> Iterator[str]:
         return iter(sorted(self.ids))
@@ -112,75 +130,109 @@ class MissionGraphCache:
         # Fragments made since the last check of references, and whether a node went away.
         self._unchecked: list[_Fragment] = []
         self._nodes_dropped = False
+        self._ids_changed = False  # a fact came or went: references are checked again
         self._counts = [0, 0, 0]  # facts made per section, to tell a duplicate id
+        # What the last render read of the mission, for features prepared before the next one.
+        self._context: tuple[str, str | None, str] | None = None
+        self._scope: Scope | None = None
+        self._waves: dict[str, int] = {}
+        self._refs: _FeatureRefs | None = None
 
-    def render(self, mission: MissionDocument) -> bytes:
+    def render(self, mission: MissionDocument, keys: Sequence[FeatureKey] | None = None) -> bytes:
         """The bytes of ``dump_graph(mission_graph(mission))``, re-projecting what changed.
+
+        *keys*: the `feature_key` of each feature, in order, when the caller has them.
 
         Raises:
             GraphValidationError: a fact breaks the contract (as the full projection would).
         """
+        if keys is None:
+            keys = [feature_key(feature) for feature in mission.features]
         created, latest = mission_times(mission)
         scope = mission_scope(mission)
         ids = frozenset(f.id for f in mission.features)
         if ids != self._ids:  # rare (a resume with features added): every link may differ
             self._forget_all()
             self._ids = ids
-        refs = _FeatureRefs(mission.id, ids)
-        waves = {i: n for n, wave in enumerate(mission.waves, 1) for i in wave}
-        context = (mission.id, scope.repository_id, created)
-        seen: set[tuple[object, ...]] = set()
+        if self._refs is None or self._refs.mission_id != mission.id or self._refs.ids != ids:
+            self._refs = _FeatureRefs(mission.id, ids)
+        refs = self._refs
+        self._waves = {i: n for n, wave in enumerate(mission.waves, 1) for i in wave}
+        self._context = context = (mission.id, scope.repository_id, created)
+        self._scope = scope
         fragments = self._fragments
-
-        def build(name: tuple[object, ...], key: object, make: _Maker, *args: object) -> None:
-            # *args* are bound only on a miss: most fragments of a join's save are hits.
-            seen.add(name)
+        name: tuple[object, ...] = ("mission",)
+        key: object = (context, latest, _mission_key(mission))
+        cached = fragments.get(name)
+        if cached is None or cached.key != key:
+            self._replace(name, key, partial(_mission_part, mission=mission, latest=latest))
+        waves = self._waves
+        # The loop of every join over every feature: most are hits, kept free of calls.
+        for feature, values in zip(mission.features, keys, strict=True):
+            wave = waves.get(feature.id, 0)
+            name, key = ("state", feature.id), (context, wave, values)
             cached = fragments.get(name)
             if cached is None or cached.key != key:
-                self._replace(name, key, lambda builder: make(builder, *args), scope, created)
-
-        build(
-            ("mission",),
-            (context, latest, _mission_key(mission)),
-            _mission_part,
-            mission,
-            created,
-            latest,
-        )
-        for feature in mission.features:
-            wave = waves.get(feature.id, 0)
-            state_key = (context, wave, _state_key(feature))
-            build(("state", feature.id), state_key, _state_part, mission, feature, created, wave)
-            links_key = (context, tuple(feature.blocked_by))
-            build(("links", feature.id), links_key, _links_part, mission, feature, refs, created)
+                make = partial(_state_part, mission=mission, feature=feature, wave=wave)
+                self._replace(name, key, make)
+            name, key = ("links", feature.id), (context, key_blockers(values))
+            cached = fragments.get(name)
+            if cached is None or cached.key != key:
+                make = partial(_links_part, mission=mission, feature=feature, refs=refs)
+                self._replace(name, key, make)
+        joins = {join.wave for join in mission.wave_joins}
         for join in mission.wave_joins:
-            join_key = (context, join.model_dump_json())
-            build(("wave", join.wave), join_key, _wave_part, mission, join, refs)
-        for gone in self._fragments.keys() - seen:
+            name, key = ("wave", join.wave), (context, join.model_dump_json())
+            cached = fragments.get(name)
+            if cached is None or cached.key != key:
+                self._replace(name, key, partial(_wave_part, mission=mission, join=join, refs=refs))
+        # Feature fragments go with the set of ids (above); only a join can go on its own.
+        for gone in [n for n in fragments if n[0] == "wave" and n[1] not in joins]:
             self._drop(gone)
         return self._assemble(latest, scope)
 
-    def _replace(
-        self,
-        name: tuple[object, ...],
-        key: object,
-        make: Callable[[GraphBuilder], None],
-        scope: Scope,
-        created: str,
+    def prepare_feature(self, mission: MissionDocument, feature: Feature, key: FeatureKey) -> None:
+        """Make the facts of *feature*'s state now (it just ended), for the next `render`;
+        *key* is its `feature_key`.
+
+        The engine calls this as each feature ends, while the wave's other features run, so
+        that the join's render finds them made. The key is the one `render` computes, from
+        the mission as the last render saw it: if anything it reads changed since, the
+        render makes the facts again. Before a first render there is nothing to go by.
+        """
+        if self._context is None or feature.id not in self._ids:
+            return
+        self._feature_state(mission, feature, key)
+
+    def _feature_state(
+        self, mission: MissionDocument, feature: Feature, values: FeatureKey
     ) -> None:
-        builder = GraphBuilder(generated_at=created, scope=scope)
-        make(builder)
+        assert self._context is not None  # set by render before any feature is projected
+        wave = self._waves.get(feature.id, 0)
+        name, key = ("state", feature.id), (self._context, wave, values)
+        cached = self._fragments.get(name)
+        if cached is None or cached.key != key:
+            make = partial(_state_part, mission=mission, feature=feature, wave=wave)
+            self._replace(name, key, make)
+
+    def _replace(self, name: tuple[object, ...], key: object, make: _Maker) -> None:
+        assert self._context is not None  # set by render, as the scope
+        assert self._scope is not None
+        created = self._context[2]
+        builder = GraphBuilder(generated_at=created, scope=self._scope)
+        make(builder, created=created)
         new: tuple[Sequence[Fact], ...] = (builder.nodes, builder.edges, builder.events)
         old = self._fragments.get(name)
-        for index, (section, facts) in enumerate(zip(self._sections, new, strict=True)):
-            ids = [fact.id for fact in facts]
-            if old is None or old.ids[index] != ids:
-                section.dirty = True
-                for gone in old.ids[index] if old is not None else ():
-                    section.texts.pop(gone, None)
-            for fact in facts:
-                section.texts[fact.id] = fact_text(fact)
         node_ids, edge_ids, event_ids = ([fact.id for fact in facts] for facts in new)
+        for index, (section, facts) in enumerate(zip(self._sections, new, strict=True)):
+            if old is not None and old.ids[index] != (node_ids, edge_ids, event_ids)[index]:
+                self._ids_changed = True
+                for gone in old.ids[index]:
+                    section.remove(gone)
+            elif old is None and facts:
+                self._ids_changed = True
+            for fact in facts:
+                section.put(fact.id, fact_text(fact))
         for index, ids in enumerate((node_ids, edge_ids, event_ids)):
             self._counts[index] += len(ids) - (len(old.ids[index]) if old is not None else 0)
         if old is not None and old.ids[0] != node_ids:
@@ -196,19 +248,20 @@ class MissionGraphCache:
             self._counts[index] -= len(ids)
         for section, ids in zip(self._sections, fragment.ids, strict=True):
             for gone in ids:
-                section.texts.pop(gone, None)
-            section.dirty = True
+                section.remove(gone)
+        self._ids_changed = True
 
     def _forget_all(self) -> None:
         self._fragments.clear()
         self._sections = tuple(_Section() for _ in _SECTIONS)
         self._unchecked.clear()
         self._counts = [0, 0, 0]
+        self._ids_changed = True
 
     def _assemble(self, latest: str, scope: Scope) -> bytes:
-        if any(section.dirty for section in self._sections):
+        if self._ids_changed:
             self._check_references()
-        nodes, edges, events = (section.ordered() for section in self._sections)
+        nodes, edges, events = (section.ordered for section in self._sections)
         return assemble_graph(latest, scope, nodes, edges, events)
 
     def _check_references(self) -> None:
@@ -228,22 +281,28 @@ class MissionGraphCache:
                 )
         self._unchecked = []
         self._nodes_dropped = False
+        self._ids_changed = False
+
+
+# What makes one fragment's facts: a projection function with all but the builder and the
+# mission's start bound (``functools.partial``), called by ``MissionGraphCache._replace``.
 
 
 def _mission_part(
-    builder: GraphBuilder, mission: MissionDocument, created: str, latest: str
+    builder: GraphBuilder, *, mission: MissionDocument, latest: str, created: str
 ) -> None:
     mission_facts(builder, mission, created, latest)
 
 
 def _state_part(
-    builder: GraphBuilder, mission: MissionDocument, feature: Feature, created: str, wave: int
+    builder: GraphBuilder, *, mission: MissionDocument, feature: Feature, wave: int, created: str
 ) -> None:
     feature_state_facts(builder, mission, feature, created, wave)
 
 
 def _links_part(
     builder: GraphBuilder,
+    *,
     mission: MissionDocument,
     feature: Feature,
     refs: Mapping[str, Ref],
@@ -253,8 +312,14 @@ def _links_part(
 
 
 def _wave_part(
-    builder: GraphBuilder, mission: MissionDocument, join: WaveJoin, refs: Mapping[str, Ref]
+    builder: GraphBuilder,
+    *,
+    mission: MissionDocument,
+    join: WaveJoin,
+    refs: Mapping[str, Ref],
+    created: str,
 ) -> None:
+    del created  # a join's facts carry its own times
     wave_facts(builder, mission, join, refs)
 
 
@@ -276,28 +341,8 @@ def _mission_key(mission: MissionDocument) -> tuple[object, ...]:
     )
 
 
-def _state_key(feature: Feature) -> tuple[object, ...]:
-    """Every field of *feature* (its node and event read most of them), its blockers copied:
-    a list changed in place must not change a key already kept."""
-    fields = feature.__dict__  # pydantic keeps the fields there; read at 1,000 features a join
-    return (*fields.values(), tuple(fields["blocked_by"]))
-
-
 def _targets(builder: GraphBuilder) -> frozenset[str]:
     own = {node.id for node in builder.nodes}
     targets = {e.source.id for e in builder.edges} | {e.target.id for e in builder.edges}
     targets |= {e.subject.id for e in builder.events}
     return frozenset(targets - own)
-
-
-_CACHES: OrderedDict[str, MissionGraphCache] = OrderedDict()
-
-
-def cache_for(mission: MissionDocument) -> MissionGraphCache:
-    """The fact cache of *mission* (by its folder), made on first use; the least recently used
-    of more than a few missions is dropped (its next save re-projects everything)."""
-    cache = _CACHES.pop(mission.dir, None) or MissionGraphCache()
-    _CACHES[mission.dir] = cache
-    while len(_CACHES) > _KEPT_MISSIONS:
-        _CACHES.popitem(last=False)
-    return cache

@@ -1,14 +1,17 @@
-"""The incremental mission graph: at every join its bytes are the full projection's.
+"""The incremental mission files: at every join their bytes are the full dump's.
 
 ``save_mission`` writes ``mission-graph.json`` from ``_graphcache`` (only the fragments that
-changed are projected again); these tests read the file at every join of real missions, and
-after random sequences of changes to a mission document, and compare it with
-``dump_graph(mission_graph(mission))``.
+changed are projected again) and ``mission.json`` from ``_missiontext`` (only the features that
+changed are dumped again), with the parts of features noted as they ended made before the join;
+these tests read both files at every join of real missions, and render after random sequences
+of changes to a mission document, and compare them with ``dump_graph(mission_graph(mission))``
+and ``mission.model_dump_json(indent=2)``.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,8 +19,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graph import GraphValidationError, dump_graph
-from rho_mission import Feature, Handoff, Mission, MissionConfig, MissionDocument, WaveJoin
+from rho_mission import (
+    Feature,
+    Handoff,
+    Mission,
+    MissionConfig,
+    MissionDocument,
+    WaveJoin,
+    _persist,
+)
 from rho_mission._graphcache import MissionGraphCache
+from rho_mission._missiontext import FeatureKey, MissionTextCache, feature_key
+from rho_mission._persist import save_mission
 from rho_mission._projection import mission_graph
 
 from ._helpers import ScriptedWorker, fails
@@ -35,6 +48,8 @@ class _CompareAtEveryJoin:
     def wave_joined(self, mission: MissionDocument, join: WaveJoin) -> None:
         on_disk = (Path(mission.dir) / "mission-graph.json").read_bytes()
         assert on_disk == dump_graph(mission_graph(mission)), f"wave {join.wave} differs"
+        record = (Path(mission.dir) / "mission.json").read_text()
+        assert record == mission.model_dump_json(indent=2) + "\n", f"wave {join.wave} differs"
         self.joins += 1
 
 
@@ -79,7 +94,10 @@ def test_failures_retries_and_a_resume_keep_the_bytes_of_the_full_projection(
 
 _CHANGES = st.lists(
     st.tuples(
-        st.sampled_from(["start", "finish", "fail", "join", "retry", "text"]), st.integers(0, 7)
+        st.sampled_from(
+            ["start", "finish", "fail", "join", "retry", "text", "note", "block", "file"]
+        ),
+        st.integers(0, 7),
     ),
     max_size=25,
 )
@@ -125,6 +143,13 @@ def _apply(mission: MissionDocument, change: str, index: int, step: int) -> None
         feature.attempts += 1
     elif change == "text":
         feature.command = f"make {step}"
+    elif change == "block":  # changed in place, not by assignment: keys must still tell
+        feature.blocked_by.append(f"f{(index + step) % 8}")
+    elif change == "file":  # the same, one level down
+        if feature.handoff is not None:
+            feature.handoff.files_changed.append(f"file{step}")
+    elif change == "note":
+        pass  # the engine's note of a feature's end: made by the caller (it holds the cache)
     else:
         number = len(mission.wave_joins) + 1
         if number <= len(mission.waves):
@@ -149,11 +174,25 @@ def test_any_sequence_of_changes_renders_the_full_projection(
     changes: list[tuple[str, int]],
 ) -> None:
     mission = _planned()
-    cache = MissionGraphCache()
-    assert cache.render(mission) == dump_graph(mission_graph(mission))
+    graph, text = MissionGraphCache(), MissionTextCache()
+
+    def keys() -> list[FeatureKey]:
+        return [feature_key(feature) for feature in mission.features]
+
+    assert graph.render(mission) == dump_graph(mission_graph(mission))
+    assert text.render(mission, keys()) == (mission.model_dump_json(indent=2) + "\n").encode()
     for step, (change, index) in enumerate(changes, start=1):
         _apply(mission, change, index, step)
-        assert cache.render(mission) == dump_graph(mission_graph(mission)), (step, change)
+        if change == "note":
+            feature = mission.features[index]
+            graph.prepare_feature(mission, feature, feature_key(feature))
+            text.feature_text(feature, feature_key(feature))
+            continue  # a note is followed by more changes, or by the render of a join
+        assert graph.render(mission) == dump_graph(mission_graph(mission)), (step, change)
+        full = (mission.model_dump_json(indent=2) + "\n").encode()
+        assert text.render(mission, keys()) == full, (step, change)
+    assert graph.render(mission) == dump_graph(mission_graph(mission))
+    assert text.render(mission, keys()) == (mission.model_dump_json(indent=2) + "\n").encode()
 
 
 def test_a_feature_added_on_resume_redraws_every_edge() -> None:
@@ -185,3 +224,101 @@ def test_a_join_naming_an_unknown_feature_is_refused_as_the_full_projection_refu
         mission_graph(mission)
     with pytest.raises((KeyError, GraphValidationError)):
         MissionGraphCache().render(mission)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda f: f.blocked_by.append("f1"),
+        lambda f: f.handoff.files_changed.append("y"),
+        lambda f: setattr(f.handoff, "summary", "edited in place"),
+        lambda f: setattr(f.handoff, "tests_passed", True),
+    ],
+    ids=["blockers", "files changed", "handoff summary", "handoff tests"],
+)
+def test_a_feature_changed_in_place_is_dumped_and_projected_again(
+    edit: Callable[[Feature], None],
+) -> None:
+    mission = _planned()
+    graph, text = MissionGraphCache(), MissionTextCache()
+    _apply(mission, "finish", 5, 1)
+    graph.render(mission)
+    text.render(mission, [feature_key(f) for f in mission.features])
+    edit(mission.features[5])  # the same list, the same handoff object: only its content moved
+    assert graph.render(mission) == dump_graph(mission_graph(mission))
+    full = (mission.model_dump_json(indent=2) + "\n").encode()
+    assert text.render(mission, [feature_key(f) for f in mission.features]) == full
+
+
+def test_every_field_of_a_feature_is_in_its_key() -> None:
+    base = _planned().features[4]
+    base.handoff = Handoff(commit_id="c" * 40, files_changed=["x"], summary="1")
+    changed = {
+        "id": "other",
+        "description": "other",
+        "expected_behavior": "other",
+        "command": "other",
+        "blocked_by": ["f0", "f1"],
+        "branch": "rho-mission/0badc0de/other",
+        "status": "failed",
+        "attempts": 7,
+        "error": "other",
+        "handoff": None,
+        "started_at": "2026-11-30T09:00:00.000Z",
+        "completed_at": "2026-11-30T09:00:00.000Z",
+        "log": "logs/other.log",
+    }
+    assert sorted(changed) == sorted(Feature.model_fields), "a new field: add it here"
+    for name, value in changed.items():
+        other = base.model_copy(update={name: value})
+        assert feature_key(other) != feature_key(base), name
+
+
+def _saved_here(folder: Path) -> MissionDocument:
+    mission = _planned()
+    mission.dir = str(folder)
+    folder.mkdir(parents=True)
+    return mission
+
+
+def _drain_the_writer() -> None:
+    _persist._writer().submit(int).result()  # after what was queued before: the unlink
+
+
+def test_the_replaced_graph_goes_once_the_save_is_done(tmp_path: Path) -> None:
+    mission = _saved_here(tmp_path / "m")
+    save_mission(mission)
+    _apply(mission, "finish", 1, 1)
+    save_mission(mission)
+    _drain_the_writer()
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == [
+        "mission-graph.json",
+        "mission.json",
+    ]
+    on_disk = (tmp_path / "m" / "mission-graph.json").read_bytes()
+    assert on_disk == dump_graph(mission_graph(mission))
+
+
+def test_a_second_name_left_by_a_crash_is_removed_by_the_next_save(tmp_path: Path) -> None:
+    mission = _saved_here(tmp_path / "m")
+    save_mission(mission)
+    leftover = tmp_path / "m" / ".mission-graph.json.replaced"
+    leftover.write_bytes(b"the graph before a kill -9")
+    save_mission(mission)
+    _drain_the_writer()
+    assert not leftover.exists()
+    on_disk = (tmp_path / "m" / "mission-graph.json").read_bytes()
+    assert on_disk == dump_graph(mission_graph(mission))
+
+
+def test_a_failed_write_of_mission_json_leaves_the_graph_as_it_was(tmp_path: Path) -> None:
+    mission = _saved_here(tmp_path / "m")
+    save_mission(mission)
+    before = (tmp_path / "m" / "mission-graph.json").read_bytes()
+    record = tmp_path / "m" / "mission.json"
+    record.unlink()
+    (record / "in the way").mkdir(parents=True)  # a folder with files: no rename over it
+    _apply(mission, "finish", 2, 1)
+    with pytest.raises(IsADirectoryError):
+        save_mission(mission)
+    assert (tmp_path / "m" / "mission-graph.json").read_bytes() == before
