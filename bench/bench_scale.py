@@ -2,15 +2,17 @@
 
 Shapes (no-op tasks, ``--run true --workers 4``, a 200-file repository): 100, 300 and 1,000
 features in 10 waves (each task blocked by one to three tasks of the wave before), and a chain
-of 200 tasks (200 waves). Each shape runs once with this tree's ``rho`` and once with the
-previous release's (``f5939f6``, installed from this repository's git history into a scratch
-virtualenv the first time: ``--old-venv``), alternately, each on a fresh copy of the same
-repository and store. For each run it prints the wall time, the time per feature, the git
-processes per feature (a ``git`` shim first on PATH logs every call), the peak RSS of the
-``rho`` process and the size of ``mission-graph.json``, then the ratio old/new of the wall
-times. Nothing asserts on speed.
+of 200 tasks (200 waves). Each shape runs ``--rounds`` times (default 1) with this tree's
+``rho`` and with the previous release's (``f5939f6``, installed from this repository's git
+history into a scratch virtualenv the first time: ``--old-venv``), alternately, each on a fresh
+copy of the same repository and store, both from compiled bytecode (see ``_compile_both``).
+For each run it prints the wall time, the time per feature, the git processes per feature (a
+``git`` shim first on PATH logs every call), the peak RSS of the ``rho`` process and the size
+of ``mission-graph.json``, then the ratio old/new of the wall times of each round and of their
+medians. Nothing asserts on speed.
 
-Run: ``.venv/bin/python bench/bench_scale.py [--shapes 100,300,1000,chain200] [--old-venv D]``.
+Run: ``.venv/bin/python bench/bench_scale.py [--shapes 100,300,1000,chain200] [--rounds N]
+[--old-venv D]``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,7 +39,11 @@ OLD_RELEASE = "f5939f6"
 ROOT = Path(__file__).resolve().parents[1]
 NEW_RHO = Path(sys.executable).parent / "rho"
 ENV = {
-    **{k: v for k, v in os.environ.items() if not k.startswith(("RHO_", "GIT_"))},
+    **{
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RHO_", "GIT_")) and k != "PYTHONDONTWRITEBYTECODE"
+    },
     "GIT_AUTHOR_NAME": "bench",
     "GIT_AUTHOR_EMAIL": "bench@example.com",
     "GIT_COMMITTER_NAME": "bench",
@@ -140,6 +147,20 @@ def _mission(rho: Path, template: Path, work: Path) -> Result:
                   _export(rho, graph.parent))  # fmt: skip
 
 
+def _compile_both(scratch: Path, old: Path) -> None:
+    """Run both releases from compiled bytecode, as a ``pip install`` leaves them.
+
+    pip compiles what it installs, but this tree is installed in editable mode, and with
+    ``PYTHONDONTWRITEBYTECODE`` set (as on these machines) each run would compile it from
+    source again: ~0.5 s per run that no installed copy pays. Both releases write their
+    bytecode under one scratch prefix, warmed by a small mission of each before any timing.
+    """
+    ENV["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
+    template = _template(scratch / "template-warm", "chain3", files=3)
+    for rho in (old, NEW_RHO):
+        _mission(rho, template, scratch / "warm")
+
+
 def _export(rho: Path, folder: Path) -> float | None:
     argv = [str(rho), "graph", "export", "--mission-dir", str(folder)]
     started = time.perf_counter()
@@ -163,19 +184,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default="100,300,1000,chain200")
     parser.add_argument("--files", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--old-venv", type=Path, default=Path(tempfile.gettempdir()) / "rho-old")
     options = parser.parse_args()
     old = old_venv(options.old_venv)
     with tempfile.TemporaryDirectory(prefix="rho-bench-scale-") as scratch:
+        _compile_both(Path(scratch), old)
         for shape in options.shapes.split(","):
             template = _template(Path(scratch) / f"template-{shape}", shape, options.files)
             work = Path(scratch) / "work"
-            before = _mission(old, template, work)
-            after = _mission(NEW_RHO, template, work)
-            print(f"{shape} ({before.features} features)")
-            print(_line(OLD_RELEASE[:5], before))
-            print(_line("now", after))
-            print(f"  old/now {before.wall / after.wall:6.2f}x faster", flush=True)
+            print(f"{shape}", flush=True)
+            olds, news = [], []
+            for _ in range(options.rounds):
+                olds.append(_mission(old, template, work))
+                news.append(_mission(NEW_RHO, template, work))
+                print(_line(OLD_RELEASE[:5], olds[-1]))
+                print(_line("now", news[-1]))
+                print(f"  old/now {olds[-1].wall / news[-1].wall:6.2f}x faster", flush=True)
+            if options.rounds > 1:
+                ratio = statistics.median(r.wall for r in olds) / statistics.median(
+                    r.wall for r in news
+                )
+                print(f"  median of {options.rounds} rounds: old/now {ratio:6.2f}x faster")
 
 
 if __name__ == "__main__":

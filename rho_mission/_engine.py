@@ -20,7 +20,7 @@ recorded again with their outcome.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -270,10 +270,14 @@ class _WaveRunner:
     # -- one feature -------------------------------------------------------------------------
 
     async def _run_feature(self, feature: Feature, head: str) -> None:
-        async with self.limiter:
+        async with self.limiter, anyio.create_task_group() as group:
             await self._dispatch(feature)
+            # The start goes to the task store while the executor readies a worktree; the
+            # worker waits for it (``Attempt.ready``).
+            started = anyio.Event()
+            group.start_soon(self._start_written, started)
             try:
-                await self._attempts(feature, head)
+                await self._attempts(feature, head, started.wait)
             except anyio.get_cancelled_exc_class():
                 if feature.status == "in_progress":  # not when it had already ended
                     await self._end(feature, "cancelled", "cancelled")
@@ -284,14 +288,24 @@ class _WaveRunner:
         feature.started_at = now_rfc3339()
         feature.log = f"logs/{feature.id}.log"
         self.journal.record("dispatch", feature.started_at, feature_id=feature.id)
-        await self.store.set_status(feature.id, "in_progress", attempts=feature.attempts + 1)
+        # Queued now, in order with the feature's other changes; written by _start_written.
+        attempts = feature.attempts + 1
+        await self.store.set_status(feature.id, "in_progress", attempts=attempts, wait=False)
         self.observer.feature_changed(self.mission, feature)
 
-    async def _attempts(self, feature: Feature, head: str) -> None:
+    async def _start_written(self, started: anyio.Event) -> None:
+        try:
+            await self.store.flush()
+        finally:
+            started.set()
+
+    async def _attempts(
+        self, feature: Feature, head: str, ready: Callable[[], Awaitable[None]]
+    ) -> None:
         error = "not run"
         for _ in range(self.mission.config.retries + 1):
             feature.attempts += 1
-            outcome = await self._attempt(feature, head)
+            outcome = await self._attempt(feature, head, ready)
             if isinstance(outcome, Handoff):
                 feature.handoff = outcome
                 await self._end(feature, "completed", None)
@@ -299,17 +313,21 @@ class _WaveRunner:
             error = outcome
         await self._end(feature, "failed", error)
 
-    async def _attempt(self, feature: Feature, head: str) -> Handoff | str:
+    async def _attempt(
+        self, feature: Feature, head: str, ready: Callable[[], Awaitable[None]]
+    ) -> Handoff | str:
         """One try of *feature*, by the executor: its handoff, or the error text."""
         if self.wave_problem is not None:
             return self.wave_problem
-        result = await self.executor.run_attempt(self._attempt_of(feature, head))
+        result = await self.executor.run_attempt(self._attempt_of(feature, head, ready))
         self.branch_heads[feature.id] = result.branch_head
         if result.handoff is not None:
             return result.handoff
         return result.error or "failed"
 
-    def _attempt_of(self, feature: Feature, head: str) -> Attempt:
+    def _attempt_of(
+        self, feature: Feature, head: str, ready: Callable[[], Awaitable[None]]
+    ) -> Attempt:
         def started(pgid: int) -> None:
             self.journal.record("process", now_rfc3339(), feature_id=feature.id, pgid=pgid)
 
@@ -323,6 +341,7 @@ class _WaveRunner:
             log_path=self.folder / "logs" / f"{feature.id}.log",
             on_process_start=started,
             note_ref=self.history.note,
+            ready=ready,
         )
 
     async def _end(self, feature: Feature, status: FeatureStatus, error: str | None) -> None:

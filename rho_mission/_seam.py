@@ -64,6 +64,10 @@ class Observer(Protocol):
     def wave_joined(self, mission: MissionDocument, join: WaveJoin) -> None: ...
 
 
+async def _nothing_to_wait_for() -> None:
+    """The ``ready`` of an attempt made without one: the worker may run at once."""
+
+
 @dataclass(frozen=True)
 class Attempt:
     """One try of one feature, as the coordinator asks an executor for it.
@@ -71,6 +75,9 @@ class Attempt:
     ``branch_head`` is what the coordinator last recorded on the feature's branch (None: no
     such branch), the value the branch's next move must find (a compare-and-swap).
     ``note_ref(branch, commit, why)`` journals a value a branch may take, before it is moved.
+    ``ready()`` is awaited before the worker runs: the feature's start is then in the task
+    store, so an agent that asks the store sees its task in progress; an executor gets the
+    worktree ready first, while the store is written.
     """
 
     mission: MissionDocument
@@ -82,6 +89,7 @@ class Attempt:
     log_path: Path
     on_process_start: Callable[[int], None]
     note_ref: Callable[[str, str, str], None]
+    ready: Callable[[], Awaitable[None]] = _nothing_to_wait_for
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ gives it back with ``release``; ``close`` removes them all at the end of the mis
 
 A feature whose worktree comes back spotless (``release(..., spotless=True)``: its last ``git
 status`` listed nothing, not even an ignored file) is not cleaned again at its next ``acquire``:
-a no-op feature costs three git processes (``checkout -b``, ``status``, the detach at release).
+a no-op feature costs two git processes (``checkout -b`` and ``status``): a released worktree
+stays on its branch until the next ``acquire`` checks another one out over it.
 
 Each worktree is registered *locked*, with the reason ``rho-mission <mission> pid <pid>``: git's
 own ``worktree prune`` leaves it alone, and ``prune_stale`` can tell a worktree that a live
@@ -158,13 +159,19 @@ class WorktreePool:
     def release(self, path: Path, *, spotless: bool = False) -> None:
         """Give back a worktree that ``acquire`` returned; its branch stays as the worker left it.
 
-        The worktree's HEAD is detached so that the branch can be deleted, merged or checked
-        out elsewhere; its files are cleaned when it is next acquired (a kept worktree is
-        never acquired again: its files stay for inspection). *spotless*: the caller saw,
-        after its worker ended, nothing in the worktree beyond HEAD's files (``git status``
-        listed no change, no untracked and no ignored file): the next acquire skips
-        ``git clean``. What that leaves: an empty directory (git lists none), and what a
-        process that escaped its task's group writes later (it could write at any time anyway).
+        The worktree stays on its branch, without a git process: its next ``acquire`` checks
+        another branch out over it, a retry of its feature in another worktree checks the
+        branch out there with ``--ignore-other-worktrees``, and ``close`` removes it (while
+        the mission runs, git refuses to check that branch out in another work tree unless
+        told so). A kept worktree (``keep=True``) is detached instead: it outlives the mission,
+        and its branch must be free to check out, delete or move. Its files are cleaned when it
+        is next acquired (a kept worktree is never acquired again: its files stay for
+        inspection). *spotless*: the caller saw, after its worker ended, nothing in the
+        worktree beyond HEAD's files (``git status`` listed no change, no untracked and no
+        ignored file): the next acquire skips ``git clean``. What that leaves: an empty
+        directory (git lists none), and what a process that escaped its task's group writes
+        later (it could write at any time anyway). A worktree whose git link the worker broke
+        is removed.
 
         Raises:
             ValueError: *path* was not acquired from this pool, or was released already.
@@ -173,15 +180,17 @@ class WorktreePool:
             if path not in self._busy:
                 raise ValueError(f"worktree {path} is not in use from this pool")
             self._busy.remove(path)
-        try:
-            with self.repo.locked():
-                # Detach HEAD where it stands; unlike "checkout --detach", no index refresh.
-                # A kept worktree is detached too: a retry of its feature elsewhere must be able
-                # to move the branch.
-                self.repo.run("update-ref", "--no-deref", "HEAD", "HEAD", cwd=path)
-        except GitOperationError:
+        if not _reusable(path):
             self._discard(path)
             return
+        if self._keep:
+            try:
+                with self.repo.locked():
+                    # Detach HEAD where it stands; unlike "checkout --detach", no index refresh.
+                    self.repo.run("update-ref", "--no-deref", "HEAD", "HEAD", cwd=path)
+            except GitOperationError:
+                self._discard(path)
+                return
         with self._state:
             (self._kept if self._keep else self._idle).append(path)
             if spotless and not self._keep:

@@ -84,6 +84,7 @@ async def _work(
         on_process_start=attempt.on_process_start,
     )
     try:
+        await attempt.ready()  # the feature's start is in the task store before its worker runs
         try:
             with deadline(timeout) as scope:
                 handoff = await call_worker(attempt.worker, context)

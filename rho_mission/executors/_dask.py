@@ -136,6 +136,7 @@ class DaskExecutor:
             token=token,
         )
         key = f"rho-mission-{self._mission_id}-{feature.id}-{attempt.number}-{token[:8]}"
+        await attempt.ready()  # the worker runs as soon as the task is submitted
         future = client.submit(run_remote_attempt, spec, key=key, pure=False, retries=0)
         try:
             outcome = await self._outcome(future, attempt)

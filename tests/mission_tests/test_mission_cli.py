@@ -10,11 +10,17 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from rho_mission import MissionConfig, WorkerContext
+from rho_mission._fromtasks import mission_from_tasks
+from rho_mission._storesync import StoreSync
+from taskstore import TaskStore
 
 from ._cli_helpers import (
     Result,
@@ -74,6 +80,52 @@ def _add(project: Path, *args: str) -> None:
 
 
 # -- a mission that runs -----------------------------------------------------------------------
+
+
+# What a task's command finds of its own task in the store: its status, into seen-<id>.txt.
+_READ_OWN_STATUS = (
+    "python3 -c 'import json, os; "
+    'store = os.path.join(os.environ["RHO_MISSION_DIR"], "..", "..", "tasks.json"); '
+    'me = os.environ["RHO_TASK_ID"]; '
+    'task = [t for t in json.load(open(store))["tasks"] if t["id"] == me][0]; '
+    'open("seen-" + me + ".txt", "w").write(task["status"])'
+    "'"
+)
+
+
+def test_a_task_that_asks_the_store_finds_itself_in_progress(project: Path) -> None:
+    for name in ("one", "two", "three", "four", "five"):
+        _add(project, name, "--command", _READ_OWN_STATUS)
+
+    result = run_rho("mission", "--from-tasks", "--workers", "4", cwd=project)
+
+    assert (result.code, result.stderr) == (0, "")
+    folder = mission_dir(project).resolve()
+    files = tree_files(project, f"rho-mission/{folder.name}/integration")
+    seen = {name: text for name, text in files.items() if name.startswith("seen-")}
+    assert seen == {f"seen-task_{n}.txt": "in_progress" for n in range(1, 6)}
+
+
+def test_a_worker_waits_for_its_start_to_reach_a_slow_store(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import_tasks(project, [spec(f"t{n}", None) for n in range(4)])
+    write = StoreSync._write
+
+    def slow_write(self: StoreSync, store: TaskStore, batch: list[Any]) -> None:
+        time.sleep(0.3)  # the real write, late: a worker must not start before it is done
+        write(self, store, batch)
+
+    monkeypatch.setattr(StoreSync, "_write", slow_write)
+    seen: dict[str, str] = {}
+
+    async def worker(ctx: WorkerContext) -> None:
+        seen[ctx.feature.id] = TaskStore(store_path(project)).get(ctx.feature.id).status
+
+    mission = mission_from_tasks(store_path(project), project, MissionConfig(max_workers=4))
+    mission.run_staged_sync(worker)
+    assert mission.status == "completed"
+    assert seen == {f"t{n}": "in_progress" for n in range(4)}
 
 
 def test_from_tasks_completes_every_task_and_merges_their_files(project: Path) -> None:

@@ -95,11 +95,13 @@ def test_a_released_worktree_is_reused_clean_on_the_next_branch(
     assert repo.branch_commit("m/a") == tip_a
 
 
-def test_a_released_worktree_frees_its_branch(pool: WorktreePool) -> None:
+def test_a_released_worktree_holds_its_branch_until_the_pool_closes(pool: WorktreePool) -> None:
     path = pool.acquire("m/a", "HEAD")
     pool.release(path)
+    with pytest.raises(GitOperationError, match="checked out at"):
+        pool.repo.delete_branch("m/a")  # git's own guard: the idle worktree is on it
+    pool.close()
     assert pool.repo.delete_branch("m/a") is True
-    assert pool.acquire("m/a", "HEAD") == path  # and the branch can come back there
 
 
 def test_busy_worktrees_are_never_shared(pool: WorktreePool) -> None:
@@ -212,6 +214,36 @@ def test_a_worktree_left_mid_rebase_is_replaced(pool: WorktreePool, git: Git) ->
     second = pool.acquire("m/b", "HEAD")
     assert second != first
     assert not first.exists()
+
+
+def test_a_released_worktree_stays_on_its_branch_until_the_next_acquire(
+    pool: WorktreePool, git: Git
+) -> None:
+    first = pool.acquire("m/a", "HEAD")
+    pool.release(first, spotless=True)
+    assert branch_of(git, first) == "m/a"  # no git process at release
+    again = pool.acquire("m/b", "HEAD")
+    assert again == first
+    assert branch_of(git, again) == "m/b"
+
+
+def test_a_retry_takes_its_branch_while_an_idle_worktree_still_holds_it(
+    pool: WorktreePool, git: Git
+) -> None:
+    start = git(pool.repo.root, "rev-parse", "HEAD").strip()
+    first = pool.acquire("m/a", start, None)
+    (first / "work.txt").write_text("first try\n", encoding="utf-8")
+    git(first, "add", "work.txt")
+    git(first, "commit", "--quiet", "--message=first try")
+    tried = git(first, "rev-parse", "HEAD").strip()
+    second = pool.acquire("m/b", start, None)
+    pool.release(first)  # idle, still on m/a
+    pool.release(second)
+    retry = pool.acquire("m/a", start, tried)  # the other worktree: the last one released
+    assert retry == second
+    assert branch_of(git, retry) == "m/a"
+    assert git(retry, "rev-parse", "HEAD").strip() == start
+    assert not (retry / "work.txt").exists()
 
 
 def test_keep_leaves_released_worktrees_and_their_files_at_their_branch_head(
