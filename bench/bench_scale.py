@@ -7,9 +7,9 @@ of 200 tasks (200 waves). Each shape runs ``--rounds`` times (default 1) with th
 history into a scratch virtualenv the first time: ``--old-venv``), alternately, each on a fresh
 copy of the same repository and store, both from compiled bytecode (see ``_compile_both``).
 For each run it prints the wall time, the time per feature, the git processes per feature (a
-``git`` shim first on PATH logs every call), the peak RSS of the ``rho`` process and the size
-of ``mission-graph.json``, then the ratio old/new of the wall times of each round and of their
-medians. Nothing asserts on speed.
+``git`` shim first on PATH logs every call, in one untimed run of each release per shape), the
+peak RSS of the ``rho`` process and the size of ``mission-graph.json``, then the ratio old/new
+of the wall times of each round and of their medians. Nothing asserts on speed.
 
 Run: ``.venv/bin/python bench/bench_scale.py [--shapes 100,300,1000,chain200] [--rounds N]
 [--old-venv D]``.
@@ -66,7 +66,6 @@ class Result:
 
     wall: float
     features: int
-    git_calls: int
     peak_rss_kib: int
     graph_bytes: int
     export: float | None
@@ -131,20 +130,36 @@ def _template(root: Path, shape: str, files: int) -> Path:
 
 
 def _mission(rho: Path, template: Path, work: Path) -> Result:
-    if work.exists():
-        shutil.rmtree(work)
-    shutil.copytree(template, work, symlinks=True)
-    repo, log = work / "repo", work / "git.log"
-    env = {**ENV, **git_shim(work / "shim", log)}
+    """One timed run of *rho* on a fresh copy of *template*, with no shim in the way."""
+    repo = _fresh_copy(template, work)
     argv = [str(rho), "mission", "--from-tasks", "--run", "true", "--workers", "4"]
     started = time.perf_counter()
-    rss = _run([sys.executable, "-c", _MEASURE, *argv], cwd=repo, env=env)
+    rss = _run([sys.executable, "-c", _MEASURE, *argv], cwd=repo)
     wall = time.perf_counter() - started
     (graph,) = (repo / ".rho" / "missions").glob("*/mission-graph.json")
     tasks = json.loads((work / "tasks.json").read_text())["tasks"]
-    calls = len(logged_calls(log))
-    return Result(wall, len(tasks), calls, int(rss.strip()), graph.stat().st_size,
+    return Result(wall, len(tasks), int(rss.strip()), graph.stat().st_size,
                   _export(rho, graph.parent))  # fmt: skip
+
+
+def _git_calls(rho: Path, template: Path, work: Path) -> int:
+    """The git processes of one untimed run of *rho*, counted by a ``git`` shim on PATH.
+
+    Apart from the timed runs: the shim costs ~0.6 ms per call, which would weigh on the
+    release that makes more calls.
+    """
+    repo = _fresh_copy(template, work)
+    log = work / "git.log"
+    env = {**ENV, **git_shim(work / "shim", log)}
+    _run([str(rho), "mission", "--from-tasks", "--run", "true", "--workers", "4"], repo, env)
+    return len(logged_calls(log))
+
+
+def _fresh_copy(template: Path, work: Path) -> Path:
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(template, work, symlinks=True)
+    return work / "repo"
 
 
 def _compile_both(scratch: Path, old: Path) -> None:
@@ -168,9 +183,9 @@ def _export(rho: Path, folder: Path) -> float | None:
     return time.perf_counter() - started if done.returncode == 0 else None
 
 
-def _line(label: str, result: Result) -> str:
+def _line(label: str, result: Result, git_calls: int) -> str:
     per = result.wall / result.features * 1000
-    git = result.git_calls / result.features
+    git = git_calls / result.features
     export = "refused" if result.export is None else f"{result.export:5.2f} s"
     return (
         f"  {label:<5} {result.wall:8.2f} s {per:8.1f} ms/feature {git:6.1f} git/feature"
@@ -194,12 +209,13 @@ def main() -> None:
             template = _template(Path(scratch) / f"template-{shape}", shape, options.files)
             work = Path(scratch) / "work"
             print(f"{shape}", flush=True)
+            old_git, new_git = (_git_calls(rho, template, work) for rho in (old, NEW_RHO))
             olds, news = [], []
             for _ in range(options.rounds):
                 olds.append(_mission(old, template, work))
                 news.append(_mission(NEW_RHO, template, work))
-                print(_line(OLD_RELEASE[:5], olds[-1]))
-                print(_line("now", news[-1]))
+                print(_line(OLD_RELEASE[:5], olds[-1], old_git))
+                print(_line("now", news[-1], new_git))
                 print(f"  old/now {olds[-1].wall / news[-1].wall:6.2f}x faster", flush=True)
             if options.rounds > 1:
                 ratio = statistics.median(r.wall for r in olds) / statistics.median(

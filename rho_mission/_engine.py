@@ -41,7 +41,7 @@ from ._models import (
     VerificationStatus,
     WaveJoin,
 )
-from ._persist import note_feature_end, save_mission
+from ._persist import note_feature_end, save_mission, save_mission_after
 from ._recover import end_mission_processes
 from ._refs import RefHistory, check_id_free, settle_refs
 from ._seam import Attempt, Executor, Observer, Worker
@@ -386,11 +386,12 @@ class _WaveRunner:
                 feature = self.mission.feature(feature_id)
                 if feature.status in ("pending", "in_progress"):
                     await self._end(feature, "cancelled", "cancelled")
-        await self.store.flush()  # every end of the wave is in the store before its join
         verification = self._pending_verification(number, ids)
         join = self._join_record(number, started, verification)
         self.mission.wave_joins.append(join)
-        save_mission(self.mission)
+        # Every end of the wave is in the store before its join is on disk; the mission's files
+        # are made while the store is written.
+        await save_mission_after(self.mission, self.store.flush)
         if verification.status == "running":
             # Durable before the first check: a crash from here on resumes into verification.
             self.journal.record(

@@ -167,7 +167,8 @@ class MissionGraphCache:
         if cached is None or cached.key != key:
             self._replace(name, key, partial(_mission_part, mission=mission, latest=latest))
         waves = self._waves
-        # The loop of every join over every feature: most are hits, kept free of calls.
+        # The loop of every join over every feature: most are hits, kept free of calls (the
+        # state fragment's key is the one _feature_state makes for a feature that just ended).
         for feature, values in zip(mission.features, keys, strict=True):
             wave = waves.get(feature.id, 0)
             name, key = ("state", feature.id), (context, wave, values)
@@ -186,9 +187,11 @@ class MissionGraphCache:
             cached = fragments.get(name)
             if cached is None or cached.key != key:
                 self._replace(name, key, partial(_wave_part, mission=mission, join=join, refs=refs))
-        # Feature fragments go with the set of ids (above); only a join can go on its own.
-        for gone in [n for n in fragments if n[0] == "wave" and n[1] not in joins]:
-            self._drop(gone)
+        # Feature fragments go with the set of ids (above); only a join can go on its own (a
+        # resume drops the joins of the waves it runs again).
+        if len(fragments) > 1 + 2 * len(ids) + len(joins):
+            for gone in [n for n in fragments if n[0] == "wave" and n[1] not in joins]:
+                self._drop(gone)
         return self._assemble(latest, scope)
 
     def prepare_feature(self, mission: MissionDocument, feature: Feature, key: FeatureKey) -> None:

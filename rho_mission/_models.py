@@ -7,6 +7,7 @@ behaviour lives in ``_engine`` and is attached in ``_mission``.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Literal, Self
@@ -38,8 +39,13 @@ MAX_FEATURE_ID = 100
 _RESERVED = re.compile(r"(?i)integration|fix-\d+|verify-\d+")
 
 
+@functools.lru_cache(maxsize=4096)
 def feature_id_problem(feature_id: str) -> str | None:
-    """Why *feature_id* cannot name a feature's branch, or None when it can."""
+    """Why *feature_id* cannot name a feature's branch, or None when it can.
+
+    Cached: a mission document checks every feature's id again on each assignment to one of
+    its fields (``validate_assignment``), several times per wave.
+    """
     shown = json.dumps(feature_id, ensure_ascii=False)
     if len(feature_id) > MAX_FEATURE_ID:
         return f"feature id is {len(feature_id)} characters; the limit is {MAX_FEATURE_ID}"

@@ -5,10 +5,13 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import OrderedDict
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from taskstore import write_atomic
 
@@ -19,7 +22,13 @@ from ._missiontext import MissionTextCache, feature_key
 if TYPE_CHECKING:
     from ._models import Feature, MissionDocument
 
-__all__ = ["folder_anchor", "note_feature_end", "prepare_mission_dir", "save_mission"]
+__all__ = [
+    "folder_anchor",
+    "note_feature_end",
+    "prepare_mission_dir",
+    "save_mission",
+    "save_mission_after",
+]
 
 # Missions whose file caches stay in memory (one process rarely saves more than one at a time).
 _KEPT_MISSIONS = 4
@@ -84,6 +93,30 @@ def save_mission(mission: MissionDocument) -> None:
     finally:
         written.result()
     _replace_keeping_blocks(folder / "mission-graph.json", graph)
+
+
+async def save_mission_after(
+    mission: MissionDocument, first: Callable[[], Coroutine[Any, Any, None]]
+) -> None:
+    """`save_mission`, its files made while *first* runs, and written once *first* is done.
+
+    For a join: *first* is the task store's write of the wave's ends, which must reach the disk
+    before the join does; the files are made meanwhile in a worker thread (the store's write
+    waits on fsync most of its time), then written as `save_mission` writes them. Nothing else
+    may change *mission* until this returns.
+    """
+    async with anyio.create_task_group() as group:
+        group.start_soon(first)
+        record, graph = await anyio.to_thread.run_sync(_render, mission)
+    folder = Path(mission.dir)
+    write_atomic(folder / "mission.json", record)
+    _replace_keeping_blocks(folder / "mission-graph.json", graph)
+
+
+def _render(mission: MissionDocument) -> tuple[bytes, bytes]:
+    files = _files_of(mission)
+    keys = [feature_key(feature) for feature in mission.features]
+    return files.text.render(mission, keys), files.graph.render(mission, keys)
 
 
 def _replace_keeping_blocks(path: Path, data: bytes) -> None:

@@ -95,7 +95,7 @@ def test_failures_retries_and_a_resume_keep_the_bytes_of_the_full_projection(
 _CHANGES = st.lists(
     st.tuples(
         st.sampled_from(
-            ["start", "finish", "fail", "join", "retry", "text", "note", "block", "file"]
+            ["start", "finish", "fail", "join", "unjoin", "retry", "text", "note", "block", "file"]
         ),
         st.integers(0, 7),
     ),
@@ -150,6 +150,9 @@ def _apply(mission: MissionDocument, change: str, index: int, step: int) -> None
             feature.handoff.files_changed.append(f"file{step}")
     elif change == "note":
         pass  # the engine's note of a feature's end: made by the caller (it holds the cache)
+    elif change == "unjoin":  # a resume runs the last joined wave again
+        if mission.wave_joins:
+            mission.wave_joins.pop()
     else:
         number = len(mission.wave_joins) + 1
         if number <= len(mission.waves):
