@@ -35,7 +35,7 @@ from graph import (
     fact_text,
 )
 
-from ._missiontext import FeatureKey, feature_key, key_blockers
+from ._missiontext import FeatureKey, JoinKey, feature_key, join_key, key_blockers
 from ._projection import (
     feature_link_facts,
     feature_ref,
@@ -138,16 +138,24 @@ class MissionGraphCache:
         self._waves: dict[str, int] = {}
         self._refs: _FeatureRefs | None = None
 
-    def render(self, mission: MissionDocument, keys: Sequence[FeatureKey] | None = None) -> bytes:
+    def render(
+        self,
+        mission: MissionDocument,
+        keys: Sequence[FeatureKey] | None = None,
+        join_keys: Sequence[JoinKey] | None = None,
+    ) -> bytes:
         """The bytes of ``dump_graph(mission_graph(mission))``, re-projecting what changed.
 
-        *keys*: the `feature_key` of each feature, in order, when the caller has them.
+        *keys*, *join_keys*: the `feature_key` of each feature and the `join_key` of each wave
+        join, in order, when the caller has them.
 
         Raises:
             GraphValidationError: a fact breaks the contract (as the full projection would).
         """
         if keys is None:
             keys = [feature_key(feature) for feature in mission.features]
+        if join_keys is None:
+            join_keys = [join_key(join) for join in mission.wave_joins]
         created, latest = mission_times(mission)
         scope = mission_scope(mission)
         ids = frozenset(f.id for f in mission.features)
@@ -182,8 +190,8 @@ class MissionGraphCache:
                 make = partial(_links_part, mission=mission, feature=feature, refs=refs)
                 self._replace(name, key, make)
         joins = {join.wave for join in mission.wave_joins}
-        for join in mission.wave_joins:
-            name, key = ("wave", join.wave), (context, join.model_dump_json())
+        for join, values in zip(mission.wave_joins, join_keys, strict=True):
+            name, key = ("wave", join.wave), (context, values)
             cached = fragments.get(name)
             if cached is None or cached.key != key:
                 self._replace(name, key, partial(_wave_part, mission=mission, join=join, refs=refs))

@@ -2,8 +2,9 @@
 
 mission.json is rewritten at every join. At 1,000 features one ``model_dump_json`` of the whole
 document costs more than the rest of a join's bookkeeping, though a join changes the features
-of one wave. `MissionTextCache` keeps each feature's JSON, keyed on `feature_key` (every field,
-copied), and splices the texts into the dump of the mission without its features. The bytes
+of one wave and adds one wave join. `MissionTextCache` keeps each feature's and each join's
+JSON, keyed on `feature_key` and `join_key` (every field, copied), and splices the texts into
+the dump of the mission without its features and joins. The bytes
 are those of ``mission.model_dump_json(indent=2)`` plus a newline: a test compares them at
 every join of real missions and after random changes.
 """
@@ -14,14 +15,15 @@ from collections.abc import Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from ._models import Feature, Handoff
+from ._models import Feature, Handoff, Verification, WaveJoin
 
 if TYPE_CHECKING:
     from ._models import MissionDocument
 
-__all__ = ["FeatureKey", "MissionTextCache", "feature_key", "key_blockers"]
+__all__ = ["FeatureKey", "JoinKey", "MissionTextCache", "feature_key", "join_key", "key_blockers"]
 
 FeatureKey = tuple[object, ...]
+JoinKey = tuple[object, ...]
 
 # Every field, in declaration order; the two that hold mutable values are copied below.
 _FEATURE_FIELDS = tuple(Feature.model_fields)
@@ -31,10 +33,9 @@ _handoff_values = attrgetter(*_HANDOFF_FIELDS)
 _BLOCKED_BY = _FEATURE_FIELDS.index("blocked_by")
 _HANDOFF = _FEATURE_FIELDS.index("handoff")
 _FILES_CHANGED = _HANDOFF_FIELDS.index("files_changed")
-# Where the features go in the dump of a mission without them: the key's own line (a string
-# value cannot hold a raw newline, so this text is only ever the key itself).
-_NO_FEATURES = '\n  "features": []'
 _INDENT = "    "
+_join_values = attrgetter(*WaveJoin.model_fields)
+_verification_values = attrgetter(*Verification.model_fields)
 
 
 def feature_key(feature: Feature) -> FeatureKey:
@@ -60,11 +61,26 @@ def key_blockers(key: FeatureKey) -> tuple[str, ...]:
     return blockers
 
 
+def join_key(join: WaveJoin) -> JoinKey:
+    """Every field of *join* as values that cannot change (its lists copied into tuples, its
+    verification into a tuple of its fields): equal keys, equal joins."""
+    return tuple(
+        tuple(value)
+        if isinstance(value, list)
+        else _verification_values(value)
+        if isinstance(value, Verification)
+        else value
+        for value in _join_values(join)
+    )
+
+
 class MissionTextCache:
-    """The JSON of one mission's features, kept between two renderings of mission.json."""
+    """The JSON of one mission's features and wave joins, kept between two renderings of
+    mission.json."""
 
     def __init__(self) -> None:
         self._texts: dict[str, tuple[FeatureKey, str]] = {}
+        self._joins: dict[int, tuple[JoinKey, str]] = {}
 
     def feature_text(self, feature: Feature, key: FeatureKey) -> str:
         """*feature*'s JSON as it stands in mission.json's list (indented by four spaces),
@@ -72,21 +88,50 @@ class MissionTextCache:
         kept = self._texts.get(feature.id)
         if kept is not None and kept[0] == key:
             return kept[1]
-        text = _INDENT + feature.model_dump_json(indent=2).replace("\n", "\n" + _INDENT)
+        text = _listed(feature)
         self._texts[feature.id] = (key, text)
         return text
 
-    def render(self, mission: MissionDocument, keys: Sequence[FeatureKey]) -> bytes:
-        """The bytes of ``mission.model_dump_json(indent=2) + "\\n"``; *keys* are the
-        `feature_key` of each of its features, in order."""
-        features = mission.features
-        shell = mission.model_copy(update={"features": []}).model_dump_json(indent=2)
-        if not features:
-            return f"{shell}\n".encode()
+    def render(
+        self,
+        mission: MissionDocument,
+        keys: Sequence[FeatureKey],
+        join_keys: Sequence[JoinKey],
+    ) -> bytes:
+        """The bytes of ``mission.model_dump_json(indent=2) + "\n"``; *keys* are the
+        `feature_key` of each of its features, *join_keys* the `join_key` of each wave join,
+        in order."""
+        features, joins = mission.features, mission.wave_joins
+        empty: dict[str, object] = {"features": [], "wave_joins": []}
+        text = mission.model_copy(update=empty).model_dump_json(indent=2)
         if len(self._texts) > len(features):  # features went away (rare): drop their texts
             present = {feature.id for feature in features}
             self._texts = {i: kept for i, kept in self._texts.items() if i in present}
-        texts = [self.feature_text(f, k) for f, k in zip(features, keys, strict=True)]
-        cut = shell.index(_NO_FEATURES) + len(_NO_FEATURES) - 1  # at the list's "]"
-        listed = ",\n".join(texts)
-        return f"{shell[:cut]}\n{listed}\n  {shell[cut:]}\n".encode()
+        if features:
+            texts = [self.feature_text(f, k) for f, k in zip(features, keys, strict=True)]
+            text = _spliced(text, "features", texts)
+        if joins:
+            texts = [self._join_text(j, k) for j, k in zip(joins, join_keys, strict=True)]
+            text = _spliced(text, "wave_joins", texts)
+        return f"{text}\n".encode()
+
+    def _join_text(self, join: WaveJoin, key: JoinKey) -> str:
+        kept = self._joins.get(join.wave)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        text = _listed(join)
+        self._joins[join.wave] = (key, text)
+        return text
+
+
+def _listed(model: Feature | WaveJoin) -> str:
+    """*model*'s JSON as an item of a top-level list of mission.json: indented by four spaces."""
+    return _INDENT + model.model_dump_json(indent=2).replace("\n", "\n" + _INDENT)
+
+
+def _spliced(text: str, name: str, items: list[str]) -> str:
+    """*text* (a mission's JSON with ``"<name>": []``) with *items* as that list."""
+    empty = f'\n  "{name}": []'  # a string value cannot hold a raw newline: only the key's line
+    cut = text.index(empty) + len(empty) - 1  # at the list's "]"
+    listed = ",\n".join(items)
+    return f"{text[:cut]}\n{listed}\n  {text[cut:]}"

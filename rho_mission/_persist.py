@@ -17,7 +17,7 @@ from taskstore import write_atomic
 
 from ._folders import private_folder
 from ._graphcache import MissionGraphCache
-from ._missiontext import MissionTextCache, feature_key
+from ._missiontext import MissionTextCache, feature_key, join_key
 
 if TYPE_CHECKING:
     from ._models import Feature, MissionDocument
@@ -84,12 +84,13 @@ def save_mission(mission: MissionDocument) -> None:
     folder = Path(mission.dir)
     files = _files_of(mission)
     keys = [feature_key(feature) for feature in mission.features]
-    record = files.text.render(mission, keys)
+    join_keys = [join_key(join) for join in mission.wave_joins]
+    record = files.text.render(mission, keys, join_keys)
     # mission.json reaches the disk while the graph is made (the GIL is free during I/O);
     # the graph is written only once mission.json is, and never if mission.json failed.
     written = _writer().submit(write_atomic, folder / "mission.json", record)
     try:
-        graph = files.graph.render(mission, keys)
+        graph = files.graph.render(mission, keys, join_keys)
     finally:
         written.result()
     _replace_keeping_blocks(folder / "mission-graph.json", graph)
@@ -116,7 +117,9 @@ async def save_mission_after(
 def _render(mission: MissionDocument) -> tuple[bytes, bytes]:
     files = _files_of(mission)
     keys = [feature_key(feature) for feature in mission.features]
-    return files.text.render(mission, keys), files.graph.render(mission, keys)
+    join_keys = [join_key(join) for join in mission.wave_joins]
+    record = files.text.render(mission, keys, join_keys)
+    return record, files.graph.render(mission, keys, join_keys)
 
 
 def _replace_keeping_blocks(path: Path, data: bytes) -> None:

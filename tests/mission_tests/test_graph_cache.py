@@ -29,7 +29,14 @@ from rho_mission import (
     _persist,
 )
 from rho_mission._graphcache import MissionGraphCache
-from rho_mission._missiontext import FeatureKey, MissionTextCache, feature_key
+from rho_mission._missiontext import (
+    FeatureKey,
+    JoinKey,
+    MissionTextCache,
+    feature_key,
+    join_key,
+)
+from rho_mission._models import Verification
 from rho_mission._persist import save_mission
 from rho_mission._projection import mission_graph
 
@@ -182,8 +189,14 @@ def test_any_sequence_of_changes_renders_the_full_projection(
     def keys() -> list[FeatureKey]:
         return [feature_key(feature) for feature in mission.features]
 
+    def join_keys() -> list[JoinKey]:
+        return [join_key(join) for join in mission.wave_joins]
+
     assert graph.render(mission) == dump_graph(mission_graph(mission))
-    assert text.render(mission, keys()) == (mission.model_dump_json(indent=2) + "\n").encode()
+    assert (
+        text.render(mission, keys(), join_keys())
+        == (mission.model_dump_json(indent=2) + "\n").encode()
+    )
     for step, (change, index) in enumerate(changes, start=1):
         _apply(mission, change, index, step)
         if change == "note":
@@ -193,9 +206,12 @@ def test_any_sequence_of_changes_renders_the_full_projection(
             continue  # a note is followed by more changes, or by the render of a join
         assert graph.render(mission) == dump_graph(mission_graph(mission)), (step, change)
         full = (mission.model_dump_json(indent=2) + "\n").encode()
-        assert text.render(mission, keys()) == full, (step, change)
+        assert text.render(mission, keys(), join_keys()) == full, (step, change)
     assert graph.render(mission) == dump_graph(mission_graph(mission))
-    assert text.render(mission, keys()) == (mission.model_dump_json(indent=2) + "\n").encode()
+    assert (
+        text.render(mission, keys(), join_keys())
+        == (mission.model_dump_json(indent=2) + "\n").encode()
+    )
 
 
 def test_a_feature_added_on_resume_redraws_every_edge() -> None:
@@ -246,11 +262,11 @@ def test_a_feature_changed_in_place_is_dumped_and_projected_again(
     graph, text = MissionGraphCache(), MissionTextCache()
     _apply(mission, "finish", 5, 1)
     graph.render(mission)
-    text.render(mission, [feature_key(f) for f in mission.features])
+    text.render(mission, [feature_key(f) for f in mission.features], [])
     edit(mission.features[5])  # the same list, the same handoff object: only its content moved
     assert graph.render(mission) == dump_graph(mission_graph(mission))
     full = (mission.model_dump_json(indent=2) + "\n").encode()
-    assert text.render(mission, [feature_key(f) for f in mission.features]) == full
+    assert text.render(mission, [feature_key(f) for f in mission.features], []) == full
 
 
 def test_every_field_of_a_feature_is_in_its_key() -> None:
@@ -325,3 +341,56 @@ def test_a_failed_write_of_mission_json_leaves_the_graph_as_it_was(tmp_path: Pat
     with pytest.raises(IsADirectoryError):
         save_mission(mission)
     assert (tmp_path / "m" / "mission-graph.json").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda j: j.completed_ids.append("f9"),
+        lambda j: setattr(j, "summary", "edited in place"),
+        lambda j: setattr(j.verification, "status", "failed"),
+        lambda j: setattr(j.verification, "fix_attempts", 2),
+    ],
+    ids=["completed ids", "summary", "verification status", "fix attempts"],
+)
+def test_a_wave_join_changed_in_place_is_dumped_and_projected_again(
+    edit: Callable[[WaveJoin], None],
+) -> None:
+    mission = _planned()
+    graph, text = MissionGraphCache(), MissionTextCache()
+    _apply(mission, "join", 0, 1)
+    _apply(mission, "join", 0, 2)
+
+    def render() -> bytes:
+        keys = [feature_key(f) for f in mission.features]
+        return text.render(mission, keys, [join_key(j) for j in mission.wave_joins])
+
+    graph.render(mission)
+    render()
+    edit(mission.wave_joins[0])  # the same join object: only its content moved
+    assert graph.render(mission) == dump_graph(mission_graph(mission))
+    assert render() == (mission.model_dump_json(indent=2) + "\n").encode()
+
+
+def test_every_field_of_a_wave_join_is_in_its_key() -> None:
+    mission = _planned()
+    _apply(mission, "join", 0, 1)
+    base = mission.wave_joins[0]
+    changed = {
+        "wave": 7,
+        "feature_ids": ["f9"],
+        "completed_ids": ["f9"],
+        "failed_ids": ["f9"],
+        "cancelled_ids": ["f9"],
+        "blocked_ids": ["f9"],
+        "started_at": "2026-11-30T09:00:00.000Z",
+        "completed_at": "2026-11-30T09:00:00.000Z",
+        "summary": "other",
+        "verification": Verification(status="failed"),
+    }
+    assert sorted(changed) == sorted(WaveJoin.model_fields), "a new field: add it here"
+    for name, value in changed.items():
+        assert join_key(base.model_copy(update={name: value})) != join_key(base), name
+    # The verification's fields are copied one level deep: each must be a plain value.
+    for name, field in Verification.model_fields.items():
+        assert "list" not in str(field.annotation), name
