@@ -17,7 +17,7 @@ from taskstore import write_atomic
 
 from ._folders import private_folder
 from ._graphcache import MissionGraphCache
-from ._missiontext import MissionTextCache, feature_key, join_key
+from ._missiontext import FeatureKey, JoinKey, MissionTextCache, feature_key, join_key
 
 if TYPE_CHECKING:
     from ._models import Feature, MissionDocument
@@ -82,9 +82,7 @@ def save_mission(mission: MissionDocument) -> None:
     its last save in this process (``_missiontext``, ``_graphcache``).
     """
     folder = Path(mission.dir)
-    files = _files_of(mission)
-    keys = [feature_key(feature) for feature in mission.features]
-    join_keys = [join_key(join) for join in mission.wave_joins]
+    files, keys, join_keys = _files_of(mission), *_keys(mission)
     record = files.text.render(mission, keys, join_keys)
     # mission.json reaches the disk while the graph is made (the GIL is free during I/O);
     # the graph is written only once mission.json is, and never if mission.json failed.
@@ -115,11 +113,15 @@ async def save_mission_after(
 
 
 def _render(mission: MissionDocument) -> tuple[bytes, bytes]:
-    files = _files_of(mission)
-    keys = [feature_key(feature) for feature in mission.features]
-    join_keys = [join_key(join) for join in mission.wave_joins]
+    files, keys, join_keys = _files_of(mission), *_keys(mission)
     record = files.text.render(mission, keys, join_keys)
     return record, files.graph.render(mission, keys, join_keys)
+
+
+def _keys(mission: MissionDocument) -> tuple[list[FeatureKey], list[JoinKey]]:
+    """The keys of every feature and wave join: one of each per save serves both files."""
+    keys = [feature_key(feature) for feature in mission.features]
+    return keys, [join_key(join) for join in mission.wave_joins]
 
 
 def _replace_keeping_blocks(path: Path, data: bytes) -> None:
@@ -133,7 +135,7 @@ def _replace_keeping_blocks(path: Path, data: bytes) -> None:
     """
     displaced = path.with_name(f".{path.name}.replaced")
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(displaced)  # a crash's leftover; the writer thread's own is gone already
+        os.unlink(displaced)  # a crash's leftover, or the last save's not yet unlinked
     try:
         os.link(path, displaced)
     except OSError:  # no file yet (the first save), or a file system without hard links
@@ -154,7 +156,8 @@ _WRITERS: list[ThreadPoolExecutor] = []
 
 
 def _writer() -> ThreadPoolExecutor:
-    """One thread that writes mission.json beside the graph's rendering (made on first use)."""
+    """One thread that writes mission.json beside the graph's rendering, and unlinks the
+    replaced graph after a save (made on first use)."""
     if not _WRITERS:
         _WRITERS.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="rho-save"))
     return _WRITERS[0]

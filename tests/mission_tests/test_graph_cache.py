@@ -341,6 +341,11 @@ def test_a_failed_write_of_mission_json_leaves_the_graph_as_it_was(tmp_path: Pat
     with pytest.raises(IsADirectoryError):
         save_mission(mission)
     assert (tmp_path / "m" / "mission-graph.json").read_bytes() == before
+    _drain_the_writer()
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == [
+        "mission-graph.json",
+        "mission.json",
+    ]  # no temporary file left behind
 
 
 @pytest.mark.parametrize(
