@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_origin
 
 from ._models import Feature, Handoff, Verification, WaveJoin
 
@@ -36,6 +36,13 @@ _FILES_CHANGED = _HANDOFF_FIELDS.index("files_changed")
 _INDENT = "    "
 _join_values = attrgetter(*WaveJoin.model_fields)
 _verification_values = attrgetter(*Verification.model_fields)
+# Where a join holds lists (its ids), and its verification, among its fields in order.
+_JOIN_LISTS = tuple(
+    at
+    for at, field in enumerate(WaveJoin.model_fields.values())
+    if get_origin(field.annotation) is list
+)
+_VERIFICATION = tuple(WaveJoin.model_fields).index("verification")
 
 
 def feature_key(feature: Feature) -> FeatureKey:
@@ -64,14 +71,11 @@ def key_blockers(key: FeatureKey) -> tuple[str, ...]:
 def join_key(join: WaveJoin) -> JoinKey:
     """Every field of *join* as values that cannot change (its lists copied into tuples, its
     verification into a tuple of its fields): equal keys, equal joins."""
-    return tuple(
-        tuple(value)
-        if isinstance(value, list)
-        else _verification_values(value)
-        if isinstance(value, Verification)
-        else value
-        for value in _join_values(join)
-    )
+    values = list(_join_values(join))
+    for at in _JOIN_LISTS:
+        values[at] = tuple(values[at])
+    values[_VERIFICATION] = _verification_values(values[_VERIFICATION])
+    return tuple(values)
 
 
 class MissionTextCache:
