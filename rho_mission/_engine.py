@@ -380,7 +380,8 @@ class _WaveRunner:
         merged = [i for i in ids if _merged_here(self.mission.feature(i))]
         head = self.mission.integration_head
         assert head is not None  # settled in _start
-        await anyio.to_thread.run_sync(self.store.record_work, merged, head, self.mission.id)
+        if merged:  # a wave of no-op features has no work to note (and no thread to wake)
+            await anyio.to_thread.run_sync(self.store.record_work, merged, head, self.mission.id)
         if self.cancelled:
             for feature_id in ids:
                 feature = self.mission.feature(feature_id)
