@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import attrgetter
-from typing import TYPE_CHECKING, get_origin
+from typing import TYPE_CHECKING, TypeVar, get_origin
 
 from ._models import Feature, Handoff, Verification, WaveJoin
 
@@ -24,6 +24,7 @@ __all__ = ["FeatureKey", "JoinKey", "MissionTextCache", "feature_key", "join_key
 
 FeatureKey = tuple[object, ...]
 JoinKey = tuple[object, ...]
+_Name = TypeVar("_Name", str, int)
 
 # Every field, in declaration order; the two that hold mutable values are copied below.
 _FEATURE_FIELDS = tuple(Feature.model_fields)
@@ -83,18 +84,13 @@ class MissionTextCache:
     mission.json."""
 
     def __init__(self) -> None:
-        self._texts: dict[str, tuple[FeatureKey, str]] = {}
-        self._joins: dict[int, tuple[JoinKey, str]] = {}
+        self._texts: dict[str, tuple[FeatureKey, str]] = {}  # by feature id
+        self._joins: dict[int, tuple[JoinKey, str]] = {}  # by wave number
 
     def feature_text(self, feature: Feature, key: FeatureKey) -> str:
         """*feature*'s JSON as it stands in mission.json's list (indented by four spaces),
         dumped again only when *key* (its `feature_key`) changed."""
-        kept = self._texts.get(feature.id)
-        if kept is not None and kept[0] == key:
-            return kept[1]
-        text = _listed(feature)
-        self._texts[feature.id] = (key, text)
-        return text
+        return _kept_text(self._texts, feature.id, key, feature)
 
     def render(
         self,
@@ -115,22 +111,26 @@ class MissionTextCache:
             texts = [self.feature_text(f, k) for f, k in zip(features, keys, strict=True)]
             text = _spliced(text, "features", texts)
         if joins:
-            texts = [self._join_text(j, k) for j, k in zip(joins, join_keys, strict=True)]
+            kept = self._joins
+            texts = [_kept_text(kept, j.wave, k, j) for j, k in zip(joins, join_keys, strict=True)]
             text = _spliced(text, "wave_joins", texts)
         return f"{text}\n".encode()
 
-    def _join_text(self, join: WaveJoin, key: JoinKey) -> str:
-        kept = self._joins.get(join.wave)
-        if kept is not None and kept[0] == key:
-            return kept[1]
-        text = _listed(join)
-        self._joins[join.wave] = (key, text)
-        return text
 
-
-def _listed(model: Feature | WaveJoin) -> str:
-    """*model*'s JSON as an item of a top-level list of mission.json: indented by four spaces."""
-    return _INDENT + model.model_dump_json(indent=2).replace("\n", "\n" + _INDENT)
+def _kept_text(
+    texts: dict[_Name, tuple[tuple[object, ...], str]],
+    name: _Name,
+    key: tuple[object, ...],
+    model: Feature | WaveJoin,
+) -> str:
+    """*model*'s JSON as an item of a top-level list of mission.json (indented by four
+    spaces): the one kept under *name* when it was made for *key*, else dumped and kept."""
+    kept = texts.get(name)
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    text = _INDENT + model.model_dump_json(indent=2).replace("\n", "\n" + _INDENT)
+    texts[name] = (key, text)
+    return text
 
 
 def _spliced(text: str, name: str, items: list[str]) -> str:
