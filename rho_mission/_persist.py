@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -152,15 +153,20 @@ def _unlink(path: Path) -> None:
         os.unlink(path)
 
 
-_WRITERS: list[ThreadPoolExecutor] = []
+# The writer of this process, by pid: a forked child has none of its parent's threads.
+_WRITERS: dict[int, ThreadPoolExecutor] = {}
+_WRITERS_GUARD = threading.Lock()
 
 
 def _writer() -> ThreadPoolExecutor:
     """One thread that writes mission.json beside the graph's rendering, and unlinks the
-    replaced graph after a save (made on first use)."""
-    if not _WRITERS:
-        _WRITERS.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="rho-save"))
-    return _WRITERS[0]
+    replaced graph after a save (made on first use, in each process)."""
+    pid = os.getpid()
+    with _WRITERS_GUARD:
+        if pid not in _WRITERS:
+            _WRITERS.clear()
+            _WRITERS[pid] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rho-save")
+        return _WRITERS[pid]
 
 
 def note_feature_end(mission: MissionDocument, feature: Feature) -> None:

@@ -10,7 +10,10 @@ and ``mission.model_dump_json(indent=2)``.
 
 from __future__ import annotations
 
+import os
 import random
+import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -399,3 +402,26 @@ def test_every_field_of_a_wave_join_is_in_its_key() -> None:
     # The verification's fields are copied one level deep: each must be a plain value.
     for name, field in Verification.model_fields.items():
         assert "list" not in str(field.annotation), name
+
+
+def test_a_forked_child_saves_with_a_writer_of_its_own(tmp_path: Path) -> None:
+    mission = _saved_here(tmp_path / "m")
+    save_mission(mission)  # the parent's writer thread exists now
+    pid = os.fork()
+    if pid == 0:  # the child: its copy of the writer has no thread behind it
+        code = 1
+        try:
+            _apply(mission, "finish", 3, 1)
+            save_mission(mission)
+            on_disk = (tmp_path / "m" / "mission-graph.json").read_bytes()
+            code = 0 if on_disk == dump_graph(mission_graph(mission)) else 1
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 60
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:  # a save waiting on a thread the fork did not copy: it never ends
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the child's save hung")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
