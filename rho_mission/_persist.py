@@ -105,9 +105,15 @@ async def save_mission_after(
     waits on fsync most of its time), then written as `save_mission` writes them. Nothing else
     may change *mission* until this returns.
     """
+    failure: Exception | None = None
     async with anyio.create_task_group() as group:
         group.start_soon(first)
-        record, graph = await anyio.to_thread.run_sync(_render, mission)
+        try:
+            record, graph = await anyio.to_thread.run_sync(_render, mission)
+        except Exception as exc:  # raised as save_mission raises it, not in a task group's
+            failure = exc
+    if failure is not None:
+        raise failure
     folder = Path(mission.dir)
     write_atomic(folder / "mission.json", record)
     _replace_keeping_blocks(folder / "mission-graph.json", graph)

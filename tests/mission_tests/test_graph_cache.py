@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -425,3 +426,31 @@ def test_a_forked_child_saves_with_a_writer_of_its_own(tmp_path: Path) -> None:
         os.waitpid(pid, 0)
         pytest.fail("the child's save hung")
     assert os.waitstatus_to_exitcode(done[1]) == 0
+
+
+def test_a_join_whose_files_cannot_be_made_raises_as_save_mission_does(tmp_path: Path) -> None:
+    mission = _saved_here(tmp_path / "m")
+    save_mission(mission)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir()}
+    stamp = "2026-11-30T08:05:00.000Z"
+    ghost = WaveJoin(
+        wave=1,
+        feature_ids=["ghost"],
+        completed_ids=[],
+        failed_ids=[],
+        blocked_ids=[],
+        started_at=stamp,
+        completed_at=stamp,
+        summary="",
+    )
+    mission.wave_joins.append(ghost)  # names no feature: no graph can be made of it
+    written: list[str] = []
+
+    async def store_write() -> None:
+        await anyio.sleep(0.2)
+        written.append("store")
+
+    with pytest.raises((KeyError, GraphValidationError)):  # bare, not in an exception group
+        anyio.run(_persist.save_mission_after, mission, store_write)
+    assert written == ["store"]  # the store's write was not cut short
+    assert {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir()} == before
