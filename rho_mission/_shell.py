@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ._models import Handoff
     from ._seam import WorkerContext
 
-__all__ = ["SUBJECT_ENV_LIMIT", "shell_worker", "worker_environment"]
+__all__ = ["SUBJECT_ENV_LIMIT", "run_in_worktree", "shell_worker", "worker_environment"]
 
 # Far below Linux's 128 KiB cap on one environment string; subjects are bounded at 500 on entry.
 SUBJECT_ENV_LIMIT = 1000
@@ -34,17 +34,26 @@ async def shell_worker(ctx: WorkerContext) -> Handoff | None:
     command = ctx.feature.command or ctx.mission.config.run_command
     if not command:
         raise FeatureFailedError(f"task {ctx.feature.id} has no command")
+    await run_in_worktree(ctx, command, worker_environment(ctx, _write_prompt(ctx)))
+    return None
+
+
+async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str]) -> None:
+    """Run *command* in the worktree of *ctx*, in its own process group, logging to its log.
+
+    Raises:
+        FeatureFailedError: a non-zero exit, or death by a signal.
+    """
     result = await run_command(
         command,
         cwd=ctx.worktree,
-        env=worker_environment(ctx, _write_prompt(ctx)),
+        env=env,
         log_path=ctx.log_path,
         grace=ctx.mission.config.grace_period,
         on_start=ctx.on_process_start,
     )
     if not result.ok():
         raise FeatureFailedError(f"command failed: {result.describe()}")
-    return None
 
 
 def worker_environment(ctx: WorkerContext, prompt_file: Path) -> dict[str, str]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from ._environ import child_environ
 from ._errors import FeatureFailedError, InvalidMissionError
-from ._process import run_command
+from ._shell import run_in_worktree
 
 if TYPE_CHECKING:
     from ._models import Handoff, MissionConfig, MissionDocument
@@ -110,16 +110,7 @@ async def stage_shell_worker(ctx: WorkerContext) -> Handoff | None:
     command = ctx.feature.command
     if not command:
         raise FeatureFailedError(f"{ctx.feature.id} has no command")
-    result = await run_command(
-        command,
-        cwd=ctx.worktree,
-        env=stage_environment(ctx),
-        log_path=ctx.log_path,
-        grace=ctx.mission.config.grace_period,
-        on_start=ctx.on_process_start,
-    )
-    if not result.ok():
-        raise FeatureFailedError(f"command failed: {result.describe()}")
+    await run_in_worktree(ctx, command, stage_environment(ctx))
     return None
 
 
