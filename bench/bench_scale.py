@@ -132,7 +132,7 @@ def _template(root: Path, shape: str, files: int) -> Path:
 def _mission(rho: Path, template: Path, work: Path) -> Result:
     """One timed run of *rho* on a fresh copy of *template*, with no shim in the way."""
     repo = _fresh_copy(template, work)
-    argv = [str(rho), "mission", "--from-tasks", "--run", "true", "--workers", "4"]
+    argv = _mission_argv(rho)
     started = time.perf_counter()
     rss = _run([sys.executable, "-c", _MEASURE, *argv], cwd=repo)
     wall = time.perf_counter() - started
@@ -151,8 +151,12 @@ def _git_calls(rho: Path, template: Path, work: Path) -> int:
     repo = _fresh_copy(template, work)
     log = work / "git.log"
     env = {**ENV, **git_shim(work / "shim", log)}
-    _run([str(rho), "mission", "--from-tasks", "--run", "true", "--workers", "4"], repo, env)
+    _run(_mission_argv(rho), repo, env)
     return len(logged_calls(log))
+
+
+def _mission_argv(rho: Path) -> list[str]:
+    return [str(rho), "mission", "--from-tasks", "--run", "true", "--workers", "4"]
 
 
 def _fresh_copy(template: Path, work: Path) -> Path:

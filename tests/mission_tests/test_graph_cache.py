@@ -228,21 +228,24 @@ def test_a_feature_added_on_resume_redraws_every_edge() -> None:
     assert cache.render(mission) == dump_graph(mission_graph(mission))
 
 
+def _ghost_join() -> WaveJoin:
+    """A wave join naming a feature the mission does not have."""
+    stamp = "2026-11-30T08:05:00.000Z"
+    return WaveJoin(
+        wave=1,
+        feature_ids=["ghost"],
+        completed_ids=[],
+        failed_ids=[],
+        blocked_ids=[],
+        started_at=stamp,
+        completed_at=stamp,
+        summary="",
+    )
+
+
 def test_a_join_naming_an_unknown_feature_is_refused_as_the_full_projection_refuses() -> None:
     mission = _planned()
-    stamp = "2026-11-30T08:05:00.000Z"
-    mission.wave_joins.append(
-        WaveJoin(
-            wave=1,
-            feature_ids=["ghost"],
-            completed_ids=[],
-            failed_ids=[],
-            blocked_ids=[],
-            started_at=stamp,
-            completed_at=stamp,
-            summary="",
-        )
-    )
+    mission.wave_joins.append(_ghost_join())
     with pytest.raises(KeyError):
         mission_graph(mission)
     with pytest.raises((KeyError, GraphValidationError)):
@@ -432,18 +435,7 @@ def test_a_join_whose_files_cannot_be_made_raises_as_save_mission_does(tmp_path:
     mission = _saved_here(tmp_path / "m")
     save_mission(mission)
     before = {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir()}
-    stamp = "2026-11-30T08:05:00.000Z"
-    ghost = WaveJoin(
-        wave=1,
-        feature_ids=["ghost"],
-        completed_ids=[],
-        failed_ids=[],
-        blocked_ids=[],
-        started_at=stamp,
-        completed_at=stamp,
-        summary="",
-    )
-    mission.wave_joins.append(ghost)  # names no feature: no graph can be made of it
+    mission.wave_joins.append(_ghost_join())  # no graph can be made of it
     written: list[str] = []
 
     async def store_write() -> None:
