@@ -174,16 +174,8 @@ class MissionGraphCache:
         cached = fragments.get(name)
         if cached is None or cached.key != key:
             self._replace(name, key, partial(_mission_part, mission=mission, latest=latest))
-        waves = self._waves
-        # The loop of every join over every feature: most are hits, kept free of calls (the
-        # state fragment's key is the one _feature_state makes for a feature that just ended).
         for feature, values in zip(mission.features, keys, strict=True):
-            wave = waves.get(feature.id, 0)
-            name, key = ("state", feature.id), (context, wave, values)
-            cached = fragments.get(name)
-            if cached is None or cached.key != key:
-                make = partial(_state_part, mission=mission, feature=feature, wave=wave)
-                self._replace(name, key, make)
+            self._feature_state(mission, feature, values)
             name, key = ("links", feature.id), (context, key_blockers(values))
             cached = fragments.get(name)
             if cached is None or cached.key != key:
