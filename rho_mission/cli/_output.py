@@ -23,7 +23,7 @@ def guarded_output() -> Iterator[None]:
     would print "Exception ignored" and exit 120).
     """
     saved = sys.stdout, sys.stderr
-    stdout, stderr = _GuardedStream.around(sys.stdout), _GuardedStream.around(sys.stderr)
+    stdout, stderr = _GuardedStream.around(sys.stdout, 1), _GuardedStream.around(sys.stderr, 2)
     sys.stdout, sys.stderr = cast("TextIO", stdout), cast("TextIO", stderr)
     try:
         yield
@@ -51,9 +51,11 @@ class _GuardedStream:
         self.lost: OSError | None = None
 
     @classmethod
-    def around(cls, stream: TextIO | None) -> _GuardedStream | None:
-        """A guard around *stream*; None for no stream (Python found the descriptor closed)."""
-        return None if stream is None else cls(stream)
+    def around(cls, stream: TextIO | None, descriptor: int) -> _GuardedStream:
+        """A guard around *stream*, or, for no stream (Python found *descriptor* closed at
+        start), around /dev/null opened on that descriptor: output goes nowhere, as after a
+        reader left, and no file a child process opens can take the descriptor's place."""
+        return cls(stream if stream is not None else _devnull_on(descriptor))
 
     def write(self, text: str) -> int:
         """Write *text*; on a failure, remember it and report the text as written."""
@@ -79,6 +81,14 @@ class _GuardedStream:
             _point_at_devnull(self.stream)
 
 
+def _devnull_on(descriptor: int) -> TextIO:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    if devnull != descriptor:
+        os.dup2(devnull, descriptor)
+        os.close(devnull)
+    return open(descriptor, "w", encoding="utf-8", closefd=False)  # for the process's life
+
+
 def _point_at_devnull(stream: TextIO) -> None:
     try:
         descriptor = stream.fileno()
@@ -93,16 +103,14 @@ def _point_at_devnull(stream: TextIO) -> None:
         os.close(devnull)
 
 
-def _flush_output(stdout: _GuardedStream | None, stderr: _GuardedStream | None) -> None:
+def _flush_output(stdout: _GuardedStream, stderr: _GuardedStream) -> None:
     """Flush both streams, and warn when stdout's output was lost other than by its reader leaving.
 
     A reader that stops reading (``| head -1``) wanted no more; a full disk or an I/O error lost
     output somebody wanted, and nothing else would say so.
     """
-    if stdout is not None:
-        stdout.flush()
-        if stdout.lost is not None and not isinstance(stdout.lost, BrokenPipeError):
-            reason = stdout.lost.strerror or stdout.lost
-            print(f"warning: output lost: {reason}", file=sys.stderr)
-    if stderr is not None:
-        stderr.flush()
+    stdout.flush()
+    if stdout.lost is not None and not isinstance(stdout.lost, BrokenPipeError):
+        reason = stdout.lost.strerror or stdout.lost
+        print(f"warning: output lost: {reason}", file=sys.stderr)
+    stderr.flush()

@@ -174,6 +174,24 @@ def test_a_mission_completes_when_stdout_and_stderr_are_both_closed(
     assert _outcome(project, _wait(process)) == _COMPLETED
 
 
+@pytest.mark.parametrize("json_flag", [(), ("--json",)], ids=["plain", "json"])
+@pytest.mark.parametrize("closed", ["1", "1 2"], ids=["stdout", "stdout-and-stderr"])
+def test_a_mission_completes_when_started_with_its_output_descriptors_closed(
+    project: Path, json_flag: tuple[str, ...], closed: str
+) -> None:
+    # "rho ... >&-": Python finds the descriptor closed and gives rho no sys.stdout at all.
+    import_tasks(project, _TWO_WAVES)
+    closing = " ".join(f"{fd}>&-" for fd in closed.split())
+    script = f'exec "$@" {closing}'
+    argv = ["sh", "-c", script, "sh", str(RHO), *_RUN, *json_flag]
+    process = subprocess.Popen(argv, cwd=project, env=rho_env(), stderr=subprocess.PIPE)
+    _, errors = process.communicate(timeout=WAIT)
+
+    assert _outcome(project, process.returncode) == _COMPLETED
+    assert b"Traceback" not in errors
+    assert b"error:" not in errors
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_a_full_disk_on_stdout_loses_the_output_with_a_warning_not_the_mission(
     project: Path,
