@@ -10,6 +10,7 @@ Attribute dicts are kept sorted by key: two documents that differ only in key or
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
@@ -60,6 +61,9 @@ def _normalize_word(value: object) -> object:
     return value.strip().lower() if isinstance(value, str) else value
 
 
+# A graph repeats its timestamps (every edge of a wave join carries the join's end): each
+# distinct valid one is parsed once.
+@functools.lru_cache(maxsize=4096)
 def _check_timestamp(value: str) -> str:
     if _RFC3339.fullmatch(value) is not None:
         try:

@@ -35,7 +35,7 @@ from graph import (
     fact_text,
 )
 
-from ._missiontext import FeatureKey, JoinKey, feature_key, join_key, key_blockers
+from ._missiontext import FeatureKey, JoinKey, RenderedKeys, feature_key, join_key, key_blockers
 from ._projection import (
     feature_link_facts,
     feature_ref,
@@ -136,7 +136,11 @@ class MissionGraphCache:
         self._context: tuple[str, str | None, str] | None = None
         self._scope: Scope | None = None
         self._waves: dict[str, int] = {}
+        self._waves_seen: tuple[tuple[str, ...], ...] = ()  # the waves ``_waves`` was made of
         self._refs: _FeatureRefs | None = None
+        # The keys of the features and of the wave joins last rendered: a render looks at
+        # those that changed since, or whose fragments were made again since (a note).
+        self._rendered = (RenderedKeys(), RenderedKeys())
 
     def render(
         self,
@@ -165,8 +169,12 @@ class MissionGraphCache:
         if self._refs is None or self._refs.mission_id != mission.id or self._refs.ids != ids:
             self._refs = _FeatureRefs(mission.id, ids)
         refs = self._refs
-        self._waves = {i: n for n, wave in enumerate(mission.waves, 1) for i in wave}
-        self._context = context = (mission.id, scope.repository_id, created)
+        self._read_waves(mission)
+        context = (mission.id, scope.repository_id, created)
+        if context != self._context:  # every fragment's key holds it
+            for rendered in self._rendered:
+                rendered.forget()
+        self._context = context
         self._scope = scope
         fragments = self._fragments
         name: tuple[object, ...] = ("mission",)
@@ -174,25 +182,41 @@ class MissionGraphCache:
         cached = fragments.get(name)
         if cached is None or cached.key != key:
             self._replace(name, key, partial(_mission_part, mission=mission, latest=latest))
-        for feature, values in zip(mission.features, keys, strict=True):
+        features, joins = mission.features, mission.wave_joins
+        looked = self._rendered[0].to_look_at(keys)
+        for at in looked:
+            feature, values = features[at], keys[at]
             self._feature_state(mission, feature, values)
             name, key = ("links", feature.id), (context, key_blockers(values))
             cached = fragments.get(name)
             if cached is None or cached.key != key:
                 make = partial(_links_part, mission=mission, feature=feature, refs=refs)
                 self._replace(name, key, make)
-        joins = {join.wave for join in mission.wave_joins}
-        for join, values in zip(mission.wave_joins, join_keys, strict=True):
-            name, key = ("wave", join.wave), (context, values)
+        looked_joins = self._rendered[1].to_look_at(join_keys)
+        for at in looked_joins:
+            join = joins[at]
+            name, key = ("wave", join.wave), (context, join_keys[at])
             cached = fragments.get(name)
             if cached is None or cached.key != key:
                 self._replace(name, key, partial(_wave_part, mission=mission, join=join, refs=refs))
         # Feature fragments go with the set of ids (above); only a join can go on its own (a
         # resume drops the joins of the waves it runs again).
         if len(fragments) > 1 + 2 * len(ids) + len(joins):
-            for gone in [n for n in fragments if n[0] == "wave" and n[1] not in joins]:
+            waves = {join.wave for join in joins}
+            for gone in [n for n in fragments if n[0] == "wave" and n[1] not in waves]:
                 self._drop(gone)
-        return self._assemble(latest, scope)
+        graph = self._assemble(latest, scope)
+        self._rendered[0].rendered(keys, looked)
+        self._rendered[1].rendered(join_keys, looked_joins)
+        return graph
+
+    def _read_waves(self, mission: MissionDocument) -> None:
+        """Each feature's wave number, made again only when the plan's waves changed."""
+        waves = tuple(map(tuple, mission.waves))
+        if waves != self._waves_seen:
+            self._waves = {i: n for n, wave in enumerate(waves, 1) for i in wave}
+            self._waves_seen = waves
+            self._rendered[0].forget()  # a state fragment's key holds its feature's wave
 
     def prepare_feature(self, mission: MissionDocument, feature: Feature, key: FeatureKey) -> None:
         """Make the facts of *feature*'s state now (it just ended), for the next `render`;
@@ -243,9 +267,18 @@ class MissionGraphCache:
         fragment = _Fragment(key, (node_ids, edge_ids, event_ids), _targets(builder))
         self._fragments[name] = fragment
         self._unchecked.append(fragment)
+        self._remade(name)
+
+    def _remade(self, name: tuple[object, ...]) -> None:
+        """Note that the fragment *name* was made (or dropped) since the last render."""
+        if name[0] == "wave":
+            self._rendered[1].remade(name[1])
+        elif name[0] != "mission":  # a feature's state or links
+            self._rendered[0].remade(name[1])
 
     def _drop(self, name: tuple[object, ...]) -> None:
         fragment = self._fragments.pop(name)
+        self._remade(name)
         self._nodes_dropped = self._nodes_dropped or bool(fragment.ids[0])
         for index, ids in enumerate(fragment.ids):
             self._counts[index] -= len(ids)
@@ -260,6 +293,8 @@ class MissionGraphCache:
         self._unchecked.clear()
         self._counts = [0, 0, 0]
         self._ids_changed = True
+        for rendered in self._rendered:
+            rendered.forget()
 
     def _assemble(self, latest: str, scope: Scope) -> bytes:
         if self._ids_changed:

@@ -11,72 +11,121 @@ every join of real missions and after random changes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from operator import attrgetter
+from collections.abc import Callable, Sequence
+from itertools import compress, count
+from operator import attrgetter, ne
 from typing import TYPE_CHECKING, TypeVar, get_origin
 
-from ._models import Feature, Handoff, Verification, WaveJoin
+from ._models import Feature, WaveJoin
 
 if TYPE_CHECKING:
     from ._models import MissionDocument
 
-__all__ = ["FeatureKey", "JoinKey", "MissionTextCache", "feature_key", "join_key", "key_blockers"]
+__all__ = [
+    "FeatureKey",
+    "JoinKey",
+    "MissionTextCache",
+    "RenderedKeys",
+    "feature_key",
+    "join_key",
+    "key_blockers",
+]
 
 FeatureKey = tuple[object, ...]
 JoinKey = tuple[object, ...]
 _Name = TypeVar("_Name", str, int)
 
-# Every field, in declaration order; the two that hold mutable values are copied below.
-_FEATURE_FIELDS = tuple(Feature.model_fields)
-_HANDOFF_FIELDS = tuple(Handoff.model_fields)
-_feature_values = attrgetter(*_FEATURE_FIELDS)
-_handoff_values = attrgetter(*_HANDOFF_FIELDS)
-_BLOCKED_BY = _FEATURE_FIELDS.index("blocked_by")
-_HANDOFF = _FEATURE_FIELDS.index("handoff")
-_FILES_CHANGED = _HANDOFF_FIELDS.index("files_changed")
 _INDENT = "    "
-_join_values = attrgetter(*WaveJoin.model_fields)
-_verification_values = attrgetter(*Verification.model_fields)
-# Where a join holds lists (its ids), and its verification, among its fields in order.
+# A join's fields that hold lists (its ids), copied into its key.
 _JOIN_LISTS = tuple(
-    at
-    for at, field in enumerate(WaveJoin.model_fields.values())
-    if get_origin(field.annotation) is list
+    name for name, field in WaveJoin.model_fields.items() if get_origin(field.annotation) is list
 )
+_join_lists = attrgetter(*_JOIN_LISTS)
+# Where the fields that hold a model stand in ``__dict__`` (declaration order).
+_HANDOFF = tuple(Feature.model_fields).index("handoff")
 _VERIFICATION = tuple(WaveJoin.model_fields).index("verification")
 
 
 def feature_key(feature: Feature) -> FeatureKey:
     """Every field of *feature* as values that cannot change: equal keys, equal features.
 
-    The blockers and the handoff (with its list of files) are copied into tuples, so that a
-    list changed in place, or a handoff edited in place, never changes a key already kept.
+    ``(id, blockers, *every field)``: the blockers are also copied into a tuple, and the handoff
+    (with its list of files) stands as a tuple of its fields, so that a list changed in place,
+    or a handoff edited in place, never changes a key already kept (and two equal handoffs
+    compare without pydantic). The fields are read from the model's ``__dict__``, where
+    pydantic keeps them in declaration order: a third of the cost of reading each.
     """
-    values = list(_feature_values(feature))
-    values[_BLOCKED_BY] = tuple(values[_BLOCKED_BY])
-    handoff = values[_HANDOFF]
+    values = feature.__dict__
+    fields = [*values.values()]
+    handoff = values["handoff"]
     if handoff is not None:
-        fields = list(_handoff_values(handoff))
-        fields[_FILES_CHANGED] = tuple(fields[_FILES_CHANGED])
-        values[_HANDOFF] = tuple(fields)
-    return tuple(values)
+        fields[_HANDOFF] = (*handoff.__dict__.values(), tuple(handoff.files_changed))
+    return (values["id"], tuple(values["blocked_by"]), *fields)
 
 
 def key_blockers(key: FeatureKey) -> tuple[str, ...]:
     """The blockers held in *key* (a `feature_key`), as listed."""
-    blockers = key[_BLOCKED_BY]
+    blockers = key[1]
     assert isinstance(blockers, tuple)
     return blockers
 
 
 def join_key(join: WaveJoin) -> JoinKey:
-    """Every field of *join* as values that cannot change (its lists copied into tuples, its
-    verification into a tuple of its fields): equal keys, equal joins."""
-    values = list(_join_values(join))
-    for at in _JOIN_LISTS:
-        values[at] = tuple(values[at])
-    values[_VERIFICATION] = _verification_values(values[_VERIFICATION])
-    return tuple(values)
+    """Every field of *join* as values that cannot change, its wave number first: its lists
+    (ids) also copied into tuples, its verification as a tuple of its fields. Equal keys,
+    equal joins."""
+    values = join.__dict__
+    fields = [*values.values()]
+    fields[_VERIFICATION] = tuple(join.verification.__dict__.values())
+    return (values["wave"], tuple(map(tuple, _join_lists(join))), *fields)
+
+
+class RenderedKeys:
+    """The keys of the items (features, or wave joins) a cache last rendered, in order: which
+    items its next render must look at again.
+
+    An item needs a look when its key differs from the one rendered at its position, or when
+    the cache remade its part since that render (a feature's end noted, a render that failed
+    half-way): that part may be the one of another key, even if the item went back to the
+    rendered one since. The others are as rendered, so a join looks at what changed: the
+    comparison of two lists of keys is all it pays for the rest.
+    """
+
+    def __init__(self) -> None:
+        self._keys: list[tuple[object, ...]] = []
+        self._positions: dict[object, int] = {}  # by an item's name (its key's first value)
+        self._remade: set[object] = set()
+        self._known = False  # False: nothing rendered yet, or forgotten
+
+    def remade(self, name: object) -> None:
+        """Note that the cache remade the part of the item named *name* outside a render."""
+        self._remade.add(name)
+
+    def forget(self) -> None:
+        """Have the next render look at every item (what the cache kept changed wholesale)."""
+        self._known = False
+
+    def to_look_at(self, keys: Sequence[tuple[object, ...]]) -> Sequence[int]:
+        """The positions of *keys* whose items the render must look at, in order."""
+        last = self._keys
+        if not self._known or len(last) != len(keys) or len(self._positions) != len(keys):
+            return range(len(keys))  # the first render, items added or gone, or a name twice
+        looked = set(compress(count(), map(ne, keys, last)))
+        # A remade item that is not where it was rendered is at a position whose key changed.
+        looked.update(at for name in self._remade if (at := self._positions.get(name)) is not None)
+        return sorted(looked)
+
+    def rendered(self, keys: Sequence[tuple[object, ...]], looked: Sequence[int]) -> None:
+        """Record *keys* as rendered, after a render that looked at the positions *looked*."""
+        if isinstance(looked, range):
+            self._keys = list(keys)
+            self._positions = {key[0]: at for at, key in enumerate(keys)}
+        else:
+            for at in looked:
+                self._keys[at] = keys[at]
+                self._positions[keys[at][0]] = at
+        self._remade.clear()
+        self._known = True
 
 
 class MissionTextCache:
@@ -86,6 +135,10 @@ class MissionTextCache:
     def __init__(self) -> None:
         self._texts: dict[str, tuple[FeatureKey, str]] = {}  # by feature id
         self._joins: dict[int, tuple[JoinKey, str]] = {}  # by wave number
+        # The texts of the last rendering (features, wave joins), in order, and the keys they
+        # were made for: an item whose key is the one rendered at its position keeps its text.
+        self._listed: list[list[str]] = [[], []]
+        self._rendered = (RenderedKeys(), RenderedKeys())
 
     def feature_text(self, feature: Feature, key: FeatureKey) -> str:
         """*feature*'s JSON as it stands in mission.json's list (indented by four spaces),
@@ -107,14 +160,33 @@ class MissionTextCache:
         if len(self._texts) > len(features):  # features went away (rare): drop their texts
             present = {feature.id for feature in features}
             self._texts = {i: kept for i, kept in self._texts.items() if i in present}
+        feature_texts = self._list(0, keys, lambda at: self.feature_text(features[at], keys[at]))
         if features:
-            texts = [self.feature_text(f, k) for f, k in zip(features, keys, strict=True)]
-            text = _spliced(text, "features", texts)
+            text = _spliced(text, "features", feature_texts)
+        kept = self._joins
+        join_texts = self._list(
+            1, join_keys, lambda at: _kept_text(kept, joins[at].wave, join_keys[at], joins[at])
+        )
         if joins:
-            kept = self._joins
-            texts = [_kept_text(kept, j.wave, k, j) for j, k in zip(joins, join_keys, strict=True)]
-            text = _spliced(text, "wave_joins", texts)
+            text = _spliced(text, "wave_joins", join_texts)
         return f"{text}\n".encode()
+
+    def _list(
+        self, which: int, keys: Sequence[tuple[object, ...]], text_at: Callable[[int], str]
+    ) -> list[str]:
+        """The texts of one list (0: features, 1: wave joins): the last rendering's, with those
+        of the items that changed since made again by *text_at* (a position)."""
+        rendered = self._rendered[which]
+        looked = rendered.to_look_at(keys)
+        if isinstance(looked, range):
+            texts = [text_at(at) for at in looked]
+        else:
+            texts = self._listed[which].copy()
+            for at in looked:
+                texts[at] = text_at(at)
+        self._listed[which] = texts
+        rendered.rendered(keys, looked)
+        return texts
 
 
 def _kept_text(

@@ -106,7 +106,19 @@ def test_failures_retries_and_a_resume_keep_the_bytes_of_the_full_projection(
 _CHANGES = st.lists(
     st.tuples(
         st.sampled_from(
-            ["start", "finish", "fail", "join", "unjoin", "retry", "text", "note", "block", "file"]
+            [
+                "start",
+                "finish",
+                "fail",
+                "join",
+                "unjoin",
+                "retry",
+                "text",
+                "note",
+                "block",
+                "file",
+                "revert",
+            ]
         ),
         st.integers(0, 7),
     ),
@@ -182,7 +194,15 @@ def _apply(mission: MissionDocument, change: str, index: int, step: int) -> None
             )
 
 
-@settings(max_examples=60, deadline=None)
+def _revert(mission: MissionDocument, rendered: MissionDocument, index: int) -> None:
+    """Set every field of feature *index* back to what it was in *rendered* (a copy taken at
+    the last render): the parts made for it since (a note) are then not the rendered ones."""
+    feature, before = mission.features[index], rendered.features[index]
+    for name in Feature.model_fields:
+        setattr(feature, name, before.model_copy(deep=True).__dict__[name])
+
+
+@settings(max_examples=80, deadline=None)
 @given(changes=_CHANGES)
 def test_any_sequence_of_changes_renders_the_full_projection(
     changes: list[tuple[str, int]],
@@ -201,21 +221,80 @@ def test_any_sequence_of_changes_renders_the_full_projection(
         text.render(mission, keys(), join_keys())
         == (mission.model_dump_json(indent=2) + "\n").encode()
     )
+    rendered = mission.model_copy(deep=True)
     for step, (change, index) in enumerate(changes, start=1):
-        _apply(mission, change, index, step)
+        if change == "revert":
+            _revert(mission, rendered, index)
+        else:
+            _apply(mission, change, index, step)
         if change == "note":
-            feature = mission.features[index]
-            graph.prepare_feature(mission, feature, feature_key(feature))
-            text.feature_text(feature, feature_key(feature))
+            _note(graph, text, mission, index)
             continue  # a note is followed by more changes, or by the render of a join
         assert graph.render(mission) == dump_graph(mission_graph(mission)), (step, change)
         full = (mission.model_dump_json(indent=2) + "\n").encode()
         assert text.render(mission, keys(), join_keys()) == full, (step, change)
+        rendered = mission.model_copy(deep=True)
     assert graph.render(mission) == dump_graph(mission_graph(mission))
     assert (
         text.render(mission, keys(), join_keys())
         == (mission.model_dump_json(indent=2) + "\n").encode()
     )
+
+
+def _note(
+    graph: MissionGraphCache, text: MissionTextCache, mission: MissionDocument, index: int
+) -> None:
+    """What ``_persist.note_feature_end`` does for feature *index*."""
+    feature = mission.features[index]
+    graph.prepare_feature(mission, feature, feature_key(feature))
+    text.feature_text(feature, feature_key(feature))
+
+
+def _render_both(
+    graph: MissionGraphCache, text: MissionTextCache, mission: MissionDocument
+) -> tuple[bytes, bytes]:
+    keys = [feature_key(feature) for feature in mission.features]
+    join_keys = [join_key(join) for join in mission.wave_joins]
+    return graph.render(mission, keys, join_keys), text.render(mission, keys, join_keys)
+
+
+def _full(mission: MissionDocument) -> tuple[bytes, bytes]:
+    return dump_graph(mission_graph(mission)), (mission.model_dump_json(indent=2) + "\n").encode()
+
+
+def test_a_feature_noted_then_set_back_as_rendered_is_made_again() -> None:
+    # A render looks only at features whose key changed since the last one, and at those whose
+    # parts were made since: the note made feature 5's parts for its end, not for its key now.
+    mission = _planned()
+    graph, text = MissionGraphCache(), MissionTextCache()
+    _render_both(graph, text, mission)
+    rendered = mission.model_copy(deep=True)
+    _apply(mission, "finish", 5, 1)
+    _note(graph, text, mission, 5)
+    _revert(mission, rendered, 5)
+    assert _render_both(graph, text, mission) == _full(mission)
+
+
+def test_a_render_that_failed_half_way_leaves_no_part_taken_for_rendered() -> None:
+    mission = _planned()
+    graph, text = MissionGraphCache(), MissionTextCache()
+    _render_both(graph, text, mission)
+    rendered = mission.model_copy(deep=True)
+    _apply(mission, "finish", 5, 1)
+    mission.wave_joins.append(_ghost_join())  # made after the features: they are made first
+    with pytest.raises((KeyError, GraphValidationError)):
+        _render_both(graph, text, mission)
+    mission.wave_joins.pop()
+    _revert(mission, rendered, 5)
+    assert _render_both(graph, text, mission) == _full(mission)
+
+
+def test_a_changed_plan_of_waves_makes_every_state_again() -> None:
+    mission = _planned()
+    graph, text = MissionGraphCache(), MissionTextCache()
+    _render_both(graph, text, mission)
+    mission.waves = [[f"f{i}" for i in range(8)]]  # no feature changed: each one's wave did
+    assert _render_both(graph, text, mission) == _full(mission)
 
 
 def test_a_feature_added_on_resume_redraws_every_edge() -> None:
