@@ -106,14 +106,15 @@ class RenderedKeys:
         self._known = False
 
     def to_look_at(self, keys: Sequence[tuple[object, ...]]) -> Sequence[int]:
-        """The positions of *keys* whose items the render must look at, in order."""
+        """The positions of *keys* whose items the render must look at, in order: those added
+        at the end since (a new wave join) among them."""
         last = self._keys
-        if not self._known or len(last) != len(keys) or len(self._positions) != len(keys):
-            return range(len(keys))  # the first render, items added or gone, or a name twice
-        looked = set(compress(count(), map(ne, keys, last)))
+        if not self._known or len(last) > len(keys) or len(self._positions) != len(last):
+            return range(len(keys))  # the first render, items gone, or a name twice
+        looked = set(compress(count(), map(ne, keys, last)))  # stops at the shorter list
         # A remade item that is not where it was rendered is at a position whose key changed.
         looked.update(at for name in self._remade if (at := self._positions.get(name)) is not None)
-        return sorted(looked)
+        return [*sorted(looked), *range(len(last), len(keys))]
 
     def rendered(self, keys: Sequence[tuple[object, ...]], looked: Sequence[int]) -> None:
         """Record *keys* as rendered, after a render that looked at the positions *looked*."""
@@ -121,8 +122,12 @@ class RenderedKeys:
             self._keys = list(keys)
             self._positions = {key[0]: at for at, key in enumerate(keys)}
         else:
-            for at in looked:
-                self._keys[at] = keys[at]
+            replaced = len(self._keys)
+            for at in looked:  # in order: those past the last rendering's end are appended
+                if at < replaced:
+                    self._keys[at] = keys[at]
+                else:
+                    self._keys.append(keys[at])
                 self._positions[keys[at][0]] = at
         self._remade.clear()
         self._known = True
@@ -161,15 +166,12 @@ class MissionTextCache:
             present = {feature.id for feature in features}
             self._texts = {i: kept for i, kept in self._texts.items() if i in present}
         feature_texts = self._list(0, keys, lambda at: self.feature_text(features[at], keys[at]))
-        if features:
-            text = _spliced(text, "features", feature_texts)
         kept = self._joins
         join_texts = self._list(
             1, join_keys, lambda at: _kept_text(kept, joins[at].wave, join_keys[at], joins[at])
         )
-        if joins:
-            text = _spliced(text, "wave_joins", join_texts)
-        return f"{text}\n".encode()
+        lists = {"features": feature_texts, "wave_joins": join_texts}
+        return _spliced(text, {name: items for name, items in lists.items() if items})
 
     def _list(
         self, which: int, keys: Sequence[tuple[object, ...]], text_at: Callable[[int], str]
@@ -182,8 +184,11 @@ class MissionTextCache:
             texts = [text_at(at) for at in looked]
         else:
             texts = self._listed[which].copy()
-            for at in looked:
-                texts[at] = text_at(at)
+            for at in looked:  # in order: those past the last rendering's end are appended
+                if at < len(texts):
+                    texts[at] = text_at(at)
+                else:
+                    texts.append(text_at(at))
         self._listed[which] = texts
         rendered.rendered(keys, looked)
         return texts
@@ -205,9 +210,16 @@ def _kept_text(
     return text
 
 
-def _spliced(text: str, name: str, items: list[str]) -> str:
-    """*text* (a mission's JSON with ``"<name>": []``) with *items* as that list."""
-    empty = f'\n  "{name}": []'  # a string value cannot hold a raw newline: only the key's line
-    cut = text.index(empty) + len(empty) - 1  # at the list's "]"
-    listed = ",\n".join(items)
-    return f"{text[:cut]}\n{listed}\n  {text[cut:]}"
+def _spliced(text: str, lists: dict[str, list[str]]) -> bytes:
+    """The bytes of *text* (a mission's JSON with ``"<name>": []`` for each list of *lists*)
+    with each list's items in it, and a newline at the end."""
+    cuts = []
+    for name in lists:
+        empty = f'\n  "{name}": []'  # a string value cannot hold a raw newline: only the key's
+        cuts.append((text.index(empty) + len(empty) - 1, name))  # at the list's "]"
+    parts, start = [], 0
+    for cut, name in sorted(cuts):  # found in the small text, not in the spliced one
+        parts += [text[start:cut], "\n", ",\n".join(lists[name]), "\n  "]
+        start = cut
+    parts += [text[start:], "\n"]
+    return "".join(parts).encode()
