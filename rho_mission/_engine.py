@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 
 from graph import sha256_hex as digest
 
@@ -295,6 +296,9 @@ class _WaveRunner:
 
     async def _start_written(self, started: anyio.Event) -> None:
         try:
+            # One turn of the loop first: the attempt hands its worktree's checkout to a thread,
+            # and git runs while the store's rewrite (Python, holding the GIL) is made.
+            await anyio.lowlevel.checkpoint()
             await self.store.flush()
         finally:
             started.set()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from taskstore import write_atomic
+from taskstore import StagedFile, stage_atomic, write_atomic
 
 from ._folders import private_folder
 from ._graphcache import MissionGraphCache
@@ -98,31 +98,52 @@ def save_mission(mission: MissionDocument) -> None:
 async def save_mission_after(
     mission: MissionDocument, first: Callable[[], Coroutine[Any, Any, None]]
 ) -> None:
-    """`save_mission`, its files made while *first* runs, and written once *first* is done.
+    """`save_mission`, its files made and written while *first* runs, put in place once
+    *first* is done.
 
     For a join: *first* is the task store's write of the wave's ends, which must reach the disk
-    before the join does; the files are made meanwhile in a worker thread (the store's write
-    waits on fsync most of its time), then written as `save_mission` writes them. Nothing else
-    may change *mission* until this returns.
+    before the join does. Meanwhile a worker thread makes both files and writes each beside
+    its place, fsynced (the store's write waits on fsync most of its time); once *first* is
+    done they are renamed into place in `save_mission`'s order. Nothing else may change
+    *mission* until this returns.
     """
-    failure: Exception | None = None
-    async with anyio.create_task_group() as group:
-        group.start_soon(first)
+    failures: dict[str, Exception] = {}  # each raised bare, not in a task group's exception
+
+    async def first_of_all() -> None:
         try:
-            record, graph = await anyio.to_thread.run_sync(_render, mission)
-        except Exception as exc:  # raised as save_mission raises it, not in a task group's
-            failure = exc
-    if failure is not None:
-        raise failure
-    folder = Path(mission.dir)
-    write_atomic(folder / "mission.json", record)
-    _replace_keeping_blocks(folder / "mission-graph.json", graph)
+            await first()
+        except Exception as exc:
+            failures["first"] = exc
+
+    staged: list[StagedFile] = []
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(first_of_all)
+            try:
+                staged = await anyio.to_thread.run_sync(_render_and_stage, mission)
+            except Exception as exc:
+                failures["files"] = exc
+        if failures:
+            raise failures.get("first") or failures["files"]
+        record, graph = staged
+        record.commit()
+        _commit_keeping_blocks(graph)
+    finally:
+        for file in staged:
+            file.discard()  # nothing, once committed
 
 
-def _render(mission: MissionDocument) -> tuple[bytes, bytes]:
+def _render_and_stage(mission: MissionDocument) -> list[StagedFile]:
+    """mission.json and the graph, made and each staged beside its place (see `StagedFile`)."""
     files, keys, join_keys = _files_of(mission), *_keys(mission)
-    record = files.text.render(mission, keys, join_keys)
-    return record, files.graph.render(mission, keys, join_keys)
+    folder = Path(mission.dir)
+    record = stage_atomic(folder / "mission.json", files.text.render(mission, keys, join_keys))
+    try:
+        graph = files.graph.render(mission, keys, join_keys)
+        return [record, stage_atomic(folder / "mission-graph.json", graph)]
+    except BaseException:
+        record.discard()
+        raise
 
 
 def _keys(mission: MissionDocument) -> tuple[list[FeatureKey], list[JoinKey]]:
@@ -132,7 +153,13 @@ def _keys(mission: MissionDocument) -> tuple[list[FeatureKey], list[JoinKey]]:
 
 
 def _replace_keeping_blocks(path: Path, data: bytes) -> None:
-    """`write_atomic`, with the replaced file's blocks freed by the writer thread afterwards.
+    """`write_atomic`, with the replaced file's blocks freed by the writer thread afterwards
+    (see `_commit_keeping_blocks`)."""
+    _commit_keeping_blocks(stage_atomic(path, data))
+
+
+def _commit_keeping_blocks(staged: StagedFile) -> None:
+    """`StagedFile.commit`, with the replaced file's blocks freed by the writer thread after.
 
     Renaming over a file frees the old one's blocks inside rename(); where the file system
     discards freed blocks at once (``mount -o discard``), that costs ~2 ms for the 4 MB graph
@@ -140,16 +167,17 @@ def _replace_keeping_blocks(path: Path, data: bytes) -> None:
     thread unlinks it, after the join. A crash may leave that name behind; the next save
     removes it. Where hard links are not supported, the rename frees the blocks itself.
     """
+    path = staged.path
     displaced = path.with_name(f".{path.name}.replaced")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(displaced)  # a crash's leftover, or the last save's not yet unlinked
     try:
         os.link(path, displaced)
     except OSError:  # no file yet (the first save), or a file system without hard links
-        write_atomic(path, data)
+        staged.commit()
         return
     try:
-        write_atomic(path, data)
+        staged.commit()
     finally:
         _writer().submit(_unlink, displaced)
 

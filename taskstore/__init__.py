@@ -10,7 +10,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._atomic import StagedFile as StagedFile
     from ._atomic import ensure_private_dir as ensure_private_dir
+    from ._atomic import stage_atomic as stage_atomic
     from ._atomic import write_atomic as write_atomic
     from ._document import dump_document as dump_document
     from ._document import parse_document as parse_document
@@ -104,6 +106,8 @@ _LOCATIONS = {
     "read_task_views": "_fastread",
     "validate_document": "_document",
     "write_atomic": "_atomic",
+    "stage_atomic": "_atomic",
+    "StagedFile": "_atomic",
 }
 
 __all__ = sorted(_LOCATIONS)

@@ -7,7 +7,13 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["ensure_private_dir", "ensure_private_file", "write_atomic"]
+__all__ = [
+    "StagedFile",
+    "ensure_private_dir",
+    "ensure_private_file",
+    "stage_atomic",
+    "write_atomic",
+]
 
 
 def ensure_private_dir(folder: Path) -> None:
@@ -45,6 +51,51 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
     Raises:
         OSError: the folder is not writable or the disk is full; *path* is unchanged.
     """
+    stage_atomic(path, data, mode).commit()
+
+
+class StagedFile:
+    """New contents of a file, on disk beside it (fsynced), not yet in its place: the two
+    halves of `write_atomic`, for a writer that must put another file in place in between.
+
+    `commit` puts them in place; `discard` removes them (nothing once committed).
+    """
+
+    def __init__(self, path: Path, temp_name: str) -> None:
+        self.path = path
+        self._temp_name: str | None = temp_name
+
+    def commit(self) -> None:
+        """Rename the new contents over the file, then fsync the folder.
+
+        Raises:
+            OSError: the rename failed (the new contents are removed; the file is unchanged),
+                or the folder could not be flushed (the file may hold the new contents).
+        """
+        temp_name, self._temp_name = self._temp_name, None
+        if temp_name is None:
+            raise RuntimeError(f"{self.path}: committed or discarded already")
+        try:
+            os.replace(temp_name, self.path)
+        except BaseException:
+            _remove(temp_name)
+            raise
+        _fsync_dir(self.path.parent)
+
+    def discard(self) -> None:
+        """Remove the new contents, unless committed."""
+        temp_name, self._temp_name = self._temp_name, None
+        if temp_name is not None:
+            _remove(temp_name)
+
+
+def stage_atomic(path: Path, data: bytes, mode: int = 0o600) -> StagedFile:
+    """Write *data* to a temporary file beside *path* and fsync it; `StagedFile.commit` then
+    puts it in place. *path* is unchanged until then.
+
+    Raises:
+        OSError: the folder is not writable or the disk is full (nothing is left behind).
+    """
     folder = path.parent
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
@@ -53,12 +104,15 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temp_name, path)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp_name)
+        _remove(temp_name)
         raise
-    _fsync_dir(folder)
+    return StagedFile(path, temp_name)
+
+
+def _remove(name: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -525,3 +525,43 @@ def test_a_join_whose_files_cannot_be_made_raises_as_save_mission_does(tmp_path:
         anyio.run(_persist.save_mission_after, mission, store_write)
     assert written == ["store"]  # the store's write was not cut short
     assert {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir()} == before
+
+
+def test_a_join_puts_its_files_in_place_only_once_the_store_is_written(tmp_path: Path) -> None:
+    mission = _saved_here(tmp_path / "m")
+    save_mission(mission)
+    folder = tmp_path / "m"
+    before = {name: (folder / name).read_bytes() for name in ("mission.json", "mission-graph.json")}
+    _apply(mission, "finish", 2, 1)
+    seen_by_the_store: list[dict[str, bytes]] = []
+
+    async def store_write() -> None:
+        await anyio.sleep(0.3)  # the files are made and staged meanwhile
+        seen_by_the_store.append({name: (folder / name).read_bytes() for name in before})
+
+    anyio.run(_persist.save_mission_after, mission, store_write)
+    assert seen_by_the_store == [before]  # neither file was in place before the store
+    assert _full(mission) == (
+        (folder / "mission-graph.json").read_bytes(),
+        (folder / "mission.json").read_bytes(),
+    )
+    _drain_the_writer()
+    assert sorted(p.name for p in folder.iterdir()) == ["mission-graph.json", "mission.json"]
+
+
+def test_a_join_whose_store_write_failed_leaves_its_files_and_nothing_staged(
+    tmp_path: Path,
+) -> None:
+    mission = _saved_here(tmp_path / "m")
+    save_mission(mission)
+    _drain_the_writer()
+    before = {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir()}
+    _apply(mission, "finish", 2, 1)
+
+    async def store_write() -> None:
+        await anyio.sleep(0.3)  # the files are staged by now
+        raise OSError("the store could not be written")
+
+    with pytest.raises(Exception, match="the store could not be written"):
+        anyio.run(_persist.save_mission_after, mission, store_write)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "m").iterdir()} == before
