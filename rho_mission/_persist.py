@@ -7,7 +7,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -134,16 +134,31 @@ async def save_mission_after(
 
 
 def _render_and_stage(mission: MissionDocument) -> list[StagedFile]:
-    """mission.json and the graph, made and each staged beside its place (see `StagedFile`)."""
+    """mission.json and the graph, made and each staged beside its place (see `StagedFile`);
+    mission.json is written by the writer thread while the graph is made, as in `save_mission`."""
     files, keys, join_keys = _files_of(mission), *_keys(mission)
     folder = Path(mission.dir)
-    record = stage_atomic(folder / "mission.json", files.text.render(mission, keys, join_keys))
+    record = files.text.render(mission, keys, join_keys)
+    staging = _writer().submit(stage_atomic, folder / "mission.json", record)
     try:
-        graph = files.graph.render(mission, keys, join_keys)
-        return [record, stage_atomic(folder / "mission-graph.json", graph)]
+        graph = stage_atomic(
+            folder / "mission-graph.json", files.graph.render(mission, keys, join_keys)
+        )
     except BaseException:
-        record.discard()
+        _discard_once_staged(staging)
         raise
+    try:
+        return [staging.result(), graph]
+    except BaseException:
+        graph.discard()
+        raise
+
+
+def _discard_once_staged(staging: Future[StagedFile]) -> None:
+    """Remove what *staging* staged, once it is done. The graph's error is the one reported:
+    if staging failed too, it left nothing behind (`stage_atomic`)."""
+    with contextlib.suppress(Exception):
+        staging.result().discard()
 
 
 def _keys(mission: MissionDocument) -> tuple[list[FeatureKey], list[JoinKey]]:
