@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import compress, count
-from operator import attrgetter, ne
+from operator import itemgetter, ne
 from typing import TYPE_CHECKING, TypeVar, get_origin
 
-from ._models import Feature, WaveJoin
+from ._models import Feature, Handoff, Verification, WaveJoin
 
 if TYPE_CHECKING:
     from ._models import MissionDocument
@@ -36,31 +36,33 @@ JoinKey = tuple[object, ...]
 _Name = TypeVar("_Name", str, int)
 
 _INDENT = "    "
-# A join's fields that hold lists (its ids), copied into its key.
-_JOIN_LISTS = tuple(
-    name for name, field in WaveJoin.model_fields.items() if get_origin(field.annotation) is list
+# The fields of a feature and of a join, read by name from the model's ``__dict__`` (where
+# pydantic keeps them): those holding a model are read apart, as tuples of that model's fields.
+_feature_fields = itemgetter(*(name for name in Feature.model_fields if name != "handoff"))
+_handoff_fields = itemgetter(*Handoff.model_fields)
+_join_fields = itemgetter(*(name for name in WaveJoin.model_fields if name != "verification"))
+_verification_fields = itemgetter(*Verification.model_fields)
+# A join's fields that hold lists (its ids), also copied into tuples.
+_join_lists = itemgetter(
+    *(name for name, field in WaveJoin.model_fields.items() if get_origin(field.annotation) is list)
 )
-_join_lists = attrgetter(*_JOIN_LISTS)
-# Where the fields that hold a model stand in ``__dict__`` (declaration order).
-_HANDOFF = tuple(Feature.model_fields).index("handoff")
-_VERIFICATION = tuple(WaveJoin.model_fields).index("verification")
 
 
 def feature_key(feature: Feature) -> FeatureKey:
     """Every field of *feature* as values that cannot change: equal keys, equal features.
 
-    ``(id, blockers, *every field)``: the blockers are also copied into a tuple, and the handoff
-    (with its list of files) stands as a tuple of its fields, so that a list changed in place,
-    or a handoff edited in place, never changes a key already kept (and two equal handoffs
-    compare without pydantic). The fields are read from the model's ``__dict__``, where
-    pydantic keeps them in declaration order: a third of the cost of reading each.
+    ``(id, blockers, handoff, *the other fields)``: the blockers are also copied into a tuple
+    and the handoff stands as a tuple of its fields (its list of files copied too), so that a
+    list changed in place, or a handoff edited in place, never changes a key already kept, and
+    two equal handoffs compare without pydantic's ``__eq__``. The fields are read by name from
+    the model's ``__dict__``: a third of the cost of reading each attribute.
     """
     values = feature.__dict__
-    fields = [*values.values()]
     handoff = values["handoff"]
+    kept = None
     if handoff is not None:
-        fields[_HANDOFF] = (*handoff.__dict__.values(), tuple(handoff.files_changed))
-    return (values["id"], tuple(values["blocked_by"]), *fields)
+        kept = (*_handoff_fields(handoff.__dict__), tuple(handoff.files_changed))
+    return (values["id"], tuple(values["blocked_by"]), kept, *_feature_fields(values))
 
 
 def key_blockers(key: FeatureKey) -> tuple[str, ...]:
@@ -75,9 +77,9 @@ def join_key(join: WaveJoin) -> JoinKey:
     (ids) also copied into tuples, its verification as a tuple of its fields. Equal keys,
     equal joins."""
     values = join.__dict__
-    fields = [*values.values()]
-    fields[_VERIFICATION] = tuple(join.verification.__dict__.values())
-    return (values["wave"], tuple(map(tuple, _join_lists(join))), *fields)
+    lists = tuple(map(tuple, _join_lists(values)))
+    checked = _verification_fields(values["verification"].__dict__)
+    return (values["wave"], lists, checked, *_join_fields(values))
 
 
 class RenderedKeys:
