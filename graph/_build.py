@@ -281,6 +281,23 @@ class GraphBuilder:
         self.edges.append(edge)
         return edge
 
+    def edge_like(self, template: Edge, id: str, target: Ref | Node) -> Edge:
+        """Add an edge equal to *template* (an edge made by `edge`) but for its *id* and
+        *target*, and return it.
+
+        For the many edges from one node (a wave join's to its features): only the id (not
+        blank) and the target (a ref, checked when it was made) are new, the rest was checked
+        with *template*, so the edge is built without checking it all again.
+
+        Raises:
+            GraphValidationError: a blank id (as `edge` raises it).
+        """
+        if not id.strip():
+            return self.edge(id, template.kind, template.source, target, created_at="")
+        edge = template.model_copy(update={"id": id, "target": _ref(target)})
+        self.edges.append(edge)
+        return edge
+
     def event(
         self,
         id: str,

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from graph import (
+    Edge,
     GraphBuilder,
     GraphDocument,
     Node,
@@ -283,14 +284,16 @@ def _wave_node(
         node,
         created_at=join.completed_at,
     )
+    contains = f"rho/edge/mission-wave/{mission.id}/{join.wave}/contains/"
+    first: Edge | None = None
     for feature_id in join.feature_ids:
-        builder.edge(
-            f"rho/edge/mission-wave/{mission.id}/{join.wave}/contains/{feature_id}",
-            "contains",
-            node,
-            features[feature_id],
-            created_at=join.completed_at,
-        )
+        if first is None:
+            target = features[feature_id]
+            first = builder.edge(
+                f"{contains}{feature_id}", "contains", node, target, created_at=join.completed_at
+            )
+        else:  # the same edge to another feature: only its id and target are new
+            builder.edge_like(first, f"{contains}{feature_id}", features[feature_id])
     builder.event(
         f"rho/event/mission-wave/{mission.id}/{join.wave}/observed",
         "observed",

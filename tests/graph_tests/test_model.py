@@ -22,6 +22,7 @@ from graph import (
     Ref,
     Scope,
     document_data,
+    fact_text,
     format_timestamp,
     make_edge,
     make_event,
@@ -195,3 +196,35 @@ def test_assignments_are_validated() -> None:
         made.kind = "robot"  # type: ignore[assignment]
     made.kind = "policy"
     assert made.ref == Ref(kind="policy", id="a")
+
+
+def test_an_edge_like_another_is_the_edge_the_builder_would_make() -> None:
+    scope = Scope(repository_id="repo")
+    builder = GraphBuilder(generated_at="2026-11-30T09:00:00Z", scope=scope)
+    wave = Ref(kind="operations", id="rho/mission-wave/m/1")
+    first, second = (Ref(kind="execution", id=f"rho/mission-feature/m/f{n}") for n in (1, 2))
+    template = builder.edge(
+        "rho/e/1", "contains", wave, first, created_at="2026-11-30T09:05:00.250Z"
+    )
+    like = builder.edge_like(template, "rho/e/2", second)
+    made = GraphBuilder(generated_at="2026-11-30T09:00:00Z", scope=scope).edge(
+        "rho/e/2", "contains", wave, second, created_at="2026-11-30T09:05:00.250Z"
+    )
+    assert like == made
+    assert fact_text(like) == fact_text(made)
+    assert builder.edges == [template, like]
+    assert template.id == "rho/e/1"  # the template is left as it was
+    assert template.target == first
+
+
+def test_an_edge_like_another_with_a_blank_id_is_refused_as_an_edge_is() -> None:
+    builder = GraphBuilder(generated_at="2026-11-30T09:00:00Z")
+    wave = Ref(kind="operations", id="rho/mission-wave/m/1")
+    target = Ref(kind="execution", id="rho/mission-feature/m/f1")
+    template = builder.edge("rho/e/1", "contains", wave, target, created_at="2026-11-30T09:05:00Z")
+    with pytest.raises(GraphValidationError) as refused:
+        builder.edge_like(template, "  ", target)
+    with pytest.raises(GraphValidationError) as expected:
+        builder.edge("  ", "contains", wave, target, created_at="2026-11-30T09:05:00Z")
+    assert str(refused.value) == str(expected.value)
+    assert builder.edges == [template]
