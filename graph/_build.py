@@ -293,7 +293,8 @@ class GraphBuilder:
             GraphValidationError: a blank id (as `edge` raises it).
         """
         if not id.strip():
-            return self.edge(id, template.kind, template.source, target, created_at="")
+            created = template.created_at
+            return self.edge(id, template.kind, template.source, target, created_at=created)
         edge = template.model_copy(update={"id": id, "target": _ref(target)})
         self.edges.append(edge)
         return edge
