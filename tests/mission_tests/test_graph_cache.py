@@ -262,25 +262,29 @@ def _full(mission: MissionDocument) -> tuple[bytes, bytes]:
     return dump_graph(mission_graph(mission)), (mission.model_dump_json(indent=2) + "\n").encode()
 
 
-def test_a_feature_noted_then_set_back_as_rendered_is_made_again() -> None:
-    # A render looks only at features whose key changed since the last one, and at those whose
-    # parts were made since: the note made feature 5's parts for its end, not for its key now.
+def _rendered_then_finished() -> tuple[
+    MissionDocument, MissionGraphCache, MissionTextCache, MissionDocument
+]:
+    """A mission rendered once by both caches, a copy of it as rendered, then feature 5 ended."""
     mission = _planned()
     graph, text = MissionGraphCache(), MissionTextCache()
     _render_both(graph, text, mission)
     rendered = mission.model_copy(deep=True)
     _apply(mission, "finish", 5, 1)
+    return mission, graph, text, rendered
+
+
+def test_a_feature_noted_then_set_back_as_rendered_is_made_again() -> None:
+    # A render looks only at features whose key changed since the last one, and at those whose
+    # parts were made since: the note made feature 5's parts for its end, not for its key now.
+    mission, graph, text, rendered = _rendered_then_finished()
     _note(graph, text, mission, 5)
     _revert(mission, rendered, 5)
     assert _render_both(graph, text, mission) == _full(mission)
 
 
 def test_a_render_that_failed_half_way_leaves_no_part_taken_for_rendered() -> None:
-    mission = _planned()
-    graph, text = MissionGraphCache(), MissionTextCache()
-    _render_both(graph, text, mission)
-    rendered = mission.model_copy(deep=True)
-    _apply(mission, "finish", 5, 1)
+    mission, graph, text, rendered = _rendered_then_finished()
     mission.wave_joins.append(_ghost_join())  # made after the features: they are made first
     with pytest.raises((KeyError, GraphValidationError)):
         _render_both(graph, text, mission)
