@@ -10,6 +10,16 @@ schedules work.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported on first use (below)
+    from ._swarm import issuer_for as issuer_for
+    from ._swarm import load_signing_key as load_signing_key
+    from ._swarm import parse_trusted_keys as parse_trusted_keys
+    from ._swarm import public_key_hex as public_key_hex
+    from ._swarm import sign_swarm_task_graph as sign_swarm_task_graph
+    from ._swarm import verify_swarm_task_graph as verify_swarm_task_graph
+
 from ._build import DEFAULT_PRODUCER as DEFAULT_PRODUCER
 from ._build import GraphBuilder as GraphBuilder
 from ._build import format_timestamp as format_timestamp
@@ -81,12 +91,6 @@ from ._settings import cloud_settings_path as cloud_settings_path
 from ._settings import read_cloud_settings as read_cloud_settings
 from ._settings import write_cloud_settings as write_cloud_settings
 from ._summary import summarize_mission_graph as summarize_mission_graph
-from ._swarm import issuer_for as issuer_for
-from ._swarm import load_signing_key as load_signing_key
-from ._swarm import parse_trusted_keys as parse_trusted_keys
-from ._swarm import public_key_hex as public_key_hex
-from ._swarm import sign_swarm_task_graph as sign_swarm_task_graph
-from ._swarm import verify_swarm_task_graph as verify_swarm_task_graph
 from ._swarm_model import SWARM_TASK_GRAPH_SCHEMA as SWARM_TASK_GRAPH_SCHEMA
 from ._swarm_model import SwarmGraphEdge as SwarmGraphEdge
 from ._swarm_model import SwarmGraphJoin as SwarmGraphJoin
@@ -195,3 +199,24 @@ __all__ = [
     "write_cloud_settings",
     "write_graph",
 ]
+
+# Signing and verifying load ``cryptography`` (~30 ms), which most commands (a mission, the
+# task store's) never need: those functions are imported on first use.
+_SIGNING = frozenset(
+    {
+        "issuer_for",
+        "load_signing_key",
+        "parse_trusted_keys",
+        "public_key_hex",
+        "sign_swarm_task_graph",
+        "verify_swarm_task_graph",
+    }
+)
+
+
+def __getattr__(name: str) -> object:
+    if name in _SIGNING:
+        from . import _swarm
+
+        return getattr(_swarm, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

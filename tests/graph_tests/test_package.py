@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import graph
 
 PACKAGE = Path(graph.__file__).parent
@@ -60,3 +62,21 @@ def test_importing_graph_loads_neither_the_owners_nor_httpx() -> None:
 def test_modules_stay_small() -> None:
     for path in PACKAGE.glob("*.py"):
         assert len(path.read_text().splitlines()) < 500, path.name
+
+
+def test_a_mission_and_the_task_store_run_without_loading_cryptography() -> None:
+    # Signing loads cryptography (~30 ms of every start); only the swarm commands need it.
+    code = (
+        "import sys, graph, rho_mission.cli, rho_mission._fromtasks, rho_mission._engine, "
+        "rho_mission._signedplan, taskstore\n"
+        "assert 'cryptography' not in sys.modules, 'loaded at import'\n"
+        "graph.verify_swarm_task_graph\n"
+        "assert 'cryptography' in sys.modules, 'not loaded on first use'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_name_the_package_lacks_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no_such_name"):
+        graph.no_such_name  # noqa: B018 (the lookup is what is tested)
