@@ -184,8 +184,7 @@ def _commit_keeping_blocks(staged: StagedFile) -> None:
     """
     path = staged.path
     displaced = path.with_name(f".{path.name}.replaced")
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(displaced)  # a crash's leftover, or the last save's not yet unlinked
+    _unlink(displaced)  # a crash's leftover, or the last save's not yet unlinked
     try:
         os.link(path, displaced)
     except OSError:  # no file yet (the first save), or a file system without hard links
