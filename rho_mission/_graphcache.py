@@ -35,14 +35,23 @@ from graph import (
     fact_text,
 )
 
-from ._missiontext import FeatureKey, JoinKey, RenderedKeys, feature_key, join_key, key_blockers
+from ._missiontext import (
+    FeatureKey,
+    JoinKey,
+    RenderedKeys,
+    feature_key,
+    join_key,
+    key_blockers,
+    key_end,
+)
 from ._projection import (
     feature_link_facts,
     feature_ref,
     feature_state_facts,
+    latest_stamp,
     mission_facts,
     mission_scope,
-    mission_times,
+    mission_start,
     wave_facts,
 )
 
@@ -141,6 +150,7 @@ class MissionGraphCache:
         # The keys of the features and of the wave joins last rendered: a render looks at
         # those that changed since, or whose fragments were made again since (a note).
         self._rendered = (RenderedKeys(), RenderedKeys())
+        self._features_latest: str | None = None  # the latest end of those rendered features
 
     def render(
         self,
@@ -160,7 +170,7 @@ class MissionGraphCache:
             keys = [feature_key(feature) for feature in mission.features]
         if join_keys is None:
             join_keys = [join_key(join) for join in mission.wave_joins]
-        created, latest = mission_times(mission)
+        created = mission_start(mission)
         scope = mission_scope(mission)
         ids = frozenset(f.id for f in mission.features)
         if ids != self._ids:  # rare (a resume with features added): every link may differ
@@ -176,14 +186,17 @@ class MissionGraphCache:
                 rendered.forget()
         self._context = context
         self._scope = scope
+        features, joins = mission.features, mission.wave_joins
+        looked = self._rendered[0].to_look_at(keys)
+        features_latest = self._latest_end(keys, looked)
+        ends = [mission.completed_at, *(join.completed_at for join in joins), features_latest]
+        latest = latest_stamp(ends) or created  # as `mission_times`, from fewer stamps
         fragments = self._fragments
         name: tuple[object, ...] = ("mission",)
         key: object = (context, latest, _mission_key(mission))
         cached = fragments.get(name)
         if cached is None or cached.key != key:
             self._replace(name, key, partial(_mission_part, mission=mission, latest=latest))
-        features, joins = mission.features, mission.wave_joins
-        looked = self._rendered[0].to_look_at(keys)
         for at in looked:
             feature, values = features[at], keys[at]
             self._feature_state(mission, feature, values)
@@ -208,7 +221,22 @@ class MissionGraphCache:
         graph = self._assemble(latest, scope)
         self._rendered[0].rendered(keys, looked)
         self._rendered[1].rendered(join_keys, looked_joins)
+        self._features_latest = features_latest  # kept with the keys it was made of
         return graph
+
+    def _latest_end(self, keys: Sequence[FeatureKey], looked: Sequence[int]) -> str | None:
+        """The latest of the features' ends (`latest_stamp`), from the last render's and the
+        ends of the features looked at, unless one of those held the last render's latest
+        (it may have gone back: a resume runs a feature again); then from every feature's."""
+        rendered = self._rendered[0]
+        if isinstance(looked, range):  # every feature looked at: nothing rendered to go by
+            return latest_stamp(map(key_end, keys))
+        last = self._features_latest
+        for at in looked:
+            before = rendered.rendered_key(at)
+            if last is not None and before is not None and key_end(before) == last:
+                return latest_stamp(map(key_end, keys))
+        return latest_stamp([last, *(key_end(keys[at]) for at in looked)])
 
     def _read_waves(self, mission: MissionDocument) -> None:
         """Each feature's wave number, made again only when the plan's waves changed."""

@@ -29,6 +29,7 @@ __all__ = [
     "feature_key",
     "join_key",
     "key_blockers",
+    "key_end",
 ]
 
 FeatureKey = tuple[object, ...]
@@ -72,6 +73,17 @@ def key_blockers(key: FeatureKey) -> tuple[str, ...]:
     return blockers
 
 
+# Where a `feature_key` holds the feature's end (``completed_at``): after id, blockers, handoff.
+_END_AT = 3 + [name for name in Feature.model_fields if name != "handoff"].index("completed_at")
+
+
+def key_end(key: FeatureKey) -> str | None:
+    """The end (``completed_at``) held in *key* (a `feature_key`)."""
+    end = key[_END_AT]
+    assert end is None or isinstance(end, str)
+    return end
+
+
 def join_key(join: WaveJoin) -> JoinKey:
     """Every field of *join* as values that cannot change, its wave number first: its lists
     (ids) also copied into tuples, its verification as a tuple of its fields. Equal keys,
@@ -107,6 +119,10 @@ class RenderedKeys:
         """Have the next render look at every item (what the cache kept changed wholesale)."""
         self._known = False
 
+    def rendered_key(self, at: int) -> tuple[object, ...] | None:
+        """The key rendered at position *at*, or None past the last render's end."""
+        return self._keys[at] if at < len(self._keys) else None
+
     def to_look_at(self, keys: Sequence[tuple[object, ...]]) -> Sequence[int]:
         """The positions of *keys* whose items the render must look at, in order: those added
         at the end since (a new wave join) among them."""
@@ -140,16 +156,16 @@ class MissionTextCache:
     mission.json."""
 
     def __init__(self) -> None:
-        self._texts: dict[str, tuple[FeatureKey, str]] = {}  # by feature id
-        self._joins: dict[int, tuple[JoinKey, str]] = {}  # by wave number
+        self._texts: dict[str, tuple[FeatureKey, bytes]] = {}  # by feature id
+        self._joins: dict[int, tuple[JoinKey, bytes]] = {}  # by wave number
         # The texts of the last rendering (features, wave joins), in order, and the keys they
         # were made for: an item whose key is the one rendered at its position keeps its text.
-        self._listed: list[list[str]] = [[], []]
+        self._listed: list[list[bytes]] = [[], []]
         self._rendered = (RenderedKeys(), RenderedKeys())
 
-    def feature_text(self, feature: Feature, key: FeatureKey) -> str:
-        """*feature*'s JSON as it stands in mission.json's list (indented by four spaces),
-        dumped again only when *key* (its `feature_key`) changed."""
+    def feature_text(self, feature: Feature, key: FeatureKey) -> bytes:
+        """*feature*'s JSON as it stands in mission.json's list (indented by four spaces, in
+        UTF-8), dumped again only when *key* (its `feature_key`) changed."""
         return _kept_text(self._texts, feature.id, key, feature)
 
     def render(
@@ -176,8 +192,8 @@ class MissionTextCache:
         return _spliced(text, {name: items for name, items in lists.items() if items})
 
     def _list(
-        self, which: int, keys: Sequence[tuple[object, ...]], text_at: Callable[[int], str]
-    ) -> list[str]:
+        self, which: int, keys: Sequence[tuple[object, ...]], text_at: Callable[[int], bytes]
+    ) -> list[bytes]:
         """The texts of one list (0: features, 1: wave joins): the last rendering's, with those
         of the items that changed since made again by *text_at* (a position)."""
         rendered = self._rendered[which]
@@ -197,31 +213,40 @@ class MissionTextCache:
 
 
 def _kept_text(
-    texts: dict[_Name, tuple[tuple[object, ...], str]],
+    texts: dict[_Name, tuple[tuple[object, ...], bytes]],
     name: _Name,
     key: tuple[object, ...],
     model: Feature | WaveJoin,
-) -> str:
+) -> bytes:
     """*model*'s JSON as an item of a top-level list of mission.json (indented by four
-    spaces): the one kept under *name* when it was made for *key*, else dumped and kept."""
+    spaces, in UTF-8): the one kept under *name* when it was made for *key*, else dumped and
+    kept."""
     kept = texts.get(name)
     if kept is not None and kept[0] == key:
         return kept[1]
-    text = _INDENT + model.model_dump_json(indent=2).replace("\n", "\n" + _INDENT)
+    text = (_INDENT + model.model_dump_json(indent=2).replace("\n", "\n" + _INDENT)).encode()
     texts[name] = (key, text)
     return text
 
 
-def _spliced(text: str, lists: dict[str, list[str]]) -> bytes:
+def _spliced(text: str, lists: dict[str, list[bytes]]) -> bytes:
     """The bytes of *text* (a mission's JSON with ``"<name>": []`` for each list of *lists*)
-    with each list's items in it, and a newline at the end."""
+    with each list's items (in UTF-8) in it, and a newline at the end.
+
+    One join makes the whole file: each joined copy of ~1 MB costs ~0.5 ms, mostly in page
+    faults on its new memory, and an item's bytes are kept between joins.
+    """
     cuts = []
     for name in lists:
         empty = f'\n  "{name}": []'  # a string value cannot hold a raw newline: only the key's
         cuts.append((text.index(empty) + len(empty) - 1, name))  # at the list's "]"
-    parts, start = [], 0
+    parts: list[bytes] = []
+    start = 0
     for cut, name in sorted(cuts):  # found in the small text, not in the spliced one
-        parts += [text[start:cut], "\n", ",\n".join(lists[name]), "\n  "]
+        listed = [b",\n"] * (2 * len(lists[name]))  # the items and their separators, as in
+        listed[0::2] = lists[name]  # graph.assemble_graph
+        listed[-1] = b"\n  "
+        parts += (text[start:cut].encode(), b"\n", *listed)
         start = cut
-    parts += [text[start:], "\n"]
-    return "".join(parts).encode()
+    parts += (text[start:].encode(), b"\n")
+    return b"".join(parts)

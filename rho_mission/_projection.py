@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -41,9 +41,11 @@ __all__ = [
     "feature_link_facts",
     "feature_ref",
     "feature_state_facts",
+    "latest_stamp",
     "mission_facts",
     "mission_graph",
     "mission_scope",
+    "mission_start",
     "mission_times",
     "task_store_graph",
     "wave_facts",
@@ -74,10 +76,23 @@ def mission_graph(mission: MissionDocument, *, repository_id: str | None = None)
 
 
 def mission_times(mission: MissionDocument) -> tuple[str, str]:
-    """When the mission's graph starts (``created``) and its latest instant (``generated_at``)."""
-    created = mission.started_at or _EPOCH
+    """When the mission's graph starts (``created``) and its latest instant (``generated_at``):
+    the latest of its end, its joins' ends and its features' ends (`latest_stamp`)."""
+    created = mission_start(mission)
     latest = _latest([mission.completed_at, *_join_and_feature_ends(mission)]) or created
     return created, latest
+
+
+def mission_start(mission: MissionDocument) -> str:
+    """When the mission's graph starts: its start, or the epoch before it started."""
+    return mission.started_at or _EPOCH
+
+
+def latest_stamp(stamps: Iterable[str | None]) -> str | None:
+    """The latest of *stamps* that are RFC 3339 date-times, by instant (ties by spelling, so
+    any order gives one answer); None if there is none. The latest of the latest of each part
+    of *stamps* is the latest of them all."""
+    return _latest(list(stamps))
 
 
 def mission_facts(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._atomic import StagedFile as StagedFile
+    from ._atomic import commit_in_order as commit_in_order
     from ._atomic import ensure_private_dir as ensure_private_dir
     from ._atomic import stage_atomic as stage_atomic
     from ._atomic import write_atomic as write_atomic
@@ -108,6 +109,7 @@ _LOCATIONS = {
     "write_atomic": "_atomic",
     "stage_atomic": "_atomic",
     "StagedFile": "_atomic",
+    "commit_in_order": "_atomic",
 }
 
 __all__ = sorted(_LOCATIONS)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = [
     "StagedFile",
+    "commit_in_order",
     "ensure_private_dir",
     "ensure_private_file",
     "stage_atomic",
@@ -72,6 +74,10 @@ class StagedFile:
             OSError: the rename failed (the new contents are removed; the file is unchanged),
                 or the folder could not be flushed (the file may hold the new contents).
         """
+        self._rename()
+        _fsync_dir(self.path.parent)
+
+    def _rename(self) -> None:
         temp_name, self._temp_name = self._temp_name, None
         if temp_name is None:
             raise RuntimeError(f"{self.path}: committed or discarded already")
@@ -80,13 +86,36 @@ class StagedFile:
         except BaseException:
             _remove(temp_name)
             raise
-        _fsync_dir(self.path.parent)
 
     def discard(self) -> None:
         """Remove the new contents, unless committed."""
         temp_name, self._temp_name = self._temp_name, None
         if temp_name is not None:
             _remove(temp_name)
+
+
+def commit_in_order(files: Sequence[StagedFile]) -> None:
+    """`StagedFile.commit` of each of *files*, in order, with one fsync per folder at the end.
+
+    Each fsync of a folder is a commit of the file system's journal (~1-3 ms); one for all the
+    renames costs one. A journaling file system (ext4, XFS) writes renames to its journal in
+    the order they were made, so a crash before that fsync leaves the first few renamed, never
+    a later one without an earlier one.
+
+    Raises:
+        OSError: a rename failed (that file and those after it are left as they were, their
+            new contents removed), or a folder could not be flushed.
+    """
+    renamed: list[StagedFile] = []
+    try:
+        for file in files:
+            file._rename()
+            renamed.append(file)
+    finally:
+        for file in files[len(renamed) :]:
+            file.discard()
+        for folder in dict.fromkeys(file.path.parent for file in renamed):
+            _fsync_dir(folder)
 
 
 def stage_atomic(path: Path, data: bytes, mode: int = 0o600) -> StagedFile:

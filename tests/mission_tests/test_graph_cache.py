@@ -10,9 +10,11 @@ and ``mission.model_dump_json(indent=2)``.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +45,7 @@ from rho_mission._missiontext import (
 from rho_mission._models import Verification
 from rho_mission._persist import save_mission
 from rho_mission._projection import mission_graph
+from taskstore import stage_atomic, write_atomic
 
 from ._helpers import ScriptedWorker, fails
 
@@ -293,6 +296,33 @@ def test_a_render_that_failed_half_way_leaves_no_part_taken_for_rendered() -> No
     assert _render_both(graph, text, mission) == _full(mission)
 
 
+def test_the_graph_goes_back_in_time_when_its_latest_end_goes() -> None:
+    # A render takes the features' latest end from the last render's and those that changed,
+    # unless a changed one held it: a resume runs the feature that ended last again.
+    mission = _planned()
+    graph = MissionGraphCache()
+    _apply(mission, "finish", 1, 5)
+    _apply(mission, "finish", 2, 9)
+    assert graph.render(mission) == dump_graph(mission_graph(mission))
+    feature = mission.features[2]
+    feature.status, feature.completed_at, feature.handoff = "pending", None, None
+    rendered = graph.render(mission)
+    assert rendered == dump_graph(mission_graph(mission))
+    assert json.loads(rendered)["generated_at"] == "2026-11-30T08:00:05.000Z"
+
+
+def test_text_beyond_ascii_is_written_as_the_full_dump_writes_it() -> None:
+    # Each item of mission.json is kept as UTF-8 bytes and the file is one join of them.
+    mission = _planned()
+    mission.prompt = "répare le café ☕ — vite"
+    mission.features[0].description = "naïve 🙂"
+    graph, text = MissionGraphCache(), MissionTextCache()
+    assert _render_both(graph, text, mission) == _full(mission)
+    mission.features[5].error = "échec: « guillemets » \u2028 ligne"
+    mission.features[6].expected_behavior = "日本語のテキスト"
+    assert _render_both(graph, text, mission) == _full(mission)
+
+
 def test_a_changed_plan_of_waves_makes_every_state_again() -> None:
     mission = _planned()
     graph, text = MissionGraphCache(), MissionTextCache()
@@ -406,6 +436,29 @@ def test_the_replaced_graph_goes_once_the_save_is_done(tmp_path: Path) -> None:
     ]
     on_disk = (tmp_path / "m" / "mission-graph.json").read_bytes()
     assert on_disk == dump_graph(mission_graph(mission))
+
+
+def test_both_replaced_files_keep_a_second_name_until_the_writer_unlinks_them(
+    tmp_path: Path,
+) -> None:
+    # Their blocks are freed by the writer thread after the save, not inside its renames.
+    folder = tmp_path / "m"
+    folder.mkdir()
+    names = ("mission.json", "mission-graph.json")
+    for name in names:
+        write_atomic(folder / name, b"before\n")
+    release = threading.Event()
+    held = _persist._writer().submit(release.wait)
+    try:
+        _persist._commit_in_order([stage_atomic(folder / name, b"after\n") for name in names])
+        for name in names:
+            assert (folder / name).read_bytes() == b"after\n"
+            assert (folder / f".{name}.replaced").read_bytes() == b"before\n"
+    finally:
+        release.set()
+        held.result()
+    _drain_the_writer()
+    assert sorted(p.name for p in folder.iterdir()) == sorted(names)
 
 
 def test_a_second_name_left_by_a_crash_is_removed_by_the_next_save(tmp_path: Path) -> None:

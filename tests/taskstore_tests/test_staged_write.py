@@ -1,4 +1,5 @@
-"""`stage_atomic` and `StagedFile`: the two halves of `write_atomic`, on a real folder."""
+"""`stage_atomic` and `StagedFile`: the two halves of `write_atomic`, on a real folder; and
+`commit_in_order`, several staged files put in place with one fsync per folder."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import NoReturn
 
 import pytest
 
-from taskstore import stage_atomic, write_atomic
+import taskstore._atomic as taskstore_atomic
+from taskstore import commit_in_order, stage_atomic, write_atomic
 
 
 def _names(folder: Path) -> set[str]:
@@ -69,3 +71,47 @@ def test_a_folder_that_is_missing_stages_nothing(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         stage_atomic(tmp_path / "gone" / "state.json", b"x")
     assert _names(tmp_path) == set()
+
+
+def test_files_committed_in_order_share_one_fsync_per_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spy on taskstore._atomic._fsync_dir (the real one still runs) records, at each folder
+    fsync, what the files hold: every rename is done before the first one."""
+    other = tmp_path / "other"
+    other.mkdir()
+    targets = [tmp_path / "a.json", tmp_path / "b.json", other / "c.json"]
+    for target in targets:
+        write_atomic(target, b"old\n")
+    staged = [stage_atomic(target, b"new\n") for target in targets]
+    flushed: list[tuple[Path, list[bytes]]] = []
+    real = taskstore_atomic._fsync_dir
+
+    def spy(folder: Path) -> None:
+        flushed.append((folder, [target.read_bytes() for target in targets]))
+        real(folder)
+
+    monkeypatch.setattr(taskstore_atomic, "_fsync_dir", spy)
+    commit_in_order(staged)
+    assert [folder for folder, _ in flushed] == [tmp_path, other]
+    assert all(held == [b"new\n"] * 3 for _, held in flushed)
+    assert _names(tmp_path) == {"a.json", "b.json", "other"}
+    assert _names(other) == {"c.json"}
+
+
+def test_a_refused_rename_in_order_leaves_that_file_and_later_ones(tmp_path: Path) -> None:
+    first, second, third = (tmp_path / name for name in ("a.json", "b", "c.json"))
+    write_atomic(first, b"old\n")
+    write_atomic(third, b"old\n")
+    second.mkdir()
+    (second / "in the way").touch()  # a folder with a file: no rename over it
+    staged = [
+        stage_atomic(first, b"new\n"),
+        stage_atomic(second, b"x"),
+        stage_atomic(third, b"new\n"),
+    ]
+    with pytest.raises(IsADirectoryError):
+        commit_in_order(staged)
+    assert first.read_bytes() == b"new\n"  # renamed before the refusal, and flushed
+    assert third.read_bytes() == b"old\n"
+    assert _names(tmp_path) == {"a.json", "b", "c.json"}  # no staged contents left
