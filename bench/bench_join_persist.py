@@ -1,9 +1,10 @@
 """Benchmark: one join's durable rewrite of a 1,000-feature mission (mission.json + graph).
 
-At every join the engine calls ``rho_mission._persist.save_mission``: mission.json is written
-atomically with fsync, then the mission graph the same way, their bytes those of a full dump and
-a full projection, but made again only where the mission changed since the process's last save
-of it (``rho_mission._missiontext``, ``rho_mission._graphcache``). As each feature ends, while
+At every join the engine saves the mission (``rho_mission._persist.save_mission``): both files'
+bytes are made, those of a full dump and of a full projection, but made again only where the
+mission changed since the process's last save of it (``rho_mission._missiontext``,
+``rho_mission._graphcache``); then both are written beside their places with fsync, at once, and
+renamed in, mission.json first, with one fsync of the folder. As each feature ends, while
 the wave's other features still run, the engine makes that feature's part of both files
 (``_persist.note_feature_end``), so that the join finds most of its wave made.
 

@@ -21,6 +21,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from graph import (
@@ -172,7 +173,7 @@ class MissionGraphCache:
             join_keys = [join_key(join) for join in mission.wave_joins]
         created = mission_start(mission)
         scope = mission_scope(mission)
-        ids = frozenset(f.id for f in mission.features)
+        ids = frozenset(map(itemgetter(0), keys))  # each key starts with its feature's id
         if ids != self._ids:  # rare (a resume with features added): every link may differ
             self._forget_all()
             self._ids = ids
