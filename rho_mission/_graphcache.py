@@ -51,6 +51,7 @@ from ._projection import (
     feature_state_facts,
     latest_stamp,
     mission_facts,
+    mission_latest,
     mission_scope,
     mission_start,
     wave_facts,
@@ -190,8 +191,7 @@ class MissionGraphCache:
         features, joins = mission.features, mission.wave_joins
         looked = self._rendered[0].to_look_at(keys)
         features_latest = self._latest_end(keys, looked)
-        ends = [mission.completed_at, *(join.completed_at for join in joins), features_latest]
-        latest = latest_stamp(ends) or created  # as `mission_times`, from fewer stamps
+        latest = mission_latest(mission, features_latest)
         fragments = self._fragments
         name: tuple[object, ...] = ("mission",)
         key: object = (context, latest, _mission_key(mission))

@@ -44,6 +44,7 @@ __all__ = [
     "latest_stamp",
     "mission_facts",
     "mission_graph",
+    "mission_latest",
     "mission_scope",
     "mission_start",
     "mission_times",
@@ -76,11 +77,16 @@ def mission_graph(mission: MissionDocument, *, repository_id: str | None = None)
 
 
 def mission_times(mission: MissionDocument) -> tuple[str, str]:
-    """When the mission's graph starts (``created``) and its latest instant (``generated_at``):
-    the latest of its end, its joins' ends and its features' ends (`latest_stamp`)."""
-    created = mission_start(mission)
-    latest = _latest([mission.completed_at, *_join_and_feature_ends(mission)]) or created
-    return created, latest
+    """When the mission's graph starts (``created``) and its latest instant (``generated_at``)."""
+    features_latest = latest_stamp(feature.completed_at for feature in mission.features)
+    return mission_start(mission), mission_latest(mission, features_latest)
+
+
+def mission_latest(mission: MissionDocument, features_latest: str | None) -> str:
+    """The latest instant of *mission*'s graph: the latest of its end, its joins' ends and
+    *features_latest* (the `latest_stamp` of its features' ends), else its start."""
+    joins = (join.completed_at for join in mission.wave_joins)
+    return latest_stamp([mission.completed_at, *joins, features_latest]) or mission_start(mission)
 
 
 def mission_start(mission: MissionDocument) -> str:
@@ -147,10 +153,6 @@ def _features_and_waves(
         feature_link_facts(builder, mission, feature, features, created)
     for join in mission.wave_joins:
         _wave_node(builder, mission, join, root, features)
-
-
-def _join_and_feature_ends(mission: MissionDocument) -> list[str | None]:
-    return [j.completed_at for j in mission.wave_joins] + [f.completed_at for f in mission.features]
 
 
 def _latest(stamps: Sequence[str | None]) -> str | None:
