@@ -5,7 +5,8 @@ The tree::
     MissionError                    root; ``exit_code`` is what ``rho`` exits with (default 2)
     ├── InvalidMissionError         a mission, its waves or its config are refused (also ValueError)
     ├── FeatureFailedError          a worker reports that its feature failed (exit 1)
-    │   └── FeatureResultError      what a worktree holds cannot be taken as its feature's work
+    │   ├── FeatureResultError      what a worktree holds cannot be taken as its feature's work
+    │   └── WorktreeTamperedError   a feature's worktree is not the folder rho made for it
     ├── NotAGitRepositoryError      a path lies in no git work tree
     ├── UnknownRefError             a ref names no commit (also LookupError)
     ├── BranchCheckedOutError       refusing to move a branch that a work tree has checked out
@@ -40,6 +41,7 @@ __all__ = [
     "SignedPlanError",
     "UnknownRefError",
     "UnsafePathError",
+    "WorktreeTamperedError",
 ]
 
 
@@ -71,6 +73,19 @@ class FeatureResultError(FeatureFailedError):
     For example a worker that checked out history not built on the feature's start commit:
     merging it would bring in unrelated work, and leaving it out would lose it silently.
     """
+
+
+class WorktreeTamperedError(FeatureFailedError):
+    """Raised instead of running git in a worktree that is no longer the folder rho made.
+
+    Its task replaced the folder (a link, another folder) or the git state rho recorded for it
+    (its git directory, a link where git appends its logs): git run there would write wherever
+    the task pointed it. Nothing was run there; the feature fails.
+    """
+
+    def __init__(self, path: object, problem: str) -> None:
+        super().__init__(f"worktree {path} was tampered with: {problem}; rho ran no git there")
+        self.path = str(path)
 
 
 class NotAGitRepositoryError(MissionError):

@@ -10,13 +10,16 @@ A symbolic link where rho expects one of its folders (``.rho``, ``.rho/missions/
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from pathlib import Path
 
+from taskstore import open_beneath
+
 from ._errors import UnsafePathError
 
-__all__ = ["check_own_folder", "private_folder"]
+__all__ = ["check_own_folder", "open_private", "private_folder"]
 
 
 def private_folder(path: Path, anchor: Path) -> Path:
@@ -36,6 +39,23 @@ def private_folder(path: Path, anchor: Path) -> Path:
         _require_real_folder(folder)
         os.chmod(folder, 0o700, follow_symlinks=False)
     return path
+
+
+def open_private(path: Path, flags: int) -> int:
+    """Open *path* (mode 0600, missing folders made 0700), following no link below ``.rho``.
+
+    ``taskstore.open_beneath``, at every open: a task may have swapped a folder of the mission
+    (``logs/``, ``prompts/``) for a link since the last one.
+
+    Raises:
+        UnsafePathError: a link (or a file) stands at *path* or on the way to it below ``.rho``.
+    """
+    try:
+        return open_beneath(path, flags, 0o600, create_folders=True)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePathError(exc.filename or path, "is a symbolic link") from exc
+        raise
 
 
 def check_own_folder(path: Path, anchor: Path) -> bool:

@@ -6,6 +6,10 @@ current branch: feature work happens in linked worktrees (``_worktrees.WorktreeP
 are computed with ``git merge-tree`` and written with ``commit-tree`` + ``update-ref``. What a
 feature's worktree holds is committed by ``_gitcommit.commit_worktree`` (``commit_all``).
 
+A call on a worktree (``cwd=``) names that worktree's git directory, common directory and work
+tree explicitly, from what rho recorded when it made it (``containment.PinnedWorktree``), after
+checking the folder is still that one: never from the ``.git`` file a task can rewrite.
+
 All calls are synchronous; the engine runs them in worker threads (``anyio.to_thread``). Every
 operation that changes git metadata (worktrees, branches, merges, commits that move a ref) holds
 ``GitRepo.locked()``: a thread lock shared by all ``GitRepo`` objects of one repository in this
@@ -29,9 +33,11 @@ from ._errors import (
     NotAGitRepositoryError,
     RefMovedError,
     UnknownRefError,
+    UnsafePathError,
 )
 from ._gitcommit import CommitResult, commit_worktree
 from ._repolock import repo_lock
+from .containment import PinnedWorktree, pin_worktree, pinned
 
 __all__ = ["CommitResult", "GitRepo", "WorktreeInfo", "ref_moved"]
 
@@ -47,8 +53,16 @@ _FALLBACK_IDENTITY = {
 
 # Hooks and fsmonitor daemons belong to the user's interactive work, not to rho's plumbing in
 # throw-away worktrees: a slow post-checkout hook would run on every feature, a daemon would be
-# spawned per worktree and outlive it.
-_PLUMBING_CONFIG = ("-c", f"core.hooksPath={os.devnull}", "-c", "core.fsmonitor=false")
+# spawned per worktree and outlive it; and a task could plant either for rho to run. No
+# submodule is entered: a nested repository a task made has a config of the task's.
+_PLUMBING_CONFIG = (
+    "-c",
+    f"core.hooksPath={os.devnull}",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "submodule.recurse=false",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,14 +139,32 @@ class GitRepo:
         Raises:
             GitOperationError: git could not be started at all.
         """
-        where = self.root if cwd is None else cwd
-        command = ["git", "-C", str(where), *_PLUMBING_CONFIG, *args]
-        extra = dict(env or {})
-        if cwd is not None:
-            # A worktree folder that lost its .git file must not let git climb up to the
-            # user's repository and run a checkout or clean there.
-            extra["GIT_CEILING_DIRECTORIES"] = str(Path(where).resolve().parent)
-        return _execute(command, extra)
+        if cwd is None:
+            return _execute(["git", "-C", str(self.root), *_PLUMBING_CONFIG, *args], env)
+        pin = self._pin_of(cwd)
+        pin.check()
+        where = ("-C", str(pin.path), *pin.git_options())
+        return _execute(["git", *where, *_PLUMBING_CONFIG, *args], env, pin.git_environ())
+
+    # -- worktrees rho made --------------------------------------------------------------------
+
+    def pin_worktree(self, path: Path) -> PinnedWorktree:
+        """Record the linked worktree at *path* as it is now: its folder and its git directory.
+
+        Every later call with ``cwd=path`` uses what was recorded and checks the folder is
+        still the same. Call it before anything untrusted runs there (the worktree pool does,
+        right after ``git worktree add``).
+
+        Raises:
+            WorktreeTamperedError: *path* is no linked worktree of this repository.
+        """
+        return pin_worktree(path, self.common_dir)
+
+    def _pin_of(self, cwd: Path) -> PinnedWorktree:
+        pin = pinned(cwd)
+        if pin is None or pin.common_dir != self.common_dir:
+            raise UnsafePathError(cwd, "is no worktree rho made for this repository")
+        return pin
 
     # -- the lock ----------------------------------------------------------------------------
 
@@ -273,6 +305,8 @@ class GitRepo:
                 taken.
             GitOperationError: staging or committing failed (for example mid-rebase).
         """
+        if pinned(worktree) is None:
+            self.pin_worktree(worktree)  # a library caller's own worktree: recorded now
         result = commit_worktree(self, worktree, message, base=base, branch=branch)
         return result.commit_result()
 
@@ -424,8 +458,15 @@ class GitRepo:
         return self._identity
 
 
-def _execute(command: list[str], extra: Mapping[str, str] | None) -> tuple[int, str, str]:
+def _execute(
+    command: list[str],
+    extra: Mapping[str, str] | None,
+    repository: Mapping[str, str] | None = None,
+) -> tuple[int, str, str]:
     """Run *command* with the caller's environment minus git's repository paths.
+
+    *repository* are git's repository variables rho sets itself (a pinned worktree's common
+    dir): added after the inherited ones are dropped.
 
     Not through GitPython: it merges the whole ``os.environ`` into every call and honours an
     inherited ``GIT_WORK_TREE`` when it opens a repository, which is what must never happen here.
@@ -436,7 +477,7 @@ def _execute(command: list[str], extra: Mapping[str, str] | None) -> tuple[int, 
     try:
         done = subprocess.run(
             command,
-            env=child_environ(extra),
+            env={**child_environ(extra), **(repository or {})},
             stdin=subprocess.DEVNULL,
             capture_output=True,
             check=False,

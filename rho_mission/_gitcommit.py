@@ -43,6 +43,9 @@ _STATUS = (
     "-z",
     "--untracked-files=all",
     "--ignored=matching",
+    # A submodule's commit counts; its work tree is not entered (no git runs in a nested
+    # repository, whose config a task may have written).
+    "--ignore-submodules=dirty",
 )
 _NO_COMMIT = "(initial)"
 _NO_BRANCH = ("(detached)", "(unknown)")

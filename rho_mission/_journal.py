@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ._folders import open_private
+
 __all__ = ["Journal"]
 
 
@@ -27,8 +29,9 @@ class Journal:
         """Append one observation; with *durable*, fsync before returning."""
         self._seq += 1
         line = json.dumps({"seq": self._seq, "at": at, "event": event, **fields}, sort_keys=True)
-        # O_NOFOLLOW: a link planted in the mission folder must not send our writes elsewhere.
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        # No link followed, at every append: one planted in the mission folder must not send
+        # our writes elsewhere.
+        fd = open_private(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             os.write(fd, (line + "\n").encode())
             if durable:

@@ -25,6 +25,7 @@ from ._plan import staged_plan
 from ._recover import kill_mission_processes
 from ._refresh import refresh_features, store_features
 from ._runlock import is_running, run_lock
+from .containment import hold_guarantees, require_bwrap
 from ._seam import Executor, Observer, Worker
 from ._shell import shell_worker
 from ._stages import stages_for
@@ -403,6 +404,10 @@ def _exclusive(mission: Mission) -> Iterator[None]:
     try:
         if mission.started_at is None and os.path.lexists(folder / MISSION_FILE):
             raise InvalidMissionError(f"mission id {mission.id} is taken: {folder} holds one")
+        first_run = mission.started_at is None
+        hold_guarantees(repo.common_dir, mission.id, mission.config, first_run=first_run)
+        if mission.config.sandbox:
+            require_bwrap()  # before anything runs: one line naming the package
         new = not os.path.lexists(folder)
         prepare_mission_dir(folder, repo.root)
         try:

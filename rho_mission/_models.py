@@ -190,6 +190,10 @@ class MissionConfig(BaseModel):
     verify_command: str | None = None
     fix_command: str | None = None
     max_fix_attempts: int = Field(default=3, ge=1, le=100)
+    # Each task's command under bubblewrap (``containment._sandbox``); its network kept unless
+    # ``sandbox_network`` is False.
+    sandbox: bool = False
+    sandbox_network: bool = True
 
 
 class MissionDocument(BaseModel):

@@ -10,11 +10,11 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 
-from taskstore import StagedFile, commit_in_order, stage_atomic, write_atomic
+from taskstore import StagedFile, commit_in_order, open_folder, stage_atomic, write_atomic
 
 from ._folders import private_folder
 from ._graphcache import MissionGraphCache
@@ -178,19 +178,41 @@ def _commit_in_order(staged: list[StagedFile]) -> None:
     finally:
         for name in second_names:
             if name is not None:
-                _writer().submit(_unlink, name)
+                _writer().submit(_remove_aside, name)
 
 
-def _second_name(path: Path) -> Path | None:
+def _second_name(path: Path) -> _Aside | None:
     """A second name for the file at *path* (``.<name>.replaced``), or None where there is no
-    file yet (the first save) or the file system has no hard links."""
-    second = path.with_name(f".{path.name}.replaced")
-    _unlink(second)  # a crash's leftover, or the last save's not yet unlinked
+    file yet (the first save) or the file system has no hard links. Made in the folder as
+    reached without following links, and unlinked there."""
     try:
-        os.link(path, second)
+        folder = open_folder(path.parent)
     except OSError:
+        return None  # the staging reports what is wrong with the folder
+    second = _Aside(folder, f".{path.name}.replaced")
+    try:
+        _remove_aside(second, close=False)  # a crash's leftover, or the last save's
+        os.link(path.name, second.name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
+    except OSError:
+        os.close(folder)
         return None
     return second
+
+
+class _Aside(NamedTuple):
+    """A second name (``name``) in the folder that ``folder`` (a descriptor) holds open."""
+
+    folder: int
+    name: str
+
+
+def _remove_aside(aside: _Aside, *, close: bool = True) -> None:
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(aside.name, dir_fd=aside.folder)
+    finally:
+        if close:
+            os.close(aside.folder)
 
 
 def _discard_once_staged(staging: Future[StagedFile]) -> None:
@@ -204,11 +226,6 @@ def _keys(mission: MissionDocument) -> tuple[list[FeatureKey], list[JoinKey]]:
     """The keys of every feature and wave join: one of each per save serves both files."""
     keys = [feature_key(feature) for feature in mission.features]
     return keys, [join_key(join) for join in mission.wave_joins]
-
-
-def _unlink(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
 
 
 # The writer of this process, by pid: a forked child has none of its parent's threads.

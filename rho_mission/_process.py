@@ -18,9 +18,8 @@ that were reparented to this process (a child subreaper) are reaped here.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from signal import SIGKILL, SIGTERM, Signals
@@ -29,7 +28,7 @@ from subprocess import DEVNULL
 import anyio
 from anyio.abc import Process
 
-from ._errors import UnsafePathError
+from ._folders import open_private
 
 __all__ = [
     "ProcessResult",
@@ -48,6 +47,8 @@ _PROC = Path("/proc")
 # After SIGKILL the kernel tears processes down promptly; this only bounds a pathological case
 # (a process stuck in uninterruptible sleep) so that a stop never hangs forever.
 _KILL_WAIT = 5.0
+# How much longer than the grace the leader (a task's supervisor) may take to end the group.
+_LEADER_MARGIN = 0.5
 _POLL_FIRST = 0.005
 _POLL_MAX = 0.05
 
@@ -97,8 +98,13 @@ async def run_command(
     timeout: float | None = None,  # noqa: ASYNC109
     grace: float = 5.0,
     on_start: Callable[[int], None] | None = None,
+    wrapper: Sequence[str] = (),
 ) -> ProcessResult:
     """Run ``command`` with ``/bin/sh -c`` in a new process group and wait for it.
+
+    ``wrapper`` is the start of the command line that runs the shell (the task's supervisor,
+    or its sandbox): it leads the group, and must end only after the shell and what the shell
+    started are gone (see ``containment``).
 
     ``env`` is the child's whole environment: ``os.environ`` is NOT inherited, so the caller passes
     a full mapping (PATH included). Output goes to ``log_path``, opened for appending and created
@@ -113,7 +119,7 @@ async def run_command(
         BaseException: a cancellation of the calling task, or an error raised by ``on_start``,
             re-raised once the whole group is gone.
     """
-    process = await _spawn(command, cwd=cwd, env=env, log_path=log_path)
+    process = await _spawn([*wrapper, _SHELL, "-c", command], cwd=cwd, env=env, log_path=log_path)
     try:
         if on_start is not None:
             on_start(process.pid)
@@ -132,12 +138,14 @@ async def run_command(
     return _result(process, deadline.cancelled_caught, timeout)
 
 
-async def _spawn(command: str, *, cwd: Path, env: Mapping[str, str], log_path: Path) -> Process:
-    """Start the shell as a session leader writing to the log file."""
+async def _spawn(
+    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log_path: Path
+) -> Process:
+    """Start *argv* as a session leader writing to the log file."""
     log_fd = open_log(log_path)
     try:
         return await anyio.open_process(
-            [_SHELL, "-c", command],
+            list(argv),
             stdin=DEVNULL,
             stdout=log_fd,
             stderr=log_fd,
@@ -151,24 +159,25 @@ async def _spawn(command: str, *, cwd: Path, env: Mapping[str, str], log_path: P
 
 
 def open_log(log_path: Path) -> int:
-    """Open the log for appending (0600), creating its folder (0700) if missing."""
-    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    # O_CLOEXEC: children spawned concurrently by other tasks must not inherit this descriptor.
-    # O_NOFOLLOW: a link planted at the log's path must not send task output elsewhere.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
-    try:
-        return os.open(log_path, flags, 0o600)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise UnsafePathError(log_path, "is a symbolic link") from exc
-        raise
+    """Open the log for appending (0600), creating its folder (0700) if missing.
+
+    Reached without following a link on any folder below ``.rho`` (``taskstore.open_beneath``),
+    at every open: a task may have swapped ``logs/`` for a link since the last one.
+
+    Raises:
+        UnsafePathError: a link (or a file) stands at the log or on the way to it.
+    """
+    # O_CLOEXEC (added by open_beneath): children spawned concurrently by other tasks must not
+    # inherit this descriptor.
+    return open_private(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
 
 
 async def _stop(process: Process, grace: float) -> None:
     """SIGTERM the group, SIGKILL it after ``grace`` seconds, reap the leader and the rest."""
     started = anyio.current_time()
     signal_group(process.pid, SIGTERM)
-    with anyio.move_on_after(grace):
+    # A supervising leader kills what is left at the end of its own grace: give it that time.
+    with anyio.move_on_after(grace + _LEADER_MARGIN):
         await process.wait()
     if process.returncode is None:
         signal_group(process.pid, SIGKILL)

@@ -1,8 +1,11 @@
 """Find and end every process of a mission, journaled or not.
 
 The shell worker gives each task process ``RHO_MISSION_ID=<mission>`` in its environment, and
-its children inherit it, even those that leave the task's process group (``setsid``). So the
-processes of a mission are found by that mark in ``/proc/<pid>/environ``, not from the journal:
+its children inherit it, even those that leave the task's process group (``setsid``). A task
+can drop the mark (``env -i``, or a process title that overwrites the environment area), but
+not its parentage: every process of a task descends from its supervisor (a child subreaper,
+``containment._reaper``), which keeps the mark. So the processes of a mission are the marked
+ones and their descendants, found in ``/proc``, not from the journal:
 a run killed between spawning a task and journaling it, or a task's daemon that escaped its
 group, is found all the same. A process id reused by the system since a crash carries no mark
 and is left alone. rho itself and its ancestors are never counted (a mission run from inside a
@@ -18,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from signal import SIGKILL, SIGTERM
+from signal import SIGKILL, SIGSTOP, SIGTERM
 
 import anyio
 
@@ -38,32 +41,58 @@ _POLL = 0.02
 
 def mission_processes(mission_id: str, task_id: str | None = None) -> list[int]:
     """The live processes (zombies excluded) whose environment names *mission_id* (and
-    *task_id*, when given), sorted."""
+    *task_id*, when given), and their descendants, sorted.
+
+    A descendant counts whatever its environment says: a task's supervisor carries the marks,
+    and what the task started below it (``env -i``, a new process title) is found through it.
+    """
     if not _PROC.is_dir():
         return []
     marks = {f"RHO_MISSION_ID={mission_id}".encode()}
     if task_id is not None:
         marks.add(f"RHO_TASK_ID={task_id}".encode())
     spared = _self_and_ancestors()
-    found: list[int] = []
+    parents: dict[int, int] = {}
+    marked: set[int] = set()
     for entry in os.scandir(_PROC):
         if entry.name.isdigit() and int(entry.name) not in spared:
             pid = int(entry.name)
+            stat = read_stat(entry.path)
+            if stat is None or stat[0] in ("Z", "X"):
+                continue
+            parents[pid] = stat[1]
             if marks <= set(_read(pid, "environ").split(b"\0")):
-                found.append(pid)
-    return sorted(found)
+                marked.add(pid)
+    return sorted(pid for pid in parents if _below(pid, marked, parents))
+
+
+def _below(pid: int, marked: set[int], parents: dict[int, int]) -> bool:
+    # *pid* or one of its ancestors is marked.
+    seen: set[int] = set()
+    while pid not in seen:
+        if pid in marked:
+            return True
+        seen.add(pid)
+        if pid not in parents:
+            return False
+        pid = parents[pid]
+    return False
 
 
 def kill_mission_processes(mission_id: str) -> list[int]:
     """SIGKILL every process of *mission_id* and their process groups, at once."""
-    pids = mission_processes(mission_id)
-    _signal(pids, SIGKILL)
-    return pids
+    return _kill(mission_processes(mission_id))
 
 
 def kill_task_processes(mission_id: str, task_id: str) -> list[int]:
     """SIGKILL every process of task *task_id* of *mission_id* (and their groups), at once."""
-    pids = mission_processes(mission_id, task_id)
+    return _kill(mission_processes(mission_id, task_id))
+
+
+def _kill(pids: list[int]) -> list[int]:
+    # Stopped first, all of them: a supervisor killed before its descendants would let them
+    # fork on, reparented, while the list is worked through.
+    _signal(pids, SIGSTOP)
     _signal(pids, SIGKILL)
     return pids
 

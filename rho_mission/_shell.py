@@ -11,18 +11,32 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
+
 from ._environ import child_environ
-from ._errors import FeatureFailedError
+from ._errors import FeatureFailedError, UnsafePathError
+from ._folders import open_private
+from ._git import GitRepo
 from ._process import run_command
+from .containment import pinned
+from .containment._wrapper import TaskPlace, task_wrapper
 
 if TYPE_CHECKING:
     from ._models import Handoff
     from ._seam import WorkerContext
 
-__all__ = ["SUBJECT_ENV_LIMIT", "run_in_worktree", "shell_worker", "worker_environment"]
+__all__ = [
+    "SUBJECT_ENV_LIMIT",
+    "run_in_worktree",
+    "shell_worker",
+    "worker_environment",
+    "write_prompt",
+]
 
 # Far below Linux's 128 KiB cap on one environment string; subjects are bounded at 500 on entry.
 SUBJECT_ENV_LIMIT = 1000
+# The files a sandboxed command is shown although they lie in the hidden mission folder.
+_READABLE = ("RHO_TASK_PROMPT_FILE", "RHO_VERIFY_LOG")
 
 
 async def shell_worker(ctx: WorkerContext) -> Handoff | None:
@@ -41,19 +55,52 @@ async def shell_worker(ctx: WorkerContext) -> Handoff | None:
 async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str]) -> None:
     """Run *command* in the worktree of *ctx*, in its own process group, logging to its log.
 
+    Under its supervisor (nothing it starts outlives it), or, with ``config.sandbox``, under
+    bubblewrap: the files that *env* names (``RHO_TASK_PROMPT_FILE``, ``RHO_VERIFY_LOG``) stay
+    readable there, and HEAD is detached first (the sandbox's refs are read-only).
+
     Raises:
         FeatureFailedError: a non-zero exit, or death by a signal.
+        UnsafePathError, WorktreeTamperedError: the worktree is not the one rho made.
     """
+    config = ctx.mission.config
+    if config.sandbox:
+        await anyio.to_thread.run_sync(_detach_head, ctx.worktree)
+        env = {**env, "TMPDIR": "/tmp"}  # the sandbox's own; the caller's may be read-only there
+    wrapper = task_wrapper(
+        _place(ctx, env),
+        grace=config.grace_period,
+        sandbox=config.sandbox,
+        network=config.sandbox_network,
+    )
     result = await run_command(
         command,
         cwd=ctx.worktree,
         env=env,
         log_path=ctx.log_path,
-        grace=ctx.mission.config.grace_period,
+        grace=config.grace_period,
         on_start=ctx.on_process_start,
+        wrapper=wrapper,
     )
     if not result.ok():
         raise FeatureFailedError(f"command failed: {result.describe()}")
+
+
+def _place(ctx: WorkerContext, env: dict[str, str]) -> TaskPlace:
+    repo = Path(ctx.mission.repo)
+    hidden = [repo / ".rho", Path(ctx.mission.dir)]
+    shown = (env.get(name) for name in _READABLE)
+    return TaskPlace(ctx.worktree, repo, hidden, [Path(path) for path in shown if path])
+
+
+def _detach_head(worktree: Path) -> None:
+    # A sandboxed task commits on a detached HEAD (it cannot write refs/); rho moves the
+    # feature branch to its result afterwards, as for a worker that left the branch.
+    pin = pinned(worktree)
+    if pin is None:
+        raise UnsafePathError(worktree, "is no worktree rho made")
+    repo = GitRepo(pin.path, pin.common_dir)
+    repo.run("update-ref", "--no-deref", "HEAD", "HEAD", cwd=worktree)
 
 
 def worker_environment(ctx: WorkerContext, prompt_file: Path) -> dict[str, str]:
@@ -84,15 +131,18 @@ def _env_text(text: str) -> str:
 
 def _write_prompt(ctx: WorkerContext) -> Path:
     """Write the feature's subject, description and expected behaviour for an agent to read."""
-    folder = Path(ctx.mission.dir) / "prompts"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    path = folder / f"{ctx.feature.id}.md"
     text = (
         f"# {ctx.feature.description}\n\n"
         f"Mission: {ctx.mission.prompt}\n\n"
         f"Expected behaviour:\n\n{ctx.feature.expected_behavior}\n"
     )
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    return write_prompt(ctx, text)
+
+
+def write_prompt(ctx: WorkerContext, text: str) -> Path:
+    """Write *text* as ``prompts/<feature>.md`` of the mission folder (0600), following no link."""
+    path = Path(ctx.mission.dir) / "prompts" / f"{ctx.feature.id}.md"
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
     return path

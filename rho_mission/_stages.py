@@ -14,14 +14,13 @@ checks' output) and ``RHO_TASK_PROMPT_FILE`` (a prompt for an agent that fixes).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from ._environ import child_environ
 from ._errors import FeatureFailedError, InvalidMissionError
-from ._shell import run_in_worktree
+from ._shell import run_in_worktree, write_prompt
 
 if TYPE_CHECKING:
     from ._models import Handoff, MissionConfig, MissionDocument
@@ -133,9 +132,6 @@ def stage_environment(ctx: WorkerContext) -> dict[str, str]:
 
 def _write_fix_prompt(ctx: WorkerContext, verify_log: Path) -> Path:
     """Tell an agent that fixes what to do: the checks of the wave, where their output is."""
-    folder = Path(ctx.mission.dir) / "prompts"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    path = folder / f"{ctx.feature.id}.md"
     text = (
         f"# Make the checks of wave {ctx.wave} pass\n\n"
         f"Mission: {ctx.mission.prompt}\n\n"
@@ -143,8 +139,4 @@ def _write_fix_prompt(ctx: WorkerContext, verify_log: Path) -> Path:
         f"fail on it. Their output is in {verify_log} (the last run is at its end). Change the "
         "code so that they pass; keep what the tasks built.\n"
     )
-    # O_NOFOLLOW: a link planted in the mission folder must not send the prompt elsewhere.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    return path
+    return write_prompt(ctx, text)

@@ -22,13 +22,20 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import threading
 from pathlib import Path
 from types import TracebackType
 
-from ._errors import GitOperationError, InvalidMissionError, RefMovedError, UnsafePathError
+from ._errors import (
+    GitOperationError,
+    InvalidMissionError,
+    RefMovedError,
+    WorktreeTamperedError,
+)
 from ._folders import check_own_folder, private_folder
 from ._git import GitRepo, WorktreeInfo, ref_moved
+from .containment import PinnedWorktree, pinned, unpin
 
 __all__ = ["WorktreePool", "prune_stale"]
 
@@ -262,6 +269,7 @@ class WorktreePool:
             try:
                 self.repo.run(*add, str(path), start)
                 path.chmod(0o700)  # git creates it with the default mode; it holds task files
+                self.repo.pin_worktree(path)  # before any task runs there
             except BaseException:
                 self._discard(path)
                 raise
@@ -410,16 +418,52 @@ def _remove_unregistered(root: Path, registered: set[Path]) -> list[Path]:
 
 def _remove_worktree(repo: GitRepo, path: Path) -> bool:
     # Double --force: the worktree is locked (by us) and may hold changes or untracked files.
-    # git also refuses a folder it does not know: that is a leftover, deleted by hand. A link
-    # in its place is not ours to follow. Returns whether git removed it, record and all (if
-    # not, a "worktree prune" is due).
-    if os.path.islink(path):
-        raise UnsafePathError(path, "is a symbolic link")
+    # git also refuses a folder it does not know: that is a leftover, deleted by hand. Returns
+    # whether git removed it, record and all (if not, a "worktree prune" is due).
+    check_own_folder(path.parent, _anchor(repo, path.parent))  # what holds it is rho's folder
+    pin = pinned(path)
+    if not _intact(path, pin):
+        _remove_tampered(repo, path, pin)
+        return False
     status, _, _ = repo.run_status("worktree", "remove", "--force", "--force", str(path))
     if status != 0 and path.exists():
         repo.run_status("worktree", "unlock", str(path))
         shutil.rmtree(path)
     return status == 0
+
+
+def _intact(path: Path, pin: PinnedWorktree | None) -> bool:
+    # The folder rho made (or, unrecorded, a real folder): git may be run on it.
+    if pin is None:
+        return not os.path.islink(path)
+    try:
+        pin.check()
+    except WorktreeTamperedError:
+        return False
+    return True
+
+
+def _remove_tampered(repo: GitRepo, path: Path, pin: PinnedWorktree | None) -> None:
+    # What a task left in place of its worktree: a link (removed, never followed) or another
+    # folder (deleted: it stands in rho's own folder). No git runs on it. git's record loses
+    # its lock, through the git dir only when that is still the one recorded, so that the
+    # "worktree prune" due next drops it.
+    if pin is not None and _same_folder(pin.git_dir, pin.git_dir_identity):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(pin.git_dir / "locked")
+    if os.path.islink(path) or not os.path.isdir(path):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    else:
+        shutil.rmtree(path)
+
+
+def _same_folder(path: Path, identity: tuple[int, int]) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and (info.st_dev, info.st_ino) == identity
 
 
 def _in_use(tree: WorktreeInfo) -> bool:
@@ -447,14 +491,14 @@ def _alive(pid: int) -> bool:
 
 
 def _reusable(path: Path) -> bool:
-    try:
-        pointer = (path / ".git").read_text(encoding="utf-8").strip()
-    except OSError:
+    # The folder rho made, with its git dir, and no unfinished git operation in it.
+    pin = pinned(path)
+    if pin is None or not _intact(path, pin):
         return False
-    git_dir = Path(pointer.removeprefix("gitdir:").strip())
-    return git_dir.is_dir() and not any((git_dir / name).exists() for name in _UNFINISHED)
+    return not any((pin.git_dir / name).exists() for name in _UNFINISHED)
 
 
 def _forget(*paths: Path) -> None:
     with _LIVE_GUARD:
         _LIVE.difference_update(paths)
+    unpin(*paths)

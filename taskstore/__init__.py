@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from ._atomic import ensure_private_dir as ensure_private_dir
     from ._atomic import stage_atomic as stage_atomic
     from ._atomic import write_atomic as write_atomic
+    from ._beneath import open_beneath as open_beneath
+    from ._beneath import open_folder as open_folder
     from ._document import dump_document as dump_document
     from ._document import parse_document as parse_document
     from ._document import validate_document as validate_document
@@ -103,6 +105,8 @@ _LOCATIONS = {
     "compute_schedule": "_schedule",
     "dump_document": "_document",
     "ensure_private_dir": "_atomic",
+    "open_beneath": "_beneath",
+    "open_folder": "_beneath",
     "parse_document": "_document",
     "read_task_views": "_fastread",
     "validate_document": "_document",

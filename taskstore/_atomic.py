@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-import tempfile
+import secrets
 from collections.abc import Sequence
 from pathlib import Path
+
+from ._beneath import anchor_of, open_beneath, open_folder
 
 __all__ = [
     "StagedFile",
@@ -19,25 +22,36 @@ __all__ = [
 
 
 def ensure_private_dir(folder: Path) -> None:
-    """Create *folder* (and parents) if missing; a folder named ``.rho`` gets mode 0700."""
-    private = folder.name == ".rho"
-    # Created 0700 from the start (under any umask), and an existing one is narrowed.
-    folder.mkdir(mode=0o700 if private else 0o777, parents=True, exist_ok=True)
-    if private:
-        folder.chmod(0o700)
+    """Create *folder* (and parents) if missing; a folder named ``.rho`` gets mode 0700.
+
+    Below a ``.rho`` folder nothing is followed (``_beneath``): a link planted at ``.rho`` or
+    under it is refused, never chmodded or written through.
+
+    Raises:
+        OSError: a component is a link or not a folder (``ELOOP``), or cannot be made.
+    """
+    if len(anchor_of(folder / "_")[1]) == 1:  # no .rho on the way: the caller's own folder
+        folder.mkdir(parents=True, exist_ok=True)
+        return
+    fd = open_folder(folder, create=True)  # each new one made 0700 from the start
+    try:
+        if folder.name == ".rho":
+            os.fchmod(fd, 0o700)  # an existing one is narrowed
+    finally:
+        os.close(fd)
 
 
 def ensure_private_file(path: Path, mode: int = 0o600) -> None:
     """Create *path* empty with *mode* under any umask, or narrow it to *mode* if it exists.
 
     A file of another user is left as it is (only its owner may change its mode); a symbolic
-    link in its place is refused rather than followed.
+    link in its place, or on the way below ``.rho``, is refused rather than followed.
 
     Raises:
         OSError: the folder is not writable, or *path* is a symbolic link or a folder.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        fd = open_beneath(path, os.O_RDONLY | os.O_CREAT, mode)
     except PermissionError:
         return  # another user's file we cannot open: whoever locks it will say so
     try:
@@ -60,11 +74,14 @@ class StagedFile:
     """New contents of a file, on disk beside it (fsynced), not yet in its place: the two
     halves of `write_atomic`, for a writer that must put another file in place in between.
 
-    `commit` puts them in place; `discard` removes them (nothing once committed).
+    `commit` puts them in place; `discard` removes them (nothing once committed). The folder
+    is held open from staging to the end: the rename and the fsync happen in that folder even
+    if a link has replaced its path meanwhile.
     """
 
-    def __init__(self, path: Path, temp_name: str) -> None:
+    def __init__(self, path: Path, folder_fd: int, temp_name: str) -> None:
         self.path = path
+        self._folder_fd = folder_fd
         self._temp_name: str | None = temp_name
 
     def commit(self) -> None:
@@ -74,24 +91,34 @@ class StagedFile:
             OSError: the rename failed (the new contents are removed; the file is unchanged),
                 or the folder could not be flushed (the file may hold the new contents).
         """
-        self._rename()
-        _fsync_dir(self.path.parent)
+        try:
+            self._rename()
+            _fsync_dir(self.path.parent, self._folder_fd)
+        finally:
+            self._close()
 
     def _rename(self) -> None:
         temp_name, self._temp_name = self._temp_name, None
         if temp_name is None:
             raise RuntimeError(f"{self.path}: committed or discarded already")
+        fd = self._folder_fd
         try:
-            os.replace(temp_name, self.path)
+            os.replace(temp_name, self.path.name, src_dir_fd=fd, dst_dir_fd=fd)
         except BaseException:
-            _remove(temp_name)
+            _remove(fd, temp_name)
             raise
 
     def discard(self) -> None:
         """Remove the new contents, unless committed."""
         temp_name, self._temp_name = self._temp_name, None
         if temp_name is not None:
-            _remove(temp_name)
+            _remove(self._folder_fd, temp_name)
+        self._close()
+
+    def _close(self) -> None:
+        fd, self._folder_fd = self._folder_fd, -1
+        if fd >= 0:
+            os.close(fd)
 
 
 def commit_in_order(files: Sequence[StagedFile]) -> None:
@@ -114,8 +141,15 @@ def commit_in_order(files: Sequence[StagedFile]) -> None:
     finally:
         for file in files[len(renamed) :]:
             file.discard()
-        for folder in dict.fromkeys(file.path.parent for file in renamed):
-            _fsync_dir(folder)
+        folders: dict[Path, int] = {}
+        for file in renamed:
+            folders.setdefault(file.path.parent, file._folder_fd)
+        try:
+            for folder, fd in folders.items():
+                _fsync_dir(folder, fd)
+        finally:
+            for file in renamed:
+                file._close()
 
 
 def stage_atomic(path: Path, data: bytes, mode: int = 0o600) -> StagedFile:
@@ -123,10 +157,15 @@ def stage_atomic(path: Path, data: bytes, mode: int = 0o600) -> StagedFile:
     puts it in place. *path* is unchanged until then.
 
     Raises:
-        OSError: the folder is not writable or the disk is full (nothing is left behind).
+        OSError: the folder is not writable or the disk is full (nothing is left behind), or
+            a link stands on the way below ``.rho`` (``ELOOP``).
     """
-    folder = path.parent
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    folder = open_folder(path.parent)
+    try:
+        temp_name, fd = _create_temp(folder, path.name, mode)
+    except BaseException:
+        os.close(folder)
+        raise
     try:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), mode)
@@ -134,20 +173,30 @@ def stage_atomic(path: Path, data: bytes, mode: int = 0o600) -> StagedFile:
             handle.flush()
             os.fsync(handle.fileno())
     except BaseException:
-        _remove(temp_name)
+        _remove(folder, temp_name)
+        os.close(folder)
         raise
-    return StagedFile(path, temp_name)
+    return StagedFile(path, folder, temp_name)
 
 
-def _remove(name: str) -> None:
+def _create_temp(folder: int, name: str, mode: int) -> tuple[str, int]:
+    # mkstemp's contract (a new name, O_EXCL, never a link followed), relative to a folder fd.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(100):
+        temp_name = f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            return temp_name, os.open(temp_name, flags, mode, dir_fd=folder)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary name", name)
+
+
+def _remove(folder: int, name: str) -> None:
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(name)
+        os.unlink(name, dir_fd=folder)
 
 
-def _fsync_dir(folder: Path) -> None:
-    # The rename is durable only once the folder entry itself reaches the disk.
-    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+def _fsync_dir(folder: Path, fd: int) -> None:
+    # The rename is durable only once the folder entry itself reaches the disk. *folder* names
+    # it for those who watch; *fd* is what was renamed in.
+    os.fsync(fd)

@@ -83,6 +83,18 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     help="Ed25519 public key the signed plan must be signed by (repeatable; default: "
     "$RHO_SWARM_TRUSTED_KEYS, comma-separated).",
 )
+@click.option(
+    "--sandbox",
+    is_flag=True,
+    help="Run each task under bubblewrap: its worktree writable, the store, mission records, "
+    "your checkout and .git out of its reach.",
+)
+@click.option(
+    "--sandbox-no-network",
+    "no_network",
+    is_flag=True,
+    help="--sandbox, and no network for the tasks.",
+)
 @check_options
 @executor_options
 @click.option("--dry-run", is_flag=True, help="Show the plan; run and write nothing.")
@@ -121,6 +133,8 @@ def _run_from_tasks(
     takeover: bool,
     signed_plan: Path | None,
     trusted: tuple[str, ...],
+    sandbox: bool,
+    no_network: bool,
     verify_command: str | None,
     fix_command: str | None,
     fix_attempts: int | None,
@@ -149,6 +163,8 @@ def _run_from_tasks(
         run_command=run_command,
         signed_plan=None if signed_plan is None else str(signed_plan),
         trusted_keys=keys,
+        sandbox=sandbox or no_network,
+        sandbox_network=not no_network,
     )
     config = checked_config(config, verify_command, fix_command, fix_attempts)
     store = command_store_path(store_path)

@@ -128,7 +128,9 @@ def test_a_worker_killed_mid_feature_fails_it_and_blocks_its_downstream(
     repo = make_repo("repo", 1)
     _with_remote(repo)
     pid_file, gate = tmp_path / "worker.pid", tmp_path / "gate"
-    hold = f"echo $PPID > {shlex.quote(str(pid_file))}; {wait_file_cmd(gate)}"
+    # The shell's parent is its supervisor; the supervisor's parent, the Dask worker.
+    worker_pid = "cut -d' ' -f4 /proc/$PPID/stat"
+    hold = f"{worker_pid} > {shlex.quote(str(pid_file))}; {wait_file_cmd(gate)}"
     import_tasks(repo, [spec("doomed", hold), spec("after", "echo after > after.txt", "doomed")])
     mission = runs.start("mission", "--from-tasks", "--executor", "dask", "--scheduler", scheduler,
                          cwd=repo)  # fmt: skip

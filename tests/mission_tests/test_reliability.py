@@ -168,9 +168,11 @@ def test_kill_9_mid_wave_then_resume_finishes_and_kills_the_orphan(
     assert snapshot(project) == before
 
 
-def test_resume_kills_an_orphan_whose_group_leader_already_exited(
+def test_a_crashed_runs_shell_takes_its_background_child_along_when_it_exits(
     project: Path, runs: RhoRuns, marks: Path
 ) -> None:
+    # rho is gone (kill -9), but the task's supervisor is not: when the shell exits, the
+    # supervisor ends what the shell left running, without waiting for a resume.
     leader_file, child_file, ran = marks / "leader.pid", marks / "child.pid", marks / "ran"
     first_run = (
         f"sleep 300 & echo $! > {q(child_file)}; echo $$ > {q(leader_file)}; touch {q(ran)}; "
@@ -180,13 +182,12 @@ def test_resume_kills_an_orphan_whose_group_leader_already_exited(
     crashed = _assert_crash_left_wave_1_only(folder)
     leader, child = read_pid(leader_file), read_pid(child_file)
     (marks / "leader-may-exit").touch()
-    wait_until(lambda: pid_gone(leader), "the orphaned group's leader to exit")
-    assert not pid_gone(child), "the leader's background child should outlive it"
+    wait_until(lambda: pid_gone(leader), "the orphaned task's shell to exit")
+    wait_until(lambda: pid_gone(child), "the supervisor to end the shell's background child")
 
     resumed = run_rho("mission", "resume", str(folder), cwd=project)
 
     assert resumed.code == 0, resumed.stderr
-    assert pid_gone(child)
     assert not group_alive(leader)
     _assert_resumed_to_the_end(project, folder, crashed)
 

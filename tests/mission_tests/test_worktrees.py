@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rho_mission._errors import GitOperationError, InvalidMissionError
+from rho_mission._errors import GitOperationError, InvalidMissionError, WorktreeTamperedError
 from rho_mission._git import GitRepo
 from rho_mission._worktrees import WorktreePool, prune_stale
 
@@ -200,9 +200,10 @@ def test_commit_all_in_a_worktree_that_lost_its_git_file_fails(pool: WorktreePoo
     broken = pool.acquire("m/a", "HEAD")
     (broken / ".git").unlink()
     message = (
-        "git status failed: fatal: not a git repository (or any of the parent directories): .git"
+        f"worktree {broken} was tampered with: its .git file was rewritten or replaced; "
+        "rho ran no git there"
     )
-    with pytest.raises(GitOperationError, match=rf"^{re.escape(message)}$"):
+    with pytest.raises(WorktreeTamperedError, match=rf"^{re.escape(message)}$"):
         pool.repo.commit_all(broken, "must not commit the user's staged change")
 
 

@@ -371,7 +371,7 @@ def test_lock_file_that_is_a_symbolic_link_is_not_followed(
     os.chmod(elsewhere, 0o644)
     store_path.parent.mkdir(parents=True)
     store_path.with_name("tasks.json.lock").symlink_to(elsewhere)
-    message = f"write task store {store_path}: Too many levels of symbolic links"
+    message = f"write task store {store_path}: is a symbolic link"
     with pytest.raises(StoreWriteError, match=exactly(message)):
         store.add("a")
     assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o644

@@ -324,7 +324,7 @@ def test_a_blocker_beyond_the_edge_cap_is_refused(store: TaskStore, store_path: 
     store.add_dependency("x", "h000", "related")  # only blocking edges count
 
 
-def fail_with_enospc(*args: object) -> None:
+def fail_with_enospc(*args: object, **kwargs: object) -> None:
     raise OSError(errno.ENOSPC, "No space left on device")
 
 

@@ -57,7 +57,7 @@ def test_a_refused_rename_removes_the_staged_contents(
     write_atomic(target, b"old\n")
     staged = stage_atomic(target, b"new\n")
 
-    def no_space(*args: object) -> NoReturn:
+    def no_space(*args: object, **kwargs: object) -> NoReturn:
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr("taskstore._atomic.os.replace", no_space)
@@ -87,9 +87,9 @@ def test_files_committed_in_order_share_one_fsync_per_folder(
     flushed: list[tuple[Path, list[bytes]]] = []
     real = taskstore_atomic._fsync_dir
 
-    def spy(folder: Path) -> None:
+    def spy(folder: Path, fd: int) -> None:
         flushed.append((folder, [target.read_bytes() for target in targets]))
-        real(folder)
+        real(folder, fd)
 
     monkeypatch.setattr(taskstore_atomic, "_fsync_dir", spy)
     commit_in_order(staged)

@@ -395,7 +395,7 @@ def test_ready_work_of_a_valid_store(store: TaskStore) -> None:
     assert store.schedule().waves == [["task_1"], ["task_2"], ["task_3"]]
 
 
-def fail_with_enospc(*args: object) -> None:
+def fail_with_enospc(*args: object, **kwargs: object) -> None:
     raise OSError(errno.ENOSPC, "No space left on device")
 
 

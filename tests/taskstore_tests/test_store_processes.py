@@ -78,7 +78,7 @@ def read_while_running(path: Path, writers: list[subprocess.Popen[str]]) -> list
 CRASHING_WRITER = """
 import os, sys
 from taskstore import TaskStore
-def crash(*args):
+def crash(*args, **kwargs):
     os._exit(3)  # the temp file is written and fsynced; the process dies before the rename
 os.replace = crash
 TaskStore(sys.argv[1]).add("never stored")

@@ -1,0 +1,37 @@
+"""Containment: what keeps a task (untrusted code) from making rho act outside its worktree.
+
+- ``_pins``: a worktree as rho made it (its folder's identity and its git directory), so that
+  rho's git calls never take their repository from the ``.git`` file a task can rewrite, and
+  never run in a folder a task swapped for a link;
+- ``_reaper``: a per-task supervisor, the child subreaper of everything the task starts, so
+  that no process of a task outlives it (``setsid``, ``env -i`` and a changed process title
+  included);
+- ``_guarantees``: what a mission promised when it started (a signed plan, a sandbox), kept
+  outside its mission folder, so that a resume never runs it with less;
+- ``_sandbox``: ``--sandbox``, each task under bubblewrap: its worktree writable, the store,
+  the mission records, the user's checkout and ``.git`` out of its reach, its own PID
+  namespace.
+
+Direction: this package imports only the standard library, ``taskstore``'s atomic writes and
+``rho_mission._errors``; the git layer, the process runner, the shell worker and the mission
+import it, never the other way round. ``_reaper`` imports nothing but the standard library: it
+runs as a script of its own.
+"""
+
+from __future__ import annotations
+
+from ._guarantees import guarantees_path, hold_guarantees
+from ._pins import PinnedWorktree, pin_worktree, pinned, unpin
+from ._sandbox import SandboxSpec, bwrap_argv, require_bwrap
+
+__all__ = [
+    "PinnedWorktree",
+    "SandboxSpec",
+    "bwrap_argv",
+    "guarantees_path",
+    "hold_guarantees",
+    "pin_worktree",
+    "pinned",
+    "require_bwrap",
+    "unpin",
+]

@@ -1,0 +1,93 @@
+"""What a mission promised when it started, kept where its mission folder cannot weaken it.
+
+``mission.json`` records a mission's signed-plan requirement and its sandbox, and a resume reads
+``mission.json``. A task that rewrites it (``config.signed_plan: null``, another trusted key,
+``sandbox: false``) would have the resume run unsigned or unsandboxed work. So when a mission
+first runs, before any task does, rho also writes its guarantees to
+``<git common dir>/rho-mission-<id>.guarantees.json`` (0600), and every later run refuses a
+``mission.json`` that promises less: another plan or other keys, no sandbox, or the network
+back.
+
+What holds: with ``--sandbox`` neither file is within a task's reach (the mission folder is
+hidden, ``.git`` read-only). Without it a task runs as the user and could rewrite both: the
+record stops a careless task, or one that knows only the mission folder, not a hostile task
+that looks for it (docs/decisions.md, "What a task can do"). A mission that ran before rho kept
+this record gets one at its next run, from what its ``mission.json`` says then.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from taskstore import write_atomic
+
+from .._errors import InvalidMissionError
+
+__all__ = ["guarantees_path", "hold_guarantees"]
+
+
+def guarantees_path(common_dir: Path, mission_id: str) -> Path:
+    """``<common dir>/rho-mission-<id>.guarantees.json``: beside the mission's run lock."""
+    return common_dir / f"rho-mission-{mission_id}.guarantees.json"
+
+
+def hold_guarantees(common_dir: Path, mission_id: str, config: Any, *, first_run: bool) -> None:
+    """Record *config*'s guarantees on a mission's first run; refuse a weaker one later.
+
+    *config* is the mission's ``MissionConfig``. Call it holding the mission's run lock.
+
+    Raises:
+        InvalidMissionError: the mission started with a stronger requirement than its
+            mission.json now states; nothing runs.
+    """
+    path = guarantees_path(common_dir, mission_id)
+    found = _guarantees(config)
+    recorded = None if first_run else _read(path)
+    if recorded is None:
+        write_atomic(path, (json.dumps(found, sort_keys=True) + "\n").encode())
+        return
+    problem = _weaker(recorded, found)
+    if problem:
+        raise InvalidMissionError(
+            f"mission {mission_id} started {problem}, and its mission.json no longer says so; "
+            f"refusing to run it (the mission folder was edited; the record is {path})"
+        )
+
+
+def _guarantees(config: Any) -> dict[str, Any]:
+    return {
+        "signed_plan": config.signed_plan,
+        "signed_plan_sha256": config.signed_plan_sha256,
+        "trusted_keys": sorted(config.trusted_keys),
+        "sandbox": config.sandbox,
+        "sandbox_network": config.sandbox_network,
+    }
+
+
+def _weaker(recorded: dict[str, Any], found: dict[str, Any]) -> str:
+    # What the mission promised and mission.json no longer does, in a few words; "" if nothing.
+    if recorded.get("signed_plan") and any(
+        recorded.get(key) != found[key] for key in ("signed_plan", "trusted_keys")
+    ):
+        return "bound to a signed plan and its trusted keys"
+    if recorded.get("sandbox") and not found["sandbox"]:
+        return "with --sandbox"
+    network_cut = recorded.get("sandbox") and recorded.get("sandbox_network") is False
+    if network_cut and found["sandbox_network"]:
+        return "with --sandbox-no-network"
+    return ""
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        data = json.loads(handle.read())
+    if not isinstance(data, dict):
+        raise InvalidMissionError(f"{path} holds no mission guarantees")
+    return data

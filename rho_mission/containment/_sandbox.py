@@ -1,0 +1,124 @@
+"""``--sandbox``: each task under bubblewrap, so the OS keeps it out of what rho checks cannot.
+
+Without the OS a task running as the user can edit ``.rho/tasks.json``, the user's checkout or
+``.git`` directly. Under ``bwrap`` (Debian's ``bubblewrap``) a task sees:
+
+============================================  ===============================================
+path                                          in the sandbox
+============================================  ===============================================
+its worktree                                  writable
+its worktree's git dir (``.git/worktrees/X``)  writable: HEAD, index and logs of its commits
+``.git/objects``                              writable: the objects of its commits
+``/tmp``, ``/var/tmp``                        private, empty, writable (gone after the task);
+                                              a repository inside is shown as elsewhere
+its prompt file                               read-only
+the repository's ``.rho/`` and the mission    hidden (an empty folder): the store, mission
+folder (logs, journal, other prompts)         records, tokens and other worktrees
+the rest of ``.git`` (config, refs, hooks)    read-only
+the user's checkout, home, the whole system   read-only
+``/dev``, ``/proc``                           a minimal ``/dev``; ``/proc`` of its namespace
+============================================  ===============================================
+
+It runs in its own PID namespace (when the task's command exits, the kernel ends every process
+it started), with every capability dropped (as root, a capability would let it remount the
+read-only views), and with the network of the host unless asked otherwise (agents call model
+APIs). Its HEAD is detached before it starts (``refs/`` is read-only: a commit moves HEAD
+only); rho moves the feature branch to what it left, as for any worker.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._errors import InvalidMissionError
+
+__all__ = ["SandboxSpec", "bwrap_argv", "require_bwrap"]
+
+_BWRAP = "bwrap"
+# Folders the sandbox replaces with private empty ones.
+_PRIVATE = ("/tmp", "/var/tmp")
+_PACKAGE_HINT = "install the 'bubblewrap' package (Debian: apt-get install bubblewrap)"
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxSpec:
+    """What one task's sandbox shows: its writable folders, the hidden ones, the readable files.
+
+    ``writable`` are bound read-write (the worktree, its git dir, the object store);
+    ``visible`` are shown read-only even inside the private ``/tmp`` (a repository there);
+    ``hidden`` get an empty folder over them, mounted before the writable ones so that a
+    worktree inside a hidden folder is still there; ``readable`` files are bound read-only on
+    top (the prompt file inside the hidden mission folder).
+    """
+
+    writable: Sequence[Path]
+    visible: Sequence[Path] = ()
+    hidden: Sequence[Path] = ()
+    readable: Sequence[Path] = ()
+    network: bool = True
+
+
+def bwrap_argv(spec: SandboxSpec) -> list[str]:
+    """The ``bwrap ... --`` prefix of a task's command line for *spec*."""
+    argv = [_BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for folder in _PRIVATE:
+        argv += ["--tmpfs", folder]
+    for folder in spec.visible:
+        if _under(folder, _PRIVATE):
+            argv += ["--ro-bind", str(folder), str(folder)]
+    for folder in spec.hidden:
+        if os.path.isdir(folder):
+            argv += ["--tmpfs", str(folder)]
+    for folder in spec.writable:
+        argv += ["--bind", str(folder), str(folder)]
+    for path in spec.readable:
+        if os.path.exists(path):
+            argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
+    if not spec.network:
+        argv.append("--unshare-net")
+    argv.append("--")
+    return argv
+
+
+def _under(path: Path, folders: Sequence[str]) -> bool:
+    return any(Path(path).is_relative_to(folder) for folder in folders)
+
+
+def require_bwrap() -> None:
+    """Refuse ``--sandbox`` where bubblewrap is missing or cannot start a sandbox here.
+
+    Raises:
+        InvalidMissionError: ``bwrap`` is not on PATH, or its trial run failed (its words).
+    """
+    problem = _bwrap_problem()
+    if problem:
+        raise InvalidMissionError(problem)
+
+
+@functools.cache
+def _bwrap_problem() -> str:
+    # Once per process: a trial sandbox costs a few milliseconds and its answer does not change.
+    if shutil.which(_BWRAP) is None:
+        return f"--sandbox needs bubblewrap, and no 'bwrap' is on PATH: {_PACKAGE_HINT}"
+    spec = SandboxSpec(writable=())
+    try:
+        done = subprocess.run(
+            [*bwrap_argv(spec), "/bin/true"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"--sandbox: bwrap could not start: {exc}"
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return f"--sandbox: bwrap cannot make a sandbox here: {said[-1] if said else 'failed'}"
+    return ""
