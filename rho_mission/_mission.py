@@ -25,10 +25,10 @@ from ._plan import staged_plan
 from ._recover import kill_mission_processes
 from ._refresh import refresh_features, store_features
 from ._runlock import is_running, run_lock
-from .containment import hold_guarantees, require_bwrap
 from ._seam import Executor, Observer, Worker
 from ._shell import shell_worker
 from ._stages import stages_for
+from .containment import hold_guarantees, require_bwrap
 from .executors import LocalExecutor
 
 __all__ = ["Mission", "list_missions", "mission_is_running", "mission_state"]
