@@ -11,9 +11,9 @@ its worktree's git dir (``.git/worktrees/X``)  writable: HEAD, index and logs of
 ``.git/objects``                              writable: the objects of its commits
 ``/tmp``, ``/var/tmp``                        private, empty, writable (gone after the task);
                                               a repository inside is shown as elsewhere
-its prompt file                               read-only
-the repository's ``.rho/`` and the mission    hidden (an empty folder): the store, mission
-folder (logs, journal, other prompts)         records, tokens and other worktrees
+its prompt file (and a fix's failed log)      read-only
+the repository's ``.rho/``, the mission       hidden: an empty read-only folder (the store,
+folder                                        mission records, logs, tokens, other worktrees)
 the rest of ``.git`` (config, refs, hooks)    read-only
 the user's checkout, home, the whole system   read-only
 ``/dev``, ``/proc``                           a minimal ``/dev``; ``/proc`` of its namespace
@@ -52,8 +52,8 @@ class SandboxSpec:
 
     ``writable`` are bound read-write (the worktree, its git dir, the object store);
     ``visible`` are shown read-only even inside the private ``/tmp`` (a repository there);
-    ``hidden`` get an empty folder over them, mounted before the writable ones so that a
-    worktree inside a hidden folder is still there; ``readable`` files are bound read-only on
+    ``hidden`` get an empty read-only folder over them, mounted before the writable ones so
+    that a worktree inside a hidden folder is still there; ``readable`` files are bound read-only on
     top (the prompt file inside the hidden mission folder).
     """
 
@@ -80,6 +80,9 @@ def bwrap_argv(spec: SandboxSpec) -> list[str]:
     for path in spec.readable:
         if os.path.exists(path):
             argv += ["--ro-bind", str(path), str(path)]
+    for folder in spec.hidden:
+        if os.path.isdir(folder):
+            argv += ["--remount-ro", str(folder)]  # empty, and nothing can be made there
     argv += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
     if not spec.network:
         argv.append("--unshare-net")

@@ -26,6 +26,7 @@ __all__ = [
     "Result",
     "RhoRuns",
     "branches",
+    "exclude_rho",
     "group_alive",
     "import_tasks",
     "journal_events",
@@ -190,6 +191,14 @@ def import_tasks(repo: Path, tasks: list[dict[str, Any]], *store_args: str) -> N
     source.write_text(json.dumps({"tasks": tasks}), encoding="utf-8")
     result = run_rho("task", "import", str(source), *store_args, cwd=repo)
     assert result.code == 0, result.stderr
+
+
+def exclude_rho(repo: Path) -> Path:
+    """Add ``.rho/`` to *repo*'s ``.git/info/exclude``, as rho's first mission does: a snapshot
+    of the user's checkout taken before a mission then differs only in what the mission did."""
+    with (repo / ".git" / "info" / "exclude").open("a", encoding="utf-8") as exclude:
+        exclude.write(".rho/\n")
+    return repo
 
 
 def store_path(repo: Path) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,12 +75,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 # Module scope: Playwright's sync API runs an event loop in the test thread while it is open,
 # and a test of another module may need that thread for its own loop (anyio.run).
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    """Headless chromium (Debian's, never a download), or a failure saying how to get it."""
+def browser(system_requirement: Callable[[str, str | None], None]) -> Iterator[Browser]:
+    """Headless chromium (Debian's, never a download); skipped, naming it, where it is missing
+    (a failure in CI, which installs it)."""
     if not CHROMIUM.is_file() and shutil.which("chromium") is None:
-        pytest.fail(
-            f"{CHROMIUM} is missing: the browser tests need Debian's chromium "
-            "('apt-get install -y chromium'; .ci/run installs it)"
+        system_requirement(
+            "the browser tests",
+            f"{CHROMIUM} is missing (Debian's chromium: 'apt-get install -y chromium'; "
+            ".ci/run installs it)",
         )
     from playwright.sync_api import sync_playwright
 
