@@ -13,9 +13,12 @@ Side by side in one run, on one 500-file git repository (in a temporary folder):
 Every repetition starts from the same repository state (new store and mission; the branches,
 worktrees and mission folders of the previous run deleted), one warm-up pair first, then runs
 interleaved rho/make/rho/make. Prints the medians and the ratio rho/make (target <= 1.0x),
-and, from the journal.jsonl of each rho run, where rho's wall time goes.
+and, from the journal.jsonl of each rho run, where rho's wall time goes. ``--sandbox`` also
+times every round with each task under bubblewrap; ``--previous TREE`` also times the rho whose
+source is in TREE (``git worktree add /tmp/prev <commit>``), each against the first.
 
-Run: ``.venv/bin/python bench/bench_mission_overhead.py [--runs 3] [--files 500] [--tmpdir D]``.
+Run: ``.venv/bin/python bench/bench_mission_overhead.py [--runs 3] [--files 500] [--tmpdir D]
+[--sandbox] [--previous TREE]``.
 The file system decides much of make's side (a fresh ``worktree add`` writes every file): try
 both the default temporary folder and a tmpfs (``--tmpdir /dev/shm``).
 Nothing here asserts on speed; a failed run (non-zero exit, missing branches) stops the script.
@@ -68,13 +71,24 @@ class Setup:
     trees: Path
 
 
-def run(argv: Sequence[str], cwd: Path) -> str:
+@dataclass(frozen=True)
+class Variant:
+    """One way of running rho: extra flags, and a tree of rho's source put first on the path
+    (``--previous``: an older release checked out, e.g. with ``git worktree add``)."""
+
+    name: str
+    flags: tuple[str, ...] = ()
+    source: Path | None = None
+
+
+def run(argv: Sequence[str], cwd: Path, source: Path | None = None) -> str:
     """Run *argv* in *cwd* with the bench environment; its stdout.
 
     Raises:
         RuntimeError: the command exited non-zero (its stderr is in the message).
     """
-    done = subprocess.run(list(argv), cwd=cwd, env=ENV, capture_output=True, check=False)
+    env = ENV if source is None else {**ENV, "PYTHONPATH": str(source)}
+    done = subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()}")
     return done.stdout.decode()
@@ -181,23 +195,23 @@ def reset(setup: Setup) -> None:
     run(load, setup.repo)
 
 
-def timed(argv: Sequence[str], cwd: Path) -> tuple[float, float]:
+def timed(argv: Sequence[str], cwd: Path, source: Path | None = None) -> tuple[float, float]:
     """Run *argv* in *cwd*; its wall time in seconds and the wall-clock time it started."""
     started_at = time.time()
     started = time.perf_counter()
-    run(argv, cwd)
+    run(argv, cwd, source)
     return time.perf_counter() - started, started_at
 
 
-def run_rho(setup: Setup) -> tuple[float, dict[str, float]]:
-    """One timed ``rho mission`` run; its wall time and the journal breakdown.
+def run_rho(setup: Setup, variant: Variant) -> tuple[float, dict[str, float]]:
+    """One timed ``rho mission`` run of *variant*; its wall time and the journal breakdown.
 
     Raises:
         RuntimeError: rho failed, or did not leave one branch per task.
     """
     argv = [str(RHO), "mission", "--from-tasks", "--store", str(setup.store)]
-    argv += ["--run", "true", "--workers", str(WORKERS)]
-    took, started_at = timed(argv, setup.repo)
+    argv += ["--run", "true", "--workers", str(WORKERS), *variant.flags]
+    took, started_at = timed(argv, setup.repo, variant.source)
     features = [b for b in branches(setup.repo, RHO_PREFIX) if not b.endswith("/integration")]
     if len(features) != WAVES * WIDTH:
         raise RuntimeError(f"rho left {len(features)} task branches, not {WAVES * WIDTH}")
@@ -255,46 +269,74 @@ def breakdown(journal: Path, started: float, ended: float) -> dict[str, float]:
     }
 
 
-def measure(setup: Setup, runs: int) -> tuple[list[float], list[float], list[dict[str, float]]]:
-    """One warm-up pair, then *runs* interleaved rho/make pairs, each from a fresh state."""
-    rho_times: list[float] = []
-    make_times: list[float] = []
+Times = dict[str, list[float]]
+
+
+def measure(
+    setup: Setup, runs: int, variants: Sequence[Variant]
+) -> tuple[Times, list[dict[str, float]]]:
+    """One warm-up round, then *runs* interleaved rounds (each variant of rho, then make), each
+    run from a fresh state. The breakdown is the first variant's."""
+    times: Times = {name: [] for name in [*(variant.name for variant in variants), "make"]}
     parts: list[dict[str, float]] = []
     for index in range(runs + 1):
+        took: dict[str, float] = {}
+        for variant in variants:
+            reset(setup)
+            took[variant.name], split = run_rho(setup, variant)
+            if variant is variants[0] and index:
+                parts.append(split)
         reset(setup)
-        took, split = run_rho(setup)
-        reset(setup)
-        made = run_make(setup)
-        if index:  # the first pair warms page cache and .pyc files
-            rho_times.append(took)
-            make_times.append(made)
-            parts.append(split)
-        print(f"  run {index or 'warm-up'}: rho {took:6.2f} s, make {made:6.2f} s", flush=True)
+        took["make"] = run_make(setup)
+        if index:  # the first round warms page cache and .pyc files
+            for name, seconds in took.items():
+                times[name].append(seconds)
+        shown = ", ".join(f"{name} {seconds:6.2f} s" for name, seconds in took.items())
+        print(f"  run {index or 'warm-up'}: {shown}", flush=True)
     reset(setup)
-    return rho_times, make_times, parts
+    return times, parts
 
 
-def report(rho: list[float], make: list[float], parts: list[dict[str, float]]) -> None:
-    """Print medians, the ratio rho/make and the journal breakdown of rho's runs."""
+def report(times: Times, parts: list[dict[str, float]]) -> None:
+    """Print medians, the ratios to make and to the first variant, and rho's breakdown."""
     tasks = WAVES * WIDTH
-    print(f"{tasks} no-op tasks, {WAVES} waves of {WIDTH}, {WORKERS} workers, {len(rho)} runs each")
+    names = list(times)
+    runs = len(times["make"])
+    print(f"{tasks} no-op tasks, {WAVES} waves of {WIDTH}, {WORKERS} workers, {runs} runs each")
     print(f"  {'':<24}{'median':>9}{'min':>9}{'max':>9}{'per task':>11}")
-    for name, times in ((f"rho mission -w{WORKERS}", rho), (f"make -j{WORKERS}", make)):
-        median = statistics.median(times)
+    for name in names:
+        median = statistics.median(times[name])
+        found = times[name]
         print(
-            f"  {name:<24}{median:8.2f}s{min(times):8.2f}s{max(times):8.2f}s"
+            f"  {name:<24}{median:8.2f}s{min(found):8.2f}s{max(found):8.2f}s"
             f"{median / tasks * 1000:8.1f} ms"
         )
-    ratio = statistics.median(rho) / statistics.median(make)
-    verdict = "within" if ratio <= TARGET else "OVER"
-    print(f"  ratio rho/make (medians): {ratio:.2f}x  ({verdict} the {TARGET:.1f}x target)")
-    print("where rho's wall time goes (journal.jsonl, median over runs)")
-    total = statistics.median(rho)
+    make = statistics.median(times["make"])
+    first = names[0]
+    for name in names[:-1]:
+        ratio = statistics.median(times[name]) / make
+        verdict = "within" if ratio <= TARGET else "OVER"
+        print(f"  ratio {name}/make (medians): {ratio:.2f}x  ({verdict} the {TARGET:.1f}x target)")
+    for name in names[1:-1]:
+        ratio = statistics.median(times[name]) / statistics.median(times[first])
+        print(f"  ratio {name}/{first} (medians): {ratio:.2f}x")
+    print(f"where the wall time of {first} goes (journal.jsonl, median over runs)")
+    total = statistics.median(times[first])
     for name in ("start-up", "waves", "joins", "shut-down"):
         part = statistics.median(p[name] for p in parts)
         print(f"  {name:<12}{part:8.2f} s  {part / total:6.1%}")
     span = statistics.median(p["feature span"] for p in parts)
     print(f"  one feature, dispatch to finish (mean): {span * 1000:.0f} ms")
+
+
+def variants_from(options: argparse.Namespace) -> list[Variant]:
+    """rho as it is, then with --sandbox and the --previous tree when asked."""
+    variants = [Variant(f"rho mission -w{WORKERS}")]
+    if options.sandbox:
+        variants.append(Variant("rho --sandbox", ("--sandbox",)))
+    if options.previous:
+        variants.append(Variant("rho (previous)", source=Path(options.previous).resolve()))
+    return variants
 
 
 def main() -> None:
@@ -303,6 +345,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="timed pairs (after one warm-up)")
     parser.add_argument("--files", type=int, default=500)
     parser.add_argument("--tmpdir", help="where the repository goes (e.g. /dev/shm: a tmpfs)")
+    parser.add_argument("--sandbox", action="store_true", help="also time rho --sandbox")
+    parser.add_argument(
+        "--previous", metavar="TREE", help="also time the rho whose source is in TREE"
+    )
     options = parser.parse_args()
     for tool in ("make", "flock", "git"):
         if shutil.which(tool) is None:
@@ -311,7 +357,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-mission-", dir=options.tmpdir) as scratch:
         print(f"repository in {scratch}")
         setup = prepare(Path(scratch), options.files)
-        report(*measure(setup, options.runs))
+        report(*measure(setup, options.runs, variants_from(options)))
 
 
 if __name__ == "__main__":

@@ -65,28 +65,33 @@ class SandboxSpec:
 
 
 def bwrap_argv(spec: SandboxSpec) -> list[str]:
-    """The ``bwrap ... --`` prefix of a task's command line for *spec*."""
+    """The ``bwrap ... --`` prefix of a task's command line for *spec*.
+
+    Mounts are made in this order, each later one on top: the whole system read-only, the
+    private folders, what is visible inside them, the hidden folders, the writable ones, the
+    readable files, and last the hidden folders made read-only (their mount points made).
+    """
+    hidden = [folder for folder in spec.hidden if os.path.isdir(folder)]
     argv = [_BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for folder in _PRIVATE:
-        argv += ["--tmpfs", folder]
-    for folder in spec.visible:
-        if _under(folder, _PRIVATE):
-            argv += ["--ro-bind", str(folder), str(folder)]
-    for folder in spec.hidden:
-        if os.path.isdir(folder):
-            argv += ["--tmpfs", str(folder)]
-    for folder in spec.writable:
-        argv += ["--bind", str(folder), str(folder)]
-    for path in spec.readable:
-        if os.path.exists(path):
-            argv += ["--ro-bind", str(path), str(path)]
-    for folder in spec.hidden:
-        if os.path.isdir(folder):
-            argv += ["--remount-ro", str(folder)]  # empty, and nothing can be made there
+    for private in _PRIVATE:
+        argv += ["--tmpfs", private]
+    argv += _mounts("--ro-bind", [path for path in spec.visible if _under(path, _PRIVATE)])
+    argv += _mounts("--tmpfs", hidden, twice=False)
+    argv += _mounts("--bind", spec.writable)
+    argv += _mounts("--ro-bind", [path for path in spec.readable if os.path.exists(path)])
+    argv += _mounts("--remount-ro", hidden, twice=False)
     argv += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
     if not spec.network:
         argv.append("--unshare-net")
     argv.append("--")
+    return argv
+
+
+def _mounts(option: str, paths: Sequence[Path], *, twice: bool = True) -> list[str]:
+    # A bind names its source and its destination (the same path here); the others, one path.
+    argv: list[str] = []
+    for path in paths:
+        argv += [option, str(path), str(path)] if twice else [option, str(path)]
     return argv
 
 

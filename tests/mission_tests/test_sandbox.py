@@ -244,3 +244,21 @@ def test_a_sandboxed_task_reads_its_prompt_and_nothing_else_of_the_mission(proje
     files = tree_files(project, "HEAD")
     assert files["seen.txt"].startswith("# do a\n")
     assert files["listed.txt"] == "prompts\n"
+
+
+def test_the_dask_executor_runs_its_tasks_in_the_sandbox_too(project: Path) -> None:
+    remote = project.parent / "remote.git"
+    run_git(project.parent, "init", "--quiet", "--bare", str(remote))
+    run_git(project, "remote", "add", "origin", str(remote))
+    checkout = project / "file0000.txt"
+    command = f"( echo {MARKING} > {q(checkout)} ) 2>/dev/null && exit 3; echo ok > ok.txt"
+    import_tasks(project, [spec("a", command)])
+    before = user_snapshot(exclude_rho(project))
+    result = run_rho(
+        "mission", "--from-tasks", "--sandbox", "--executor", "dask", "--local-cluster", "1",
+        cwd=project,
+    )  # fmt: skip
+    assert result.code == 0, result.stdout + result.stderr
+    assert user_snapshot(project) == before
+    integration = f"rho-mission/{mission_dir(project).name}/integration"
+    assert tree_files(project, integration)["ok.txt"] == "ok\n"
