@@ -22,7 +22,6 @@ import os
 import re
 import secrets
 import shutil
-import stat
 import threading
 from pathlib import Path
 from types import TracebackType
@@ -423,7 +422,7 @@ def _remove_worktree(repo: GitRepo, path: Path) -> bool:
     check_own_folder(path.parent, _anchor(repo, path.parent))  # what holds it is rho's folder
     pin = pinned(path)
     if not _intact(path, pin):
-        _remove_tampered(repo, path, pin)
+        _remove_tampered(path, pin)
         return False
     status, _, _ = repo.run_status("worktree", "remove", "--force", "--force", str(path))
     if status != 0 and path.exists():
@@ -443,12 +442,12 @@ def _intact(path: Path, pin: PinnedWorktree | None) -> bool:
     return True
 
 
-def _remove_tampered(repo: GitRepo, path: Path, pin: PinnedWorktree | None) -> None:
+def _remove_tampered(path: Path, pin: PinnedWorktree | None) -> None:
     # What a task left in place of its worktree: a link (removed, never followed) or another
     # folder (deleted: it stands in rho's own folder). No git runs on it. git's record loses
     # its lock, through the git dir only when that is still the one recorded, so that the
     # "worktree prune" due next drops it.
-    if pin is not None and _same_folder(pin.git_dir, pin.git_dir_identity):
+    if pin is not None and pin.git_dir_unchanged():
         with contextlib.suppress(FileNotFoundError):
             os.unlink(pin.git_dir / "locked")
     if os.path.islink(path) or not os.path.isdir(path):
@@ -456,14 +455,6 @@ def _remove_tampered(repo: GitRepo, path: Path, pin: PinnedWorktree | None) -> N
             os.unlink(path)
     else:
         shutil.rmtree(path)
-
-
-def _same_folder(path: Path, identity: tuple[int, int]) -> bool:
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and (info.st_dev, info.st_ino) == identity
 
 
 def _in_use(tree: WorktreeInfo) -> bool:

@@ -76,6 +76,13 @@ class PinnedWorktree:
         if os.path.lexists(self.git_dir / _WORKTREE_CONFIG):
             raise WorktreeTamperedError(self.path, f"its git dir has a {_WORKTREE_CONFIG}")
 
+    def git_dir_unchanged(self) -> bool:
+        """Whether the git directory is still the folder recorded (not a link, not replaced)."""
+        try:
+            return _identity(self.git_dir, "its git dir", self.path) == self.git_dir_identity
+        except WorktreeTamperedError:
+            return False
+
     def git_options(self) -> tuple[str, ...]:
         """git's options that name the repository and work tree, so that nothing is looked up."""
         return (f"--git-dir={self.git_dir}", f"--work-tree={self.path}")

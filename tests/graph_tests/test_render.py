@@ -8,6 +8,7 @@ import random
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -124,8 +125,11 @@ def test_renderings_refuse_an_invalid_graph() -> None:
         render_dot(doc)
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
-def test_graphviz_parses_the_dot_rendering() -> None:
+def test_graphviz_parses_the_dot_rendering(
+    system_requirement: Callable[[str, str | None], None],
+) -> None:
+    missing = "Graphviz's dot is not installed (Debian: graphviz; .ci/run installs it)"
+    system_requirement("the Graphviz test", None if shutil.which("dot") else missing)
     doc = sample()
     doc["nodes"].append(node('we "ird" \\ <b>', wave="x y"))
     result = subprocess.run(
