@@ -35,7 +35,7 @@ from ._errors import (
     UnknownRefError,
     UnsafePathError,
 )
-from ._gitcommit import CommitResult, commit_worktree
+from ._gitcommit import CommitResult, commit_worktree, path_text
 from ._repolock import repo_lock
 from .containment import PinnedWorktree, pin_worktree, pinned
 
@@ -438,7 +438,8 @@ class GitRepo:
         status, out, err = self.run_status(*args)
         fields = [item for item in out.split("\0") if item]
         if status == 1:
-            raise MergeConflictError(fields[1:], target=names[0], source=names[1])
+            files = [path_text(name) for name in fields[1:]]
+            raise MergeConflictError(files, target=names[0], source=names[1])
         if status != 0 or not fields:
             raise GitOperationError(["git", *args], status, err)
         parents = ("-p", ours, "-p", theirs)

@@ -24,6 +24,7 @@ __all__ = [
     "WorktreeStatus",
     "commit_worktree",
     "parse_status",
+    "path_text",
     "read_status",
 ]
 
@@ -204,7 +205,7 @@ def _commit_changes(repo: Repository, worktree: Path, message: str) -> str | Non
 
 def _changed_files(repo: Repository, start: str, head: str) -> list[str]:
     out = repo.run("diff", "--name-only", "--no-renames", "-z", start, head)
-    return sorted({name for name in out.split("\0") if name})
+    return sorted({path_text(name) for name in out.split("\0") if name})
 
 
 def _commit_args(message: str) -> tuple[str, ...]:
@@ -219,3 +220,37 @@ def _commit_args(message: str) -> tuple[str, ...]:
         "--cleanup=whitespace",
         f"--message={message}",
     )
+
+
+# C escapes git itself uses when it quotes a path (``core.quotePath``).
+_ESCAPES = {0x07: "a", 0x08: "b", 0x09: "t", 0x0A: "n", 0x0B: "v", 0x0C: "f", 0x0D: "r"}
+
+
+def path_text(name: str) -> str:
+    """A path from git's output (undecodable bytes kept as surrogates) as text JSON can hold.
+
+    A path that is UTF-8 stays as it is; one that is not (any bytes git accepts), or one that
+    starts with a double quote, is written the way git quotes it: in double quotes, with C
+    escapes (``"bad\\377.txt"``). So every stored path is valid UTF-8 and names one file.
+    """
+    raw = name.encode("utf-8", "surrogateescape")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return _quoted(raw)
+    return _quoted(raw) if text.startswith('"') else text
+
+
+def _quoted(raw: bytes) -> str:
+    parts = ['"']
+    for byte in raw:
+        if byte in (0x22, 0x5C):  # " and \
+            parts.append("\\" + chr(byte))
+        elif byte in _ESCAPES:
+            parts.append("\\" + _ESCAPES[byte])
+        elif 0x20 <= byte < 0x7F:
+            parts.append(chr(byte))
+        else:
+            parts.append(f"\\{byte:03o}")
+    parts.append('"')
+    return "".join(parts)
