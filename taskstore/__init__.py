@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ._atomic import write_atomic as write_atomic
     from ._beneath import open_beneath as open_beneath
     from ._beneath import open_folder as open_folder
+    from ._decode import loads_strict as loads_strict
     from ._document import dump_document as dump_document
     from ._document import parse_document as parse_document
     from ._document import validate_document as validate_document
@@ -105,6 +106,7 @@ _LOCATIONS = {
     "compute_schedule": "_schedule",
     "dump_document": "_document",
     "ensure_private_dir": "_atomic",
+    "loads_strict": "_decode",
     "open_beneath": "_beneath",
     "open_folder": "_beneath",
     "parse_document": "_document",

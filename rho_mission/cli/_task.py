@@ -10,7 +10,6 @@ documents for both lanes). Human output (rich tables), mutations and ``ready --s
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -470,9 +469,11 @@ def compact(store_path: Path | None, as_json: bool) -> None:
 
 
 def _read_json(file: Path) -> Any:
+    from taskstore import loads_strict
+
     try:
-        return json.loads(_read_text(file))
-    except json.JSONDecodeError as exc:  # name the file: the bare decoder message does not
+        return loads_strict(_read_text(file))
+    except ValueError as exc:  # name the file: the bare decoder message does not
         raise CliError(f"read {file}: invalid JSON: {exc}") from exc
     except RecursionError as exc:  # the stdlib parser recurses once per level of nesting
         raise CliError(f"read {file}: invalid JSON: nested too deeply") from exc

@@ -291,3 +291,35 @@ def test_store_in_a_folder_that_cannot_be_created_is_reported(rho: RunRho, tmp_p
     assert len(result.stderr_lines) == 1
     assert result.stderr_lines[0].startswith("error: ")
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("word", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize(
+    "command", [["list", "--json"], ["show", "a", "--json"], ["update", "a", "--priority", "1"]]
+)
+def test_a_store_holding_nan_or_infinity_is_refused_not_printed_or_nulled(
+    rho: RunRho, tmp_path: Path, word: str, command: list[str]
+) -> None:
+    # Python's parser takes these words; JSON has none of them. Printed, they break every
+    # other reader; rewritten, they became null without a word.
+    store = tmp_path / "s.json"
+    store.write_text(
+        '{"schema_version": "rho.tasks/v1", "tasks": '
+        f'[{{"id": "a", "subject": "s", "status": "pending", "metadata": {{"cost": {word}}}}}]}}'
+    )
+    before = store.read_bytes()
+    assert_bad_input(
+        rho("task", *command, "--store", "s.json"),
+        f"read task store s.json: invalid JSON: {word} is not JSON (JSON has no NaN or Infinity)",
+    )
+    assert store.read_bytes() == before
+
+
+def test_an_import_holding_nan_is_refused(rho: RunRho, two_tasks: Path) -> None:
+    (two_tasks.parent / "in.json").write_text('[{"id": "z", "subject": "s", "x": NaN}]')
+    before = two_tasks.read_bytes()
+    assert_bad_input(
+        rho("task", "import", "in.json", "--store", "s.json"),
+        "read in.json: invalid JSON: NaN is not JSON (JSON has no NaN or Infinity)",
+    )
+    assert two_tasks.read_bytes() == before
