@@ -162,6 +162,11 @@ class WaveJoin(BaseModel):
     verification: Verification = Field(default_factory=Verification)
 
 
+# 16 MiB: far beyond what a person reads, small enough that a runaway task fills no disk.
+DEFAULT_LOG_LIMIT = 16 * 1024 * 1024
+MIN_LOG_LIMIT = 4096
+
+
 class MissionConfig(BaseModel):
     """How a mission runs. Durations are seconds; ``None`` means no limit."""
 
@@ -194,6 +199,9 @@ class MissionConfig(BaseModel):
     # ``sandbox_network`` is False.
     sandbox: bool = False
     sandbox_network: bool = True
+    # Bytes of a task's output its log keeps: the first and the last half of them, with a line
+    # saying how much was cut in between (``containment._reaper``).
+    log_limit: int = Field(default=DEFAULT_LOG_LIMIT, ge=MIN_LOG_LIMIT)
 
 
 class MissionDocument(BaseModel):

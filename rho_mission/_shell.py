@@ -55,8 +55,9 @@ async def shell_worker(ctx: WorkerContext) -> Handoff | None:
 async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str]) -> None:
     """Run *command* in the worktree of *ctx*, in its own process group, logging to its log.
 
-    Under its supervisor (nothing it starts outlives it), or, with ``config.sandbox``, under
-    bubblewrap: the files that *env* names (``RHO_TASK_PROMPT_FILE``, ``RHO_VERIFY_LOG``) stay
+    Under its supervisor (nothing it starts outlives it; its log is kept within
+    ``config.log_limit``), and with ``config.sandbox`` under bubblewrap: the files that *env*
+    names (``RHO_TASK_PROMPT_FILE``, ``RHO_VERIFY_LOG``) stay
     readable there, and HEAD is detached first (the sandbox's refs are read-only).
 
     Raises:
@@ -70,6 +71,7 @@ async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str])
     wrapper = task_wrapper(
         _place(ctx, env),
         grace=config.grace_period,
+        log_limit=config.log_limit,
         sandbox=config.sandbox,
         network=config.sandbox_network,
     )

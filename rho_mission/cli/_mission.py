@@ -37,6 +37,22 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
 
 
+_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]i?B?|B)?\s*$", re.IGNORECASE)
+_UNIT_BYTES = {"": 1, "B": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def _size(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    """Parse ``4096``, ``512K``, ``16M`` or ``1G`` (binary units; ``KiB``, ``MB`` too)."""
+    match = _SIZE.match(value)
+    if match is None:
+        raise click.BadParameter(f"{value!r} is not a size like 4096, 512K, 16M or 1G")
+    unit = (match.group(2) or "").upper()[:1]
+    size = int(match.group(1)) * _UNIT_BYTES[unit]
+    if size < 4096:
+        raise click.BadParameter(f"{value!r} is below the smallest log limit, 4K")
+    return size
+
+
 @click.group(invoke_without_command=True)
 @click.option("--from-tasks", is_flag=True, help="Run the task store's tasks as a mission.")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path))
@@ -95,6 +111,13 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     is_flag=True,
     help="--sandbox, and no network for the tasks.",
 )
+@click.option(
+    "--log-limit",
+    callback=_size,
+    default="16M",
+    show_default=True,
+    help="Bytes of output a task's log keeps: its first and last half, the cut said in between.",
+)
 @check_options
 @executor_options
 @click.option("--dry-run", is_flag=True, help="Show the plan; run and write nothing.")
@@ -135,6 +158,7 @@ def _run_from_tasks(
     trusted: tuple[str, ...],
     sandbox: bool,
     no_network: bool,
+    log_limit: int,
     verify_command: str | None,
     fix_command: str | None,
     fix_attempts: int | None,
@@ -165,6 +189,7 @@ def _run_from_tasks(
         trusted_keys=keys,
         sandbox=sandbox or no_network,
         sandbox_network=not no_network,
+        log_limit=log_limit,
     )
     config = checked_config(config, verify_command, fix_command, fix_attempts)
     store = command_store_path(store_path)

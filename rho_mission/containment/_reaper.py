@@ -1,13 +1,21 @@
-"""A task's supervisor: the child subreaper of every process the task starts, and its reaper.
+"""A task's supervisor: the child subreaper of every process the task starts, its reaper, and
+the keeper of its log.
 
-Run as ``python -I -S _reaper.py GRACE PROGRAM ARGS...`` (standard library only, no site: it
-starts in a few milliseconds). It makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``),
-then starts PROGRAM. A process the task detaches (``setsid``, a double fork, ``env -i``, a new
-process title) is still its descendant: when its parent dies it is reparented here, not to
-init. When PROGRAM exits, or when the supervisor gets SIGTERM, SIGINT or SIGHUP, every
-descendant gets SIGTERM; those left after GRACE seconds get SIGKILL; the supervisor exits only
-once it has no child left, with PROGRAM's exit status (dying by PROGRAM's signal, if one
-ended it). So a task's process group leader (this process) outlives everything of the task.
+Run as ``python -I -S _reaper.py GRACE LOG_LIMIT PROGRAM ARGS...`` (standard library only, no
+site, no ``typing`` or ``enum``: it starts in a few milliseconds), with the log as its standard
+output. It makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``), then starts PROGRAM
+with its output on a pipe. A process the task detaches (``setsid``, a double fork, ``env -i``,
+a new process title) is still its descendant: when its parent dies it is reparented here, not
+to init.
+
+When PROGRAM exits, or when the supervisor gets SIGTERM, SIGINT or SIGHUP, every descendant
+gets SIGTERM; those left after GRACE seconds get SIGKILL; the supervisor exits only once it has
+no child left, with PROGRAM's exit status (dying by PROGRAM's signal, if one ended it). So a
+task's process group leader (this process) outlives everything of the task.
+
+The log keeps at most LOG_LIMIT bytes of output: the first half as it comes (a reader that
+follows the log sees it live), and the last half, written at the end after one line that says
+how many bytes were cut between them.
 """
 
 from __future__ import annotations
@@ -17,42 +25,101 @@ from __future__ import annotations
 import _signal as signal
 import ctypes
 import os
+import select
 import sys
 import time
 
 _PR_SET_CHILD_SUBREAPER = 36
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_CHUNK = 65536
 _POLL = 0.01
 
 
-class _Stop(Exception):
-    """A stop signal arrived."""
+class _State:
+    """What the main loop has seen: the program's status, and whether a stop was asked."""
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+        self.stopping = False
+
+
+class _Log:
+    """The head of the output written as it comes, the tail kept until ``finish``."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        self.fd = fd
+        self.head_left = limit - limit // 2
+        self.tail_size = limit // 2
+        self.tail = bytearray()
+        self.cut = 0
+
+    def add(self, data: bytes) -> None:
+        if self.head_left > 0:
+            head, data = data[: self.head_left], data[self.head_left :]
+            self.head_left -= len(head)
+            _write_all(self.fd, head)
+        self.tail += data
+        excess = len(self.tail) - self.tail_size
+        if excess > 0:
+            del self.tail[:excess]
+            self.cut += excess
+
+    def finish(self) -> None:
+        if self.cut:
+            note = (
+                f"\n[rho: {self.cut} bytes of output cut here; the log keeps the first and the "
+                f"last {self.tail_size} bytes (--log-limit)]\n"
+            )
+            _write_all(self.fd, note.encode())
+        _write_all(self.fd, bytes(self.tail))
 
 
 def main(argv: list[str]) -> None:
-    grace, program = float(argv[0]), argv[1:]
+    grace, limit, program = float(argv[0]), int(argv[1]), argv[2:]
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
-    for signum in _STOP_SIGNALS:
-        signal.signal(signum, _raise_stop)
+    state = _State()
+    wake = _wake_on_signals(state)
+    out_read, out_write = os.pipe()
     child = os.fork()
     if child == 0:
-        _exec(program)
-    status = _wait_for(child)
+        _exec(program, out_write, (out_read, wake))
+    os.close(out_write)
+    log = _Log(1, limit)
+    open_out = _pump_until_exit(child, state, log, out_read, wake)
     for signum in _STOP_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)  # the stop is under way: more signals change nothing
-    status = _reap_all(grace, child, status)
-    _exit_like(status)
+    _reap_all(grace, child, state, log, open_out)
+    log.finish()
+    _exit_like(state.status if state.status is not None else 0)
 
 
-def _raise_stop(signum: int, frame: object) -> None:
-    raise _Stop
+def _wake_on_signals(state: _State) -> int:
+    # Signals wake the poll of the main loop through a pipe (no lost wake-up between a check
+    # and a wait); the handlers only note what came.
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    os.set_blocking(wake_read, False)
+    signal.set_wakeup_fd(wake_write)
 
+    def stop(signum: int, frame: object) -> None:
+        state.stopping = True
 
-def _exec(program: list[str]) -> None:
     for signum in _STOP_SIGNALS:
+        signal.signal(signum, stop)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    return wake_read
+
+
+def _exec(program: list[str], out: int, close: tuple[int, int]) -> None:
+    for signum in (*_STOP_SIGNALS, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    for fd in (out, *close):
+        os.close(fd)
     try:
         os.execvp(program[0], program)
     except OSError as exc:
@@ -60,48 +127,84 @@ def _exec(program: list[str]) -> None:
         os._exit(127)
 
 
-def _wait_for(child: int) -> int | None:
-    # Reap whatever ends meanwhile (reparented orphans too) until the program itself exits;
-    # None when a stop signal came first (the program is then among the descendants stopped).
+def _pump_until_exit(child: int, state: _State, log: _Log, out: int, wake: int) -> int | None:
+    """Copy the output to the log until the program exits or a stop is asked; the output's
+    descriptor while still open (None once every writer closed it)."""
+    poller = select.poll()
+    poller.register(out, select.POLLIN)
+    poller.register(wake, select.POLLIN)
+    open_out: int | None = out
+    while state.status is None and not state.stopping:
+        for fd, _ in poller.poll():
+            if fd == wake:
+                _drain(wake)
+            elif open_out is not None and not _copy(open_out, log):
+                poller.unregister(open_out)
+                os.close(open_out)
+                open_out = None
+        _reap_ready(child, state)
+    return open_out
+
+
+def _copy(out: int, log: _Log) -> bool:
+    # One read of the output into the log; False at its end.
+    data = os.read(out, _CHUNK)
+    if data:
+        log.add(data)
+    return bool(data)
+
+
+def _drain(fd: int) -> None:
     try:
-        while True:
-            pid, status = os.waitpid(-1, 0)
-            if pid == child:
-                return status
-    except _Stop:
+        while os.read(fd, _CHUNK):
+            pass
+    except BlockingIOError:
+        return
+
+
+def _reap_all(grace: float, child: int, state: _State, log: _Log, out: int | None) -> None:
+    """SIGTERM every descendant, SIGKILL them after *grace*, reap all, copy the rest of the
+    output; *state* gets the program's status."""
+    if out is not None:
+        os.set_blocking(out, False)
+    if _reap_ready(child, state):
+        # A child left means descendants to stop; none left means none at all (an orphan is
+        # reparented here): a task that leaves nothing running costs no scan of /proc.
+        _signal_descendants(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while _reap_ready(child, state):
+            out = _copy_available(out, log)
+            if time.monotonic() >= deadline:
+                _signal_descendants(signal.SIGKILL)
+            time.sleep(_POLL)
+    _copy_available(out, log)
+
+
+def _copy_available(out: int | None, log: _Log) -> int | None:
+    # What the output holds now, without waiting; None once it has ended.
+    if out is None:
         return None
+    try:
+        while _copy(out, log):
+            pass
+    except BlockingIOError:
+        return out
+    os.close(out)
+    return None
 
 
-def _reap_all(grace: float, child: int, status: int | None) -> int:
-    """SIGTERM every descendant, SIGKILL them after *grace*, reap all; the program's status."""
-    found, status = _reap_ready(child, status)
-    if not found:
-        # No child left means no descendant left (an orphan is reparented here): the common
-        # case of a task that leaves nothing running costs no scan of /proc.
-        return status if status is not None else 0
-    _signal_descendants(signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while True:
-        found, status = _reap_ready(child, status)
-        if not found:
-            break
-        if time.monotonic() >= deadline:
-            _signal_descendants(signal.SIGKILL)
-        time.sleep(_POLL)
-    return status if status is not None else 0
-
-
-def _reap_ready(child: int, status: int | None) -> tuple[bool, int | None]:
-    # Whether a child is left, after collecting those that have ended.
+def _reap_ready(child: int, state: _State) -> bool:
+    # Whether a child is left, after collecting those that have ended (the program's status
+    # into *state*).
     while True:
         try:
             pid, code = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return False, status
+            return False
         if pid == 0:
-            return True, status
+            return True
         if pid == child:
-            status = code
+            state.status = code
 
 
 def _signal_descendants(signum: int) -> None:
@@ -138,6 +241,12 @@ def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
             return True
         seen += 1
     return False
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _exit_like(status: int) -> None:

@@ -30,23 +30,25 @@ class TaskPlace:
         self.readable = readable
 
 
-def supervisor_argv(grace: float) -> list[str]:
-    """``python -I -S _reaper.py GRACE``: the reaper of everything a task starts."""
-    return [sys.executable, "-I", "-S", str(_REAPER), f"{grace:g}"]
+def supervisor_argv(grace: float, log_limit: int) -> list[str]:
+    """``python -I -S _reaper.py GRACE LOG_LIMIT``: the reaper of everything a task starts,
+    and the keeper of its log (at most *log_limit* bytes: its head and its tail)."""
+    return [sys.executable, "-I", "-S", str(_REAPER), f"{grace:g}", str(log_limit)]
 
 
-def task_wrapper(place: TaskPlace, *, grace: float, sandbox: bool, network: bool) -> list[str]:
-    """The start of a task's command line: the sandbox when asked, else the supervisor.
+def task_wrapper(
+    place: TaskPlace, *, grace: float, log_limit: int, sandbox: bool, network: bool
+) -> list[str]:
+    """The start of a task's command line: its supervisor, and inside it the sandbox if asked.
 
-    bubblewrap's PID namespace does the supervisor's work (the kernel ends every process of
-    the namespace when the task's command exits), so a sandboxed task has no supervisor.
+    The supervisor leads either way: it keeps the log within its limit, and without a sandbox
+    it is what ends the task's daemons (in the sandbox, the PID namespace ends them too).
 
     Raises:
         UnsafePathError: the worktree is not one rho made (no record of its git dir).
     """
-    if not sandbox:
-        return supervisor_argv(grace)
-    return bwrap_argv(_spec(place, network))
+    supervisor = supervisor_argv(grace, log_limit)
+    return [*supervisor, *bwrap_argv(_spec(place, network))] if sandbox else supervisor
 
 
 def _spec(place: TaskPlace, network: bool) -> SandboxSpec:

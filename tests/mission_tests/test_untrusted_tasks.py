@@ -313,3 +313,33 @@ def test_a_resumed_mission_keeps_its_guarantees_record_private(project: Path) ->
     record = common / f"rho-mission-{mission_dir(project).name}.guarantees.json"
     assert stat.S_IMODE(os.stat(record).st_mode) == 0o600
     assert json.loads(record.read_text())["sandbox"] is False
+
+
+def test_a_task_that_floods_its_log_keeps_the_head_and_tail_within_the_limit(
+    project: Path,
+) -> None:
+    flood = 'echo START; head -c 3000000 /dev/zero | tr "\\0" x; echo; echo END; exit 3'
+    import_tasks(project, [spec("a", flood)])
+    result = run_rho("mission", "--from-tasks", "--log-limit", "8K", cwd=project)
+    assert result.code == 1
+    log = (mission_dir(project) / "logs" / "a.log").read_bytes()
+    written = len("START\n") + 3_000_000 + len("\nEND\n")
+    note = (
+        f"\n[rho: {written - 8192} bytes of output cut here; the log keeps the first and the "
+        "last 4096 bytes (--log-limit)]\n"
+    ).encode()
+    assert log.startswith(b"START\nxxx")
+    assert log.endswith(b"xxx\nEND\n")
+    assert note in log
+    assert len(log) == 8192 + len(note)
+    assert "| END" in result.stdout, "the failure's tail is the task's last lines"
+
+
+def test_a_log_limit_below_4k_is_refused(project: Path) -> None:
+    import_tasks(project, [spec("a", "true")])
+    result = run_rho("mission", "--from-tasks", "--log-limit", "100", cwd=project)
+    assert result.code == 2
+    assert result.stderr_lines[0] == (
+        "error: Invalid value for '--log-limit': '100' is below the smallest log limit, 4K"
+    )
+    assert not (project / ".rho" / "missions").exists()
