@@ -279,8 +279,11 @@ def _auth(token: str) -> dict[str, str]:
 
 
 def _mission_path(mission_id: str, rest: str = "") -> str:
-    if not _MISSION_ID.fullmatch(mission_id):
-        raise RequestError(f"invalid mission id {json.dumps(mission_id)}: 8 lowercase hex digits")
+    # "latest": the mission started last, as the CLI and the server take it.
+    if mission_id != "latest" and not _MISSION_ID.fullmatch(mission_id):
+        raise RequestError(
+            f"invalid mission id {json.dumps(mission_id)}: 8 lowercase hex digits, or latest"
+        )
     return f"/v1/missions/{mission_id}{rest}"
 
 

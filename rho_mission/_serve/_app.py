@@ -18,6 +18,7 @@ File reads run in worker threads; nothing here takes a lock (see ``_source``).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
@@ -28,7 +29,7 @@ from starlette.routing import Route
 
 from rho_mission._errors import MissionError
 
-from ._auth import TokenAuth
+from ._auth import HostCheck, TokenAuth
 from ._errors import BadRequestError, ServeError
 from ._events import event_stream
 from ._graphs import mission_graph_bytes, task_graph_bytes
@@ -48,8 +49,11 @@ _NUMBER = re.compile(r"[0-9]{1,9}")
 _NO_STORE = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
 
 
-def create_app(repository: Repository, token: str) -> ASGIApp:
-    """The application serving *repository*, readable with *token*."""
+def create_app(
+    repository: Repository, token: str, allowed_hosts: Sequence[str] = ("*",)
+) -> ASGIApp:
+    """The application serving *repository*, readable with *token*, answering requests whose
+    ``Host`` is one of *allowed_hosts* (port aside; ``*``: any) and refusing others with 400."""
     routes = [
         Route("/", _page, methods=["GET"]),
         Route("/healthz", _health, methods=["GET"]),
@@ -68,7 +72,7 @@ def create_app(repository: Repository, token: str) -> ASGIApp:
     }
     app = Starlette(routes=routes, exception_handlers=handlers)
     app.state.repository = repository
-    return TokenAuth(app, token)
+    return HostCheck(TokenAuth(app, token), allowed_hosts)
 
 
 def _repository(request: Request) -> Repository:

@@ -5,28 +5,69 @@ in constant time (``hmac.compare_digest``). A browser's ``EventSource`` cannot s
 the events route alone also takes it as the query parameter ``access_token`` (the name of RFC
 6750 §2.3); the page reads the token from its URL fragment, which no browser sends to a server.
 Anything else gets 401 with a JSON error and no data.
+
+Before the token, the ``Host`` a request names must be one the server answers to
+(``HostCheck``): a loopback bind answers loopback names only, against DNS rebinding.
 """
 
 from __future__ import annotations
 
 import hmac
+import json
 import re
+from collections.abc import Sequence
 from urllib.parse import parse_qsl
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["PUBLIC_PATHS", "TokenAuth"]
+__all__ = ["PUBLIC_PATHS", "HostCheck", "TokenAuth"]
 
 #: Paths served without a token: the page (it holds no data) and the health check.
 PUBLIC_PATHS = frozenset({"/", "/healthz"})
 # The one route a browser reads with EventSource, which cannot send headers.
 _QUERY_TOKEN_PATH = re.compile(r"/v1/missions/[^/]+/events")
 _QUERY_TOKEN = "access_token"
+_NO_STORE = {"Cache-Control": "no-store"}
 _UNAUTHORIZED = (
     "unauthorized: send the token of 'rho serve' as 'Authorization: Bearer TOKEN'"
     " or 'X-API-Key: TOKEN'"
 )
+
+
+class HostCheck:
+    """ASGI middleware: answer 400 to a request whose ``Host`` is not a name this server has.
+
+    A page on another site can make a browser resolve its own name to 127.0.0.1 (DNS
+    rebinding) and then read this server as if it were that site: refusing the foreign name
+    stops it, token or not. *allowed* are host names without the port; ``*`` allows any.
+    """
+
+    def __init__(self, app: ASGIApp, allowed: Sequence[str]) -> None:
+        self.app = app
+        self._any = "*" in allowed
+        self._allowed = frozenset(name.lower() for name in allowed)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuse an HTTP request for another host; pass everything else on."""
+        host = _host_name(scope)
+        if scope["type"] != "http" or self._any or host in self._allowed:
+            await self.app(scope, receive, send)
+            return
+        message = f"host {json.dumps(host)} is not served here; use the address rho serve printed"
+        response = JSONResponse({"error": message}, status_code=400, headers=_NO_STORE)
+        await response(scope, receive, send)
+
+
+def _host_name(scope: Scope) -> str:
+    # The Host header without its port: "[::1]:8765" -> "[::1]", "localhost:80" -> "localhost".
+    for key, value in scope.get("headers", ()):
+        if key == b"host":
+            text = bytes(value).decode("latin-1").strip().lower()
+            if text.startswith("["):
+                return text[: text.find("]") + 1] if "]" in text else text
+            return text.partition(":")[0]
+    return ""
 
 
 class TokenAuth:

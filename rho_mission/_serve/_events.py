@@ -7,9 +7,12 @@ The stream is made of three kinds of events:
 - ``journal``: one journal.jsonl record, with ``id:`` its line number (its ``seq``), from the
   first line (or after the ``Last-Event-ID`` a reconnecting client sends) and then as they are
   appended: ``dispatch`` and ``finish`` say when a feature starts and ends between joins;
-- ``end``: ``{"status": ...}`` once the mission reached a final status (or its folder was
-  removed); the stream then closes. A client that reconnects by itself (a browser's
-  ``EventSource``) should close on it.
+- ``end``: ``{"status": ...}`` once the mission reached a final status and every journal
+  record of the run was sent (or its folder was removed); the stream then closes;
+- ``error``: ``{"error": ...}`` when the mission's files cannot be read safely (a link planted
+  at mission.json, say), followed by ``end``: the stream closes, the server goes on.
+
+A client that reconnects by itself (a browser's ``EventSource``) should close on ``end``.
 
 Both files are polled (``stat``, then a read of what changed), since no portable notification
 of a file's growth exists; comments (``: keepalive``) keep an idle connection open. A mission
@@ -20,10 +23,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
+
+from rho_mission._errors import MissionError
 
 from ._source import FINAL_STATUSES, read_file
 
@@ -34,6 +40,8 @@ _KEEPALIVE = 15.0  # seconds of silence before a comment line
 # A final mission.json with a journal that never records the end (a copy, an old folder): after
 # this many quiet looks, the record is taken as final.
 _QUIET_LOOKS = 5
+# ... and only once mission.json is this many seconds old.
+_SETTLED = 5.0
 _CHUNK = 1024 * 1024
 
 
@@ -72,18 +80,29 @@ class MissionFollower:
 
     @property
     def ended(self) -> bool:
-        """Whether the mission reached a final status and the journal says so too (or is quiet),
-        or its folder is gone."""
+        """Whether the mission reached a final status and the journal says so too (or, for a
+        record no run is writing any more, is quiet), or its folder is gone."""
         final = self.status in FINAL_STATUSES
-        return self.gone or (final and (self.journal_final or self._quiet >= _QUIET_LOOKS))
+        quiet = self._quiet >= _QUIET_LOOKS and self._settled()
+        return self.gone or (final and (self.journal_final or quiet))
+
+    def _settled(self) -> bool:
+        # A final mission.json written a while ago: no run is about to add the journal's end
+        # (a live run writes it right after mission.json, but a loaded machine may lag).
+        try:
+            written = os.stat(self.folder / "mission.json", follow_symlinks=False).st_mtime
+        except OSError:
+            return True
+        return time.time() - written >= _SETTLED
 
     def final_frames(self) -> list[str]:
-        """mission.json if it changed once more, and the ``end`` event.
+        """What mission.json and the journal gained once more, and the ``end`` event: every
+        record the run wrote is sent before the stream says it ended.
 
         Raises:
             UnsafePathError, OSError: see ``look``.
         """
-        frames = self._mission_frames()
+        frames = self._mission_frames() + self._journal_frames()
         return [*frames, sse_frame("end", json.dumps({"status": self.status}))]
 
     def _mission_frames(self) -> list[str]:
@@ -147,12 +166,19 @@ async def event_stream(
     follower = MissionFollower(folder, after)
     silent = 0.0
     while True:
-        frames = await anyio.to_thread.run_sync(follower.look)
+        try:
+            frames = await anyio.to_thread.run_sync(follower.look)
+            if follower.ended:
+                frames += await anyio.to_thread.run_sync(follower.final_frames)
+        except (MissionError, OSError) as exc:
+            # A link planted where the mission's files are, a file gone unreadable: the client
+            # is told, the stream ends; the server goes on.
+            yield sse_frame("error", json.dumps({"error": str(exc)}))
+            yield sse_frame("end", json.dumps({"status": follower.status}))
+            return
         for frame in frames:
             yield frame
-        if follower.ended:
-            for frame in await anyio.to_thread.run_sync(follower.final_frames):
-                yield frame
+        if frames and frames[-1].startswith("event: end"):
             return
         silent = 0.0 if frames else silent + poll
         if silent >= keepalive:

@@ -19,7 +19,7 @@ from ._errors import ServeError
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
-__all__ = ["bind", "is_loopback", "page_url", "run_server"]
+__all__ = ["allowed_hosts", "bind", "is_loopback", "page_url", "run_server"]
 
 # Seconds open connections (event streams) get once a stop was asked for.
 _GRACE = 2
@@ -35,6 +35,20 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return host == "localhost"
+
+
+def allowed_hosts(host: str) -> list[str]:
+    """The ``Host`` header values a server bound to *host* answers (against DNS rebinding).
+
+    A loopback bind answers its loopback names; another address, itself; a wildcard bind
+    (``0.0.0.0``, ``::``) has no one name, and answers any (its token is what guards it).
+    """
+    if host in ("0.0.0.0", "::", ""):
+        return ["*"]
+    names = {host, f"[{host}]" if ":" in host else host}
+    if is_loopback(host):
+        names |= {"localhost", "127.0.0.1", "[::1]"}
+    return sorted(names)
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -43,6 +43,8 @@ MISSION_ID = re.compile(r"[0-9a-f]{8}")
 #: Statuses after which a mission's record changes no more (until a resume).
 FINAL_STATUSES = frozenset({"completed", "failed", "partial", "cancelled"})
 MISSION_FILE = "mission.json"
+#: The name the CLI and the server both take for the mission started last.
+LATEST = "latest"
 # mission.json of 1,000 features with long descriptions is a few MiB; far beyond is no mission.
 _MAX_MISSION_BYTES = 64 * 1024 * 1024
 
@@ -134,13 +136,19 @@ class Repository:
         return sorted(name for name in names if _is_regular(folder / name / MISSION_FILE))
 
     def mission_folder(self, mission_id: str) -> Path:
-        """The folder of mission *mission_id*, as found by listing the missions folder.
+        """The folder of mission *mission_id* (or ``latest``: the one started last, as the CLI
+        has it), as found by listing the missions folder.
 
         Raises:
             BadRequestError: *mission_id* is not a mission id.
             NotFoundError: no mission folder has that id.
             UnsafePathError: ``.rho`` or ``.rho/missions`` is a symbolic link.
         """
+        if mission_id == LATEST:
+            newest = self.summaries()
+            if not newest:
+                raise NotFoundError("no mission in this repository yet")
+            return self.missions_folder / str(newest[0]["id"])
         check_mission_id(mission_id)
         for found in self.mission_ids():
             if found == mission_id:

@@ -43,7 +43,7 @@ def serve(host: str, port: int, token_file: Path | None) -> None:
     Example: rho serve --port 8765   (then open the URL it prints)
     """
     from rho_mission._serve._app import create_app
-    from rho_mission._serve._run import bind, is_loopback, page_url, run_server
+    from rho_mission._serve._run import allowed_hosts, bind, is_loopback, page_url, run_server
     from rho_mission._serve._source import Repository
     from rho_mission._serve._token import new_token, read_token_file
 
@@ -55,8 +55,10 @@ def serve(host: str, port: int, token_file: Path | None) -> None:
     given = read_token_file(token_file) if token_file is not None else None
     root = _repository_root()
     repository = Repository(root, command_store_path(None).absolute())
-    token, saved = (given, None) if given is not None else new_token(root)
+    # Bound first: a server that cannot listen (the address in use by another rho serve)
+    # must not replace the token that server's clients hold.
     sock = bind(host, port)
+    token, saved = (given, None) if given is not None else new_token(root)
     url = page_url(sock)
 
     def announce() -> None:
@@ -68,7 +70,7 @@ def serve(host: str, port: int, token_file: Path | None) -> None:
         click.echo("Ctrl-C stops the server.")
         sys.stdout.flush()
 
-    run_server(create_app(repository, token), sock, announce)
+    run_server(create_app(repository, token, allowed_hosts(host)), sock, announce)
     click.echo("rho serve: stopped")
 
 

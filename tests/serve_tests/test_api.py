@@ -259,3 +259,28 @@ def test_the_log_of_a_waves_checks_is_served_by_its_stage_name(tmp_path: Path) -
         assert checks.status_code == 200
         assert "checks said: marker-check-4e1f" in checks.json()["lines"]
         assert server.get(f"/v1/missions/{mission_id}/logs/verify-2", **auth).status_code == 404
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:8765", "10.0.0.5", "[::2]:80"])
+def test_a_foreign_host_header_is_refused_token_or_not(world: World, host: str) -> None:
+    # DNS rebinding: a page of another site reaching a loopback server under its own name.
+    for headers in ({}, world.server.auth()):
+        response = world.server.get("/v1/missions", Host=host, **headers)
+        assert response.status_code == 400
+        assert "is not served here" in response.json()["error"]
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "[::1]"])
+def test_the_loopback_names_are_served(world: World, host: str) -> None:
+    port = world.server.url.rsplit(":", 1)[1].strip("/")
+    response = world.server.get("/v1/missions", Host=f"{host}:{port}", **world.server.auth())
+    assert response.status_code == 200
+
+
+def test_latest_names_the_mission_started_last(world: World) -> None:
+    by_id = world.server.get(f"/v1/missions/{world.mission_id}", **world.server.auth())
+    latest = world.server.get("/v1/missions/latest", **world.server.auth())
+    assert latest.status_code == 200
+    assert latest.content == by_id.content
+    graph = world.server.get("/v1/missions/latest/graph", **world.server.auth())
+    assert graph.status_code == 200

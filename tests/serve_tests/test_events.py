@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from rho_mission._errors import UnsafePathError
-from rho_mission._serve._events import MissionFollower, sse_frame
+from rho_mission._serve._events import MissionFollower, event_stream, sse_frame
 
 from ._world import World
 
@@ -73,15 +75,37 @@ def test_a_replaced_mission_json_is_sent_again(folder: Path) -> None:
     assert not follower.ended
 
 
-def test_a_final_record_whose_journal_never_says_so_ends_when_quiet(folder: Path) -> None:
+def _without_the_journals_end(folder: Path) -> None:
     journal = folder / "journal.jsonl"
     lines = journal.read_text().splitlines()
     journal.write_text("\n".join(line for line in lines if '"event": "mission"' not in line) + "\n")
+
+
+def test_a_final_record_whose_journal_never_says_so_ends_when_quiet(folder: Path) -> None:
+    _without_the_journals_end(folder)
+    old = time.time() - 60  # a copy, an old folder: no run writes there
+    os.utime(folder / "mission.json", (old, old))
     follower = MissionFollower(folder)
     follower.look()
     assert not follower.ended
     for _ in range(5):
         follower.look()
+    assert follower.ended
+
+
+def test_a_fresh_final_record_waits_for_the_journals_end_however_quiet(folder: Path) -> None:
+    # A loaded machine may write the journal's last records a while after mission.json: the
+    # stream must not end before they are sent.
+    _without_the_journals_end(folder)
+    follower = MissionFollower(folder)
+    for _ in range(10):
+        follower.look()
+    assert not follower.ended
+    with (folder / "journal.jsonl").open("a") as journal:
+        journal.write(json.dumps({"seq": 99, "event": "finish", "feature_id": "late"}) + "\n")
+        journal.write(json.dumps({"seq": 100, "event": "mission", "status": "partial"}) + "\n")
+    frames = follower.look()
+    assert _kinds(frames) == ["journal", "journal"]
     assert follower.ended
 
 
@@ -104,3 +128,28 @@ def test_a_journal_that_is_a_link_is_refused(folder: Path, tmp_path: Path) -> No
     os.symlink(elsewhere, folder / "journal.jsonl")
     with pytest.raises(UnsafePathError, match=r"journal\.jsonl: it is a symbolic link"):
         MissionFollower(folder).look()
+
+
+def test_a_link_planted_at_mission_json_ends_the_stream_with_an_error_event(
+    folder: Path, tmp_path: Path
+) -> None:
+    record = json.loads((folder / "mission.json").read_text())
+    record["status"] = "executing"
+    (folder / "mission.json").write_text(json.dumps(record))
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps(record))
+
+    async def follow() -> list[str]:
+        frames: list[str] = []
+        async for frame in event_stream(folder, poll=0.01, keepalive=60):
+            frames.append(frame)
+            if len(frames) == 1:  # mission.json was sent: now a link takes its place
+                (folder / "mission.json").unlink()
+                (folder / "mission.json").symlink_to(elsewhere)
+        return frames
+
+    frames = anyio.run(follow)
+    assert _kinds(frames[-2:]) == ["error", "end"]
+    error = json.loads(frames[-2].split("data: ", 1)[1])
+    assert "is a symbolic link" in error["error"]
+    assert json.loads(frames[-1].split("data: ", 1)[1]) == {"status": "executing"}

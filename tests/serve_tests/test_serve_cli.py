@@ -134,3 +134,14 @@ def test_a_signal_stops_the_server_with_exit_0(
         rest = server.process.stdout.read()
     assert code == 0
     assert rest.splitlines()[-1] == "rho serve: stopped"
+
+
+def test_a_second_server_that_cannot_listen_keeps_the_first_ones_token(world: World) -> None:
+    # The running server's clients hold its token: a failed second start must not replace it.
+    saved = world.repo / ".rho" / "serve.token"
+    before = saved.read_bytes()
+    port = world.server.url.rsplit(":", 1)[1].strip("/")
+    result = rho("serve", "--port", port, cwd=world.repo, home=world.home)
+    _bad_input(result, f"cannot serve on 127.0.0.1:{port}: address already in use")
+    assert saved.read_bytes() == before
+    assert world.server.get("/v1/missions", **world.server.auth()).status_code == 200
