@@ -4,6 +4,10 @@
 ``rho cloud graph sync`` then needs no flag. The file is a `CloudSettings` document
 (``rho.cloud/v1``), mode 0600 in a ``.rho`` folder of mode 0700, replaced atomically.
 
+Only a file rho wrote is honoured: owned by the user and mode 0600 (a repository that commits
+a ``cloud.json`` is checked out 0644, and the CLI refuses one git tracks), so an endpoint a
+cloned repository carries never receives the user's token.
+
 A token is a credential, so the file is reached without ever following a symbolic link:
 ``.rho`` is opened with ``O_NOFOLLOW`` (a link there is refused, as everywhere in rho), and the
 file and its temporary sibling are opened, renamed and flushed relative to that open folder, so
@@ -264,8 +268,17 @@ def _read_file(folder: int, path: Path) -> bytes | None:
     except OSError as exc:
         raise _unusable(path, exc) from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise CloudSettingsError(f"refusing to use {path}: it is not a file", str(path))
+        if info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            # rho writes it 0600 as the user; a clone checks a committed one out 0644.
+            raise CloudSettingsError(
+                f"refusing to use {path}: it is not a file rho wrote (yours, mode 0600); "
+                "settings a repository carries are never trusted: remove it, then "
+                "'rho cloud login'",
+                str(path),
+            )
         with os.fdopen(os.dup(fd), "rb") as handle:
             return handle.read(_MAX_FILE_BYTES + 1)
     except OSError as exc:

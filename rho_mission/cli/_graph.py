@@ -224,12 +224,12 @@ def login(endpoint: str, token_file: Path | None) -> None:
 
     Example: rho cloud login --endpoint https://rho.example.com < ~/.rho-token
     """
-    from graph import CloudSettings, check_endpoint, read_cloud_settings
+    from graph import CloudSettings, check_endpoint
 
     root = _repository_root()
     check_endpoint(endpoint)
     token = _login_token(token_file)
-    saved = read_cloud_settings(root) or CloudSettings()
+    saved = _trusted_settings(root) or CloudSettings()
     path = _save(root, CloudSettings(endpoint=endpoint, project_id=saved.project_id, token=token))
     click.echo(f"Logged in to Rho Cloud at {endpoint}; saved in {path}")
     if saved.project_id is None:
@@ -243,11 +243,11 @@ def connect(project_id: str) -> None:
 
     Example: rho cloud connect --project proj_42
     """
-    from graph import CloudSettings, check_project_id, read_cloud_settings
+    from graph import CloudSettings, check_project_id
 
     root = _repository_root()
     check_project_id(project_id)
-    saved = read_cloud_settings(root) or CloudSettings()
+    saved = _trusted_settings(root) or CloudSettings()
     path = _save(root, saved.model_copy(update={"project_id": project_id}))
     click.echo(f"Connected to Rho Cloud project {project_id}; saved in {path}")
     if saved.endpoint is None or saved.token is None:
@@ -261,10 +261,10 @@ def status(as_json: bool) -> None:
 
     Example: rho cloud status --json
     """
-    from graph import cloud_settings_path, read_cloud_settings, repository_id_for_folder
+    from graph import cloud_settings_path, repository_id_for_folder
 
     root = _repository_root()
-    saved = read_cloud_settings(root)
+    saved = _trusted_settings(root)
     report: dict[str, Any] = {
         "settings": str(cloud_settings_path(root)),
         "repository_id": repository_id_for_folder(root),
@@ -332,10 +332,26 @@ def _connection(endpoint: str | None, project_id: str | None, token_file: Path |
 
 
 def _saved_settings() -> CloudSettings | None:
-    from graph import read_cloud_settings
-
     root = find_repo_root()
-    return None if root is None else read_cloud_settings(root)
+    return None if root is None else _trusted_settings(root)
+
+
+def _trusted_settings(root: Path) -> CloudSettings | None:
+    """The repository's saved settings, refused when git tracks the file (the repository, not
+    the user, would be choosing where the user's token goes)."""
+    from graph import CLOUD_SETTINGS_FILENAME, read_cloud_settings
+    from rho_mission._git import GitRepo
+
+    status, _, _ = GitRepo.open(root).run_status(
+        "ls-files", "--error-unmatch", "--", f".rho/{CLOUD_SETTINGS_FILENAME}"
+    )
+    if status == 0:
+        raise CliError(
+            f"refusing to use {root / '.rho' / CLOUD_SETTINGS_FILENAME}: git tracks it, so the "
+            "repository carries it; rho trusts only settings it wrote (remove it from git, "
+            "then 'rho cloud login')"
+        )
+    return read_cloud_settings(root)
 
 
 def _saved_endpoint(saved: CloudSettings | None) -> str:

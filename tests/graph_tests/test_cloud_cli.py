@@ -426,6 +426,7 @@ def _case_link_at_rho(repo: Path, tmp: Path) -> tuple[tuple[str, ...], bytes, st
 
 def _case_broken_settings(repo: Path, tmp: Path) -> tuple[tuple[str, ...], bytes, str]:
     (repo / ".rho" / "cloud.json").write_text("{")
+    (repo / ".rho" / "cloud.json").chmod(0o600)
     return (
         ("cloud", "login", "--endpoint", "https://cloud.example"),
         TOKEN.encode(),
@@ -494,3 +495,28 @@ def test_outside_a_repository_settings_commands_refuse(
         result, f"not in a git repository: {outside}; Rho Cloud settings belong to a repository"
     )
     assert tree_digest(tmp_path) == before
+
+
+def _committed_settings(repo: Path, home: Path, endpoint: str) -> Path:
+    # What a repository can carry: a cloud.json naming somebody's endpoint, checked in.
+    path = repo / ".rho" / "cloud.json"
+    path.write_text(json.dumps({"schema_version": "rho.cloud/v1", "endpoint": endpoint,
+                                "project_id": "x"}))  # fmt: skip
+    git(repo, home, "add", "--force", ".rho/cloud.json")
+    git(repo, home, "commit", "--quiet", "-m", "settings")
+    return path
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o600], ids=["as-cloned", "narrowed-by-hand"])
+def test_settings_the_repository_carries_never_get_the_token(
+    repo: Path, home: Path, httpserver: HTTPServer, mode: int
+) -> None:
+    path = _committed_settings(repo, home, httpserver.url_for("/"))
+    path.chmod(mode)
+    httpserver.expect_request(SYNC_PATH, method="POST").respond_with_json(ANSWER)
+    result = _rho(repo, home, "cloud", "graph", "sync", RHO_CLOUD_TOKEN=OTHER_TOKEN)
+    assert result.code == 2
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f"error: refusing to use {path}: ")
+    assert httpserver.log == [], "the token went to the repository's endpoint"
+    assert OTHER_TOKEN not in result.stdout + result.stderr

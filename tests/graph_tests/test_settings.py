@@ -239,6 +239,7 @@ def test_an_invalid_settings_file_is_named_and_never_shows_a_token(
         path.write_bytes(text)
     else:
         path.write_text(text)
+    path.chmod(0o600)  # as rho writes it: a torn or hand-broken file of its own
     message = f"invalid Rho Cloud settings in {path}: {problem}"
     with pytest.raises(CloudSettingsError, match=rf"^{re.escape(message)}$") as caught:
         read_cloud_settings(tmp_path)
