@@ -4,6 +4,10 @@
 
 - no ``tenant_id``: dropped from the envelope's scope, from every fact's scope, and any
   attribute named ``tenant_id`` (in any case) is dropped too;
+- only the attributes rho itself writes for that node's ``entity_type`` or that edge's kind,
+  with values of the shape rho gives them (``_vocabulary``, an allow-list), keep their
+  values; any other ``k`` becomes ``k_sha256`` = SHA-256 hex of its value: a ``description``
+  or ``notes`` added by hand, or a ``status`` holding a sentence, never leaves in clear;
 - every sensitive attribute ``k`` (`is_sensitive_key`, the rule of DESIGN §4) becomes
   ``k_sha256`` = SHA-256 hex of its value; ``k_sha256`` already present is an error;
 - a value under a key that claims to be a digest (ending in ``_sha256``, in any case) but is
@@ -35,6 +39,7 @@ from ._errors import GraphLimitError, SensitiveKeyCollisionError, fact_label, qu
 from ._model import Edge, Event, Evidence, GraphDocument, Node, Provenance, Scope, sort_facts
 from ._model import document_data as _document_data
 from ._validate import validate_graph
+from ._vocabulary import allowed_value, entity_type_of
 
 __all__ = [
     "MAX_ATTRIBUTES",
@@ -130,10 +135,15 @@ class PreparedGraph:
         return self.document.fact_count
 
 
-def prepare_for_cloud(doc: GraphDocument | Mapping[str, Any]) -> PreparedGraph:
+def prepare_for_cloud(
+    doc: GraphDocument | Mapping[str, Any], *, rho_only: bool = True
+) -> PreparedGraph:
     """Validate *doc*, apply the privacy rules and the bounds of Rho Cloud, and compute its id.
 
     The input is never changed; the result does not depend on the order of facts or keys.
+    With *rho_only* (the default: rho's own graphs), only the attributes rho writes keep their
+    values; ``rho_only=False`` applies the sensitive-name rule alone, for another producer's
+    graph.
 
     Raises:
         GraphValidationError: *doc* breaks the ``rho.graph/v1`` contract.
@@ -143,13 +153,15 @@ def prepare_for_cloud(doc: GraphDocument | Mapping[str, Any]) -> PreparedGraph:
     """
     graph = validate_graph(doc)
     _check_counts(graph)
+    nodes = [_prepare_fact(node, "node", rho_only) for node in graph.nodes]
+    edges = [_prepare_fact(edge, "edge", rho_only) for edge in graph.edges]
     prepared = sort_facts(
         GraphDocument(
             schema_version=graph.schema_version,
             generated_at=graph.generated_at,
             scope=_cloud_scope(graph.scope),
-            nodes=[_prepare_fact(node, "node") for node in graph.nodes],
-            edges=[_prepare_fact(edge, "edge") for edge in graph.edges],
+            nodes=nodes,
+            edges=edges,
             events=[_prepare_event(event) for event in graph.events],
         )
     )
@@ -200,15 +212,28 @@ def _cloud_evidence(evidence: Evidence) -> Evidence:
 _Fact = TypeVar("_Fact", Node, Edge)
 
 
-def _prepare_fact(fact: _Fact, label: str) -> _Fact:
+def _prepare_fact(fact: _Fact, label: str, rho_only: bool) -> _Fact:
     """A node or an edge as Rho Cloud receives it (*label* names it in errors)."""
+    kind = entity_type_of(fact.id, fact.attributes) if label == "node" else fact.kind
+    own = _OwnAttributes(label, kind) if rho_only else None
     return fact.model_copy(
         update={
             "scope": _cloud_scope(fact.scope),
             "provenance": _cloud_provenance(fact.provenance),
-            "attributes": _cloud_attributes(label, fact.id, fact.attributes),
+            "attributes": _cloud_attributes(label, fact.id, fact.attributes, own),
         }
     )
+
+
+@dataclass(frozen=True)
+class _OwnAttributes:
+    """The attributes rho writes on a fact of this kind (``_vocabulary``)."""
+
+    fact: str
+    kind: str
+
+    def __contains__(self, item: tuple[str, str]) -> bool:
+        return allowed_value(self.fact, self.kind, *item)
 
 
 def _prepare_event(event: Event) -> Event:
@@ -220,11 +245,16 @@ def _prepare_event(event: Event) -> Event:
     )
 
 
-def _cloud_attributes(fact: str, fact_id: str, attributes: Mapping[str, str]) -> dict[str, str]:
+def _cloud_attributes(
+    fact: str, fact_id: str, attributes: Mapping[str, str], own: _OwnAttributes | None
+) -> dict[str, str]:
     """Return *attributes* as Rho Cloud receives them: hashed, without ``tenant_id``, bounded.
 
+    With *own* (the attributes rho writes on that fact), a key and value that are not rho's
+    are hashed whatever the key's name; the others, by the sensitive-name rule.
+
     Raises:
-        SensitiveKeyCollisionError: a sensitive ``k`` sits next to an existing ``k_sha256``.
+        SensitiveKeyCollisionError: a hashed ``k`` sits next to an existing ``k_sha256``.
         GraphLimitError: more than 64 attributes, a key outside 1..64 characters, or a value
             over 512 characters (judged on the result, since that is what is sent).
     """
@@ -232,8 +262,9 @@ def _cloud_attributes(fact: str, fact_id: str, attributes: Mapping[str, str]) ->
     for key, value in attributes.items():
         if key.lower() == "tenant_id":
             continue
-        if not is_sensitive_key(key):
-            result[key] = _digest_value(key, value)
+        clear = own is None or (key, value) in own
+        if key.lower().endswith("_sha256") or (clear and not is_sensitive_key(key)):
+            result[key] = _digest_value(key, value)  # a digest key keeps digests only
         elif f"{key}_sha256" in attributes:
             raise SensitiveKeyCollisionError(fact, fact_id, key)
         else:

@@ -32,6 +32,22 @@ _OWN_ERROR = re.compile(
     r"|cancelled)|not run|task [A-Za-z0-9._-]+ has no command"
 )
 _OWN_SUMMARY = re.compile(r"\d+ file\(s\) changed|no changes")
+_JOIN_KEYS = (
+    "wave",
+    "feature_ids",
+    "completed_ids",
+    "failed_ids",
+    "cancelled_ids",
+    "blocked_ids",
+    "started_at",
+    "completed_at",
+)
+# The engine's words for a join (``_joins.join_record``); anything else in mission.json's
+# summary was written by someone else and is left out.
+_OWN_JOIN_SUMMARY = re.compile(
+    r"wave \d+ joined \d+ feature\(s\), \d+ completed, \d+ failed(, \d+ cancelled)?"
+    r"(, \d+ downstream blocked)?(, verifying|, verified|, verification (failed|cancelled))?"
+)
 # What a report without text keeps of a join's verification: no head commit, log path or digest.
 _VERIFICATION_KEYS = ("status", "attempts", "fix_attempts", "duration_ms")
 
@@ -86,7 +102,9 @@ def _metadata_only(mission: MissionDocument) -> dict[str, Any]:
 
 
 def _join(join: WaveJoin) -> dict[str, Any]:
-    data = join.model_dump(mode="json", exclude={"verification"})
+    # An allow-list, like the features': a field added to joins later stays out until named.
+    data = join.model_dump(mode="json", include=set(_JOIN_KEYS))
+    data["summary"] = join.summary if _OWN_JOIN_SUMMARY.fullmatch(join.summary) else ""
     data["verification"] = _verification(join.verification)
     return data
 

@@ -148,3 +148,22 @@ def test_html_is_required(world: World) -> None:
     result = rho("mission", "report", "latest", cwd=world.repo, home=world.home)
     assert result.code == 2
     assert result.stderr_lines[0] == "error: Missing option '--html'."
+
+
+def test_a_join_summary_edited_to_carry_text_is_left_out(world: World, tmp_path: Path) -> None:
+    from rho_mission import Mission
+    from rho_mission._serve._report import report_payload
+
+    mission = Mission.load(world.mission_dir)
+    own = [join.summary for join in mission.wave_joins]
+    payload = report_payload(mission, world.mission_dir)
+    assert [join["summary"] for join in payload["mission"]["wave_joins"]] == own
+    mission.wave_joins[0].summary = "wave 1: the secret plan of Ada"
+    payload = report_payload(mission, world.mission_dir)
+    shown = payload["mission"]["wave_joins"]
+    assert shown[0]["summary"] == ""
+    assert "Ada" not in json.dumps(payload)
+    assert set(shown[0]) == {
+        "wave", "feature_ids", "completed_ids", "failed_ids", "cancelled_ids", "blocked_ids",
+        "started_at", "completed_at", "summary", "verification",
+    }  # fmt: skip

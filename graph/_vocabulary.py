@@ -1,0 +1,149 @@
+"""The attributes rho itself writes, per node ``entity_type`` and per edge kind, and the shape
+of each one's value.
+
+Rho Cloud receives an attribute as it is (after the other privacy rules of ``_cloud``) only
+when rho writes that key for that fact and its value has the shape rho gives it: a count, a
+digest, one of the status words. Any other key, and a value of another shape, is hashed
+(``k`` becomes ``k_sha256``). A ``mission-graph.json`` edited by hand (or by a task) to carry
+``description`` or ``notes``, or a ``status`` holding a sentence, uploads digests only: the rule
+of sensitive key names alone trusted the names.
+
+Keep in step with ``rho_mission/_projection.py``, which writes them (a test compares the two on
+real missions and stores).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+__all__ = ["allowed_value", "entity_type_of"]
+
+_COUNT = re.compile(r"[0-9]{1,12}")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+_STATUSES = frozenset(
+    {
+        "planning",
+        "executing",
+        "pending",
+        "in_progress",
+        "reviewing",
+        "completed",
+        "failed",
+        "partial",
+        "skipped",
+        "cancelled",
+        "passed",
+        "fixed",
+    }
+)
+_WORDS: Mapping[str, frozenset[str]] = {
+    "status": _STATUSES,
+    "tests_passed": frozenset({"true", "false"}),
+    "dependency_type": frozenset({"blocks", "related", "parent-child"}),
+    "data_classification": frozenset({"metadata_only"}),
+    "entity_type": frozenset({"mission", "mission_feature", "wave_join", "verification", "task"}),
+}
+
+_COMMON = ("entity_type", "data_classification")
+_NODE_KEYS: Mapping[str, frozenset[str]] = {
+    "mission": frozenset(
+        {
+            *_COMMON,
+            "status",
+            "feature_count",
+            "completed_count",
+            "failed_count",
+            "wave_count",
+            "planned_wave_count",
+            "max_workers",
+            "prompt_sha256",
+            "base_commit_sha256",
+            "integration_branch_sha256",
+        }
+    ),
+    "mission_feature": frozenset(
+        {
+            *_COMMON,
+            "status",
+            "attempts",
+            "blocker_count",
+            "description_sha256",
+            "expected_behavior_sha256",
+            "wave",
+            "files_changed_count",
+            "tests_passed",
+            "branch_sha256",
+            "command_sha256",
+            "error_sha256",
+        }
+    ),
+    "wave_join": frozenset(
+        {
+            *_COMMON,
+            "status",
+            "wave",
+            "feature_count",
+            "completed_count",
+            "failed_count",
+            "cancelled_count",
+            "blocked_count",
+        }
+    ),
+    "verification": frozenset(
+        {
+            *_COMMON,
+            "status",
+            "wave",
+            "attempts",
+            "fix_attempts",
+            "duration_ms",
+            "command_sha256",
+            "fix_command_sha256",
+            "error_sha256",
+        }
+    ),
+    "task": frozenset(
+        {
+            *_COMMON,
+            "status",
+            "attempts",
+            "dependency_count",
+            "blocker_count",
+            "subject_sha256",
+            "description_sha256",
+        }
+    ),
+}
+_EDGE_KEYS: Mapping[str, frozenset[str]] = {
+    kind: frozenset({"dependency_type"}) for kind in ("depends_on", "contains", "references")
+}
+# A node without an entity_type is known by the prefix of its id, as rho names them.
+_ID_PREFIXES = (
+    ("rho/mission-feature/", "mission_feature"),
+    ("rho/mission-wave/", "wave_join"),
+    ("rho/mission/", "mission"),
+    ("rho/verification/", "verification"),
+    ("rho/task/", "task"),
+)
+
+
+def entity_type_of(fact_id: str, attributes: Mapping[str, str]) -> str:
+    """The ``entity_type`` a node says it is, else the one its id says; ``""`` when neither."""
+    claimed = attributes.get("entity_type", "")
+    if claimed in _NODE_KEYS:
+        return claimed
+    return next((kind for prefix, kind in _ID_PREFIXES if fact_id.startswith(prefix)), "")
+
+
+def allowed_value(fact: str, kind: str, key: str, value: str) -> bool:
+    """Whether rho writes *key* on such a fact (*kind*: a node's entity type, an edge's kind)
+    with a value of the shape of *value*."""
+    keys = _EDGE_KEYS if fact == "edge" else _NODE_KEYS
+    if key not in keys.get(kind, frozenset()):
+        return False
+    if key in _WORDS:
+        return value in _WORDS[key]
+    if key.endswith("_sha256"):
+        return _DIGEST.fullmatch(value) is not None
+    return _COUNT.fullmatch(value) is not None  # counts, attempts, waves, durations
