@@ -187,7 +187,9 @@ class _WaveRunner:
             check_id_free(self.repo, mission.id)
         await self.executor.open(mission)  # an unreachable cluster refuses before any record
         try:
-            self.store.claim(todo, mission.id, self.repo, takeover=mission.config.takeover)
+            self.store.claim(
+                todo, mission.id, self.repo, self.folder, takeover=mission.config.takeover
+            )
         except BaseException:
             await self._close_executor()
             raise

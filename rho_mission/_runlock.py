@@ -8,11 +8,13 @@ the lock of a process that dies, however it dies.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from filelock import FileLock, Timeout
 
 from ._git import GitRepo
 
-__all__ = ["is_running", "run_lock"]
+__all__ = ["is_running", "is_running_in", "run_lock"]
 
 
 def run_lock(repo: GitRepo, mission_id: str) -> FileLock:
@@ -22,7 +24,16 @@ def run_lock(repo: GitRepo, mission_id: str) -> FileLock:
 
 def is_running(repo: GitRepo, mission_id: str) -> bool:
     """Whether some process holds the run lock of *mission_id* (this one included)."""
-    lock = run_lock(repo, mission_id)
+    return is_running_in(repo.common_dir, mission_id)
+
+
+def is_running_in(common_dir: Path, mission_id: str) -> bool:
+    """``is_running`` for the repository whose git common dir is *common_dir* (another clone
+    sharing a task store): a lock file that is not there was never held, and none is made."""
+    path = common_dir / f"rho-mission-{mission_id}.lock"
+    if not path.is_file():
+        return False
+    lock = FileLock(str(path), mode=0o600)
     try:
         lock.acquire(timeout=0)
     except Timeout:

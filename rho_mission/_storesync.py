@@ -26,7 +26,7 @@ import anyio
 from taskstore import StatusChange, TaskNotFoundError, TaskStore, TaskStoreError
 
 from ._carry import record_work
-from ._leases import claim_tasks, lease_conflict, release_tasks
+from ._leases import claim_tasks, lease_conflict, lease_place, release_tasks
 
 if TYPE_CHECKING:
     from ._git import GitRepo
@@ -89,8 +89,11 @@ class StoreSync:
             batch, self._queue = self._queue, []
             await anyio.to_thread.run_sync(self._write, self.store, batch)
 
-    def claim(self, task_ids: list[str], holder: str, repo: GitRepo, *, takeover: bool) -> None:
-        """Lease *task_ids* to mission *holder* before they run (see ``_leases``).
+    def claim(
+        self, task_ids: list[str], holder: str, repo: GitRepo, folder: Path, *, takeover: bool
+    ) -> None:
+        """Lease *task_ids* to mission *holder*, whose folder is *folder*, before they run
+        (see ``_leases``).
 
         Raises:
             TaskLeasedError: another mission holds one of them.
@@ -101,7 +104,8 @@ class StoreSync:
                 self.store,
                 task_ids,
                 holder,
-                lambda other: lease_conflict(repo, other, takeover=takeover),
+                lambda other, place: lease_conflict(repo, other, place, takeover=takeover),
+                lease_place(repo, folder),
             )
 
     def record_work(self, task_ids: list[str], commit: str, mission_id: str) -> None:

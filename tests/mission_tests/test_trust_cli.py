@@ -14,7 +14,7 @@ import shutil
 import signal
 import stat
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -428,3 +428,29 @@ def test_the_tasks_of_an_interrupted_mission_pass_on_only_by_resume_or_takeover(
     taker = next(p.name for p in (project / ".rho" / "missions").iterdir() if p.name != holder)
     assert (marks / "ran").read_text().split() == [taker]
     assert _lease_holders(project) == {"task_1": None}
+
+
+def test_a_lease_holds_in_every_clone_that_shares_the_store(
+    make_repo: Callable[[str, int], Path], marks: Path, runs: RhoRuns, tmp_path: Path
+) -> None:
+    # RHO_TASK_STORE (here --store) names one store for two clones: a mission running in
+    # clone A leases its tasks for clone B too, although B's git dir knows nothing of it.
+    clone_a, clone_b = make_repo("a", 1), make_repo("b", 1)
+    shared = tmp_path / "team" / "tasks.json"
+    command = f"touch {q(marks)}/ran-$RHO_MISSION_ID; {wait_file_cmd(marks / 'go')}"
+    import_tasks(clone_a, [spec("task_1", command)], "--store", str(shared))
+    first = runs.start("mission", "--from-tasks", "--store", str(shared), cwd=clone_a)
+    wait_until(lambda: len(list(marks.glob("ran-*"))) == 1, "the task to start in clone A")
+    holder = mission_dir(clone_a).name
+    before = shared.read_bytes()
+
+    second = run_rho("mission", "--from-tasks", "--store", str(shared), cwd=clone_b)
+
+    _one_error_line(second, f'error: task "task_1" is leased to mission {holder}, which is running')
+    assert shared.read_bytes() == before
+    missions_b = clone_b / ".rho" / "missions"
+    assert not missions_b.exists() or list(missions_b.iterdir()) == []
+    (marks / "go").touch()
+    assert runs.wait(first).code == 0
+    assert [p.name for p in marks.glob("ran-*")] == [f"ran-{holder}"], "one mission ran it"
+    assert "rho.lease_place" not in json.loads(shared.read_text())["tasks"][0]["metadata"]
