@@ -14,6 +14,7 @@ task and kills the task's processes on every worker.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 from pathlib import Path
@@ -26,6 +27,7 @@ from .._git import GitRepo
 from .._models import Handoff, MissionDocument
 from .._process import open_log
 from .._seam import Attempt, AttemptResult
+from ._dasklog import DaskLog
 from ._remote import (
     RemoteAttempt,
     RemoteOutcome,
@@ -74,6 +76,7 @@ class DaskExecutor:
         self.remote = remote
         self._client: Any = None  # a distributed.Client once open
         self._cluster: Any = None  # the LocalCluster this executor started, if it did
+        self._log: DaskLog | None = None  # Dask's logging, kept in logs/dask.log while open
         self._repo: GitRepo | None = None
         self._mission_id = ""
         self._url = ""
@@ -89,6 +92,8 @@ class DaskExecutor:
         self._mission_id = mission.id
         self._url = _remote_url(self._repo, self.remote)
         await anyio.to_thread.run_sync(_check_reachable, self._repo, self._url)
+        self._log = DaskLog(Path(mission.dir) / "logs" / "dask.log")
+        self._log.open()
         self._client = await self._connect()
 
     async def _connect(self) -> Any:
@@ -102,6 +107,8 @@ class DaskExecutor:
                     processes=True,
                     dashboard_address=None,
                     asynchronous=True,
+                    # Their failures come back as results; their logs would tear the progress.
+                    silence_logs=logging.CRITICAL,
                 )
                 return await Client(self._cluster, asynchronous=True)
             return await Client(self.scheduler, asynchronous=True, timeout="10s")
@@ -224,6 +231,9 @@ class DaskExecutor:
             await client.close()
         if cluster is not None:
             await cluster.close()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
         return problems
 
     def _opened_client(self) -> Any:

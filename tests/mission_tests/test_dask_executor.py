@@ -10,6 +10,7 @@ import functools
 import os
 import shlex
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -261,3 +262,31 @@ def test_without_distributed_the_dask_executor_is_refused_with_a_hint(
         ],
     )
     assert not (repo / ".rho" / "missions").exists()
+
+
+def test_dasks_own_warnings_stay_out_of_the_missions_output(
+    make_repo: Callable[[str, int], Path], tmp_path: Path, runs: RhoRuns
+) -> None:
+    # A worker of rho's own local cluster is killed mid-task: Dask retries the task on the
+    # other worker (which refuses it) and logs the loss; none of that reaches rho's output,
+    # the lost worker is said once, on the task's line.
+    repo = make_repo("repo", 1)
+    _with_remote(repo)
+    pid_file, gate = tmp_path / "worker.pid", tmp_path / "gate"
+    worker_pid = "cut -d' ' -f4 /proc/$PPID/stat"
+    hold = f"{worker_pid} > {shlex.quote(str(pid_file))}; {wait_file_cmd(gate)}"
+    import_tasks(repo, [spec("doomed", hold), spec("fine", "echo fine > fine.txt")])
+    mission = runs.start("mission", "--from-tasks", "--executor", "dask", "--local-cluster", "2",
+                         cwd=repo)  # fmt: skip
+    os.kill(read_pid(pid_file), signal.SIGKILL)
+    result = runs.wait(mission)
+    gate.touch()
+    assert result.code == 1, result.stderr
+    assert result.stderr == ""
+    lost = [line for line in result.stdout_lines if "worker" in line.lower()]
+    assert lost == [
+        "doomed failed: dask: WorkerLostError: the dask worker running this attempt died "
+        "(lost, killed or crashed)"
+    ]
+    log = mission_dir(repo) / "logs" / "dask.log"
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
