@@ -84,7 +84,10 @@ def save_mission(mission: MissionDocument) -> None:
     made still leaves the new mission.json.
     """
     record, graph = _render(mission, keep_record=True)
-    _commit_in_order(_stage_both(Path(mission.dir), record, graph))
+    for unlinked in _commit_in_order(_stage_both(Path(mission.dir), record, graph)):
+        # Not a join's save (those are in the path of the next wave): the folder is left with
+        # no second name in it, for whoever looks once the run has ended.
+        unlinked.result()
 
 
 async def save_mission_after(
@@ -162,7 +165,7 @@ def _stage_both(folder: Path, record: bytes, graph: bytes) -> list[StagedFile]:
         raise
 
 
-def _commit_in_order(staged: list[StagedFile]) -> None:
+def _commit_in_order(staged: list[StagedFile]) -> list[Future[None]]:
     """Put staged mission.json, then the staged graph, in place (`commit_in_order`), each
     replaced file's blocks freed by the writer thread afterwards.
 
@@ -170,15 +173,14 @@ def _commit_in_order(staged: list[StagedFile]) -> None:
     discards freed blocks at once (``mount -o discard``), that costs ~2 ms for each of the two
     files at 1,000 features (0.9 MB and 4 MB), in the join's path. A second name keeps each
     old file until the writer thread unlinks it, after the save. A crash may leave that name
-    behind; the next save removes it.
+    behind; the next save removes it. Returns the writer's removals, for a caller that waits.
     """
     second_names = [_second_name(file.path) for file in staged]
     try:
         commit_in_order(staged)
     finally:
-        for name in second_names:
-            if name is not None:
-                _writer().submit(_remove_aside, name)
+        removals = [_writer().submit(_remove_aside, name) for name in second_names if name]
+    return removals
 
 
 def _second_name(path: Path) -> _Aside | None:
