@@ -62,6 +62,15 @@ def scheduler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     cluster.wait(timeout=60)
 
 
+def _held_on_its_worker(tmp_path: Path) -> tuple[str, Path, Path]:
+    """A task command that writes the pid of the Dask worker running it and waits for a gate;
+    with the pid file and the gate."""
+    pid_file, gate = tmp_path / "worker.pid", tmp_path / "gate"
+    # The shell's parent is its supervisor; the supervisor's parent, the Dask worker.
+    worker_pid = "cut -d' ' -f4 /proc/$PPID/stat"
+    return f"{worker_pid} > {shlex.quote(str(pid_file))}; {wait_file_cmd(gate)}", pid_file, gate
+
+
 def _with_remote(repo: Path) -> Path:
     remote = repo.parent / "remote.git"
     run_git(repo.parent, "init", "--quiet", "--bare", str(remote))
@@ -128,10 +137,7 @@ def test_a_worker_killed_mid_feature_fails_it_and_blocks_its_downstream(
 ) -> None:
     repo = make_repo("repo", 1)
     _with_remote(repo)
-    pid_file, gate = tmp_path / "worker.pid", tmp_path / "gate"
-    # The shell's parent is its supervisor; the supervisor's parent, the Dask worker.
-    worker_pid = "cut -d' ' -f4 /proc/$PPID/stat"
-    hold = f"{worker_pid} > {shlex.quote(str(pid_file))}; {wait_file_cmd(gate)}"
+    hold, pid_file, gate = _held_on_its_worker(tmp_path)
     import_tasks(repo, [spec("doomed", hold), spec("after", "echo after > after.txt", "doomed")])
     mission = runs.start("mission", "--from-tasks", "--executor", "dask", "--scheduler", scheduler,
                          cwd=repo)  # fmt: skip
@@ -272,9 +278,7 @@ def test_dasks_own_warnings_stay_out_of_the_missions_output(
     # the lost worker is said once, on the task's line.
     repo = make_repo("repo", 1)
     _with_remote(repo)
-    pid_file, gate = tmp_path / "worker.pid", tmp_path / "gate"
-    worker_pid = "cut -d' ' -f4 /proc/$PPID/stat"
-    hold = f"{worker_pid} > {shlex.quote(str(pid_file))}; {wait_file_cmd(gate)}"
+    hold, pid_file, gate = _held_on_its_worker(tmp_path)
     import_tasks(repo, [spec("doomed", hold), spec("fine", "echo fine > fine.txt")])
     mission = runs.start("mission", "--from-tasks", "--executor", "dask", "--local-cluster", "2",
                          cwd=repo)  # fmt: skip
