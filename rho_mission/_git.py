@@ -37,7 +37,7 @@ from ._errors import (
 )
 from ._gitcommit import CommitResult, commit_worktree, path_text
 from ._repolock import repo_lock
-from .containment import PinnedWorktree, pin_worktree, pinned
+from .containment import PinnedWorktree, pin_worktree, pinned, require_pinned
 
 __all__ = ["CommitResult", "GitRepo", "WorktreeInfo", "ref_moved"]
 
@@ -161,8 +161,8 @@ class GitRepo:
         return pin_worktree(path, self.common_dir)
 
     def _pin_of(self, cwd: Path) -> PinnedWorktree:
-        pin = pinned(cwd)
-        if pin is None or pin.common_dir != self.common_dir:
+        pin = require_pinned(cwd)
+        if pin.common_dir != self.common_dir:
             raise UnsafePathError(cwd, "is no worktree rho made for this repository")
         return pin
 

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ._environ import child_environ
-from ._errors import FeatureFailedError, UnsafePathError
+from ._errors import FeatureFailedError
 from ._folders import open_private
 from ._git import GitRepo
 from ._process import run_command
-from .containment import pinned
+from .containment import require_pinned
 from .containment._wrapper import TaskPlace, task_wrapper
 
 if TYPE_CHECKING:
@@ -98,9 +98,7 @@ def _place(ctx: WorkerContext, env: dict[str, str]) -> TaskPlace:
 def _detach_head(worktree: Path) -> None:
     # A sandboxed task commits on a detached HEAD (it cannot write refs/); rho moves the
     # feature branch to its result afterwards, as for a worker that left the branch.
-    pin = pinned(worktree)
-    if pin is None:
-        raise UnsafePathError(worktree, "is no worktree rho made")
+    pin = require_pinned(worktree)
     repo = GitRepo(pin.path, pin.common_dir)
     repo.run("update-ref", "--no-deref", "HEAD", "HEAD", cwd=worktree)
 

@@ -21,7 +21,7 @@ runs as a script of its own.
 from __future__ import annotations
 
 from ._guarantees import guarantees_path, hold_guarantees
-from ._pins import PinnedWorktree, pin_worktree, pinned, unpin
+from ._pins import PinnedWorktree, pin_worktree, pinned, require_pinned, unpin
 from ._sandbox import SandboxSpec, bwrap_argv, require_bwrap
 
 __all__ = [
@@ -33,5 +33,6 @@ __all__ = [
     "pin_worktree",
     "pinned",
     "require_bwrap",
+    "require_pinned",
     "unpin",
 ]

@@ -26,9 +26,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._errors import WorktreeTamperedError
+from .._errors import UnsafePathError, WorktreeTamperedError
 
-__all__ = ["PinnedWorktree", "pin_worktree", "pinned", "unpin"]
+__all__ = ["PinnedWorktree", "pin_worktree", "pinned", "require_pinned", "unpin"]
 
 # Per-worktree files git appends to (open with O_APPEND follows a link): a link planted there
 # would make rho's own checkout or update-ref append to the link's target.
@@ -125,6 +125,18 @@ def pinned(path: Path) -> PinnedWorktree | None:
     """The record of the worktree at *path*, or None when rho made none."""
     with _GUARD:
         return _PINS.get(Path(os.path.abspath(path)))
+
+
+def require_pinned(path: Path) -> PinnedWorktree:
+    """The record of the worktree at *path*.
+
+    Raises:
+        UnsafePathError: rho made no worktree there (nothing recorded its git dir).
+    """
+    pin = pinned(path)
+    if pin is None:
+        raise UnsafePathError(path, "is no worktree rho made")
+    return pin
 
 
 def unpin(*paths: Path) -> None:

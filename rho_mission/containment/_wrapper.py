@@ -1,11 +1,12 @@
-"""What a task's shell runs under: its supervisor, or its sandbox (which supervises too)."""
+"""What a task's shell runs under: its supervisor, and inside it the sandbox when asked."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from ._pins import pinned
+from ._pins import require_pinned
 from ._sandbox import SandboxSpec, bwrap_argv
 
 __all__ = ["TaskPlace", "supervisor_argv", "task_wrapper"]
@@ -13,6 +14,7 @@ __all__ = ["TaskPlace", "supervisor_argv", "task_wrapper"]
 _REAPER = Path(__file__).with_name("_reaper.py")
 
 
+@dataclass(frozen=True, slots=True)
 class TaskPlace:
     """Where a task runs and what it may read: its worktree, its repository, its mission's
     folders, its prompt.
@@ -21,13 +23,10 @@ class TaskPlace:
     folder, which may lie elsewhere); ``readable`` the files it shows again inside them.
     """
 
-    def __init__(
-        self, worktree: Path, repo: Path, hidden: list[Path], readable: list[Path]
-    ) -> None:
-        self.worktree = worktree
-        self.repo = repo
-        self.hidden = hidden
-        self.readable = readable
+    worktree: Path
+    repo: Path
+    hidden: list[Path]
+    readable: list[Path]
 
 
 def supervisor_argv(grace: float, log_limit: int) -> list[str]:
@@ -52,11 +51,7 @@ def task_wrapper(
 
 
 def _spec(place: TaskPlace, network: bool) -> SandboxSpec:
-    from .._errors import UnsafePathError
-
-    pin = pinned(place.worktree)
-    if pin is None:
-        raise UnsafePathError(place.worktree, "is no worktree rho made")
+    pin = require_pinned(place.worktree)
     # The objects of its commits go to the shared object store; HEAD, index and logs to the
     # worktree's own git dir. Refs, config and hooks stay read-only.
     writable = [pin.path, pin.git_dir, pin.common_dir / "objects"]
