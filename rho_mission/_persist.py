@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 
-from taskstore import StagedFile, commit_in_order, open_folder, stage_atomic, write_atomic
+from taskstore import StagedFile, commit_in_order, stage_atomic, write_atomic
 
 from ._folders import private_folder
 from ._graphcache import MissionGraphCache
@@ -175,7 +175,7 @@ def _commit_in_order(staged: list[StagedFile]) -> list[Future[None]]:
     old file until the writer thread unlinks it, after the save. A crash may leave that name
     behind; the next save removes it. Returns the writer's removals, for a caller that waits.
     """
-    second_names = [_second_name(file.path) for file in staged]
+    second_names = [_second_name(file) for file in staged]
     try:
         commit_in_order(staged)
     finally:
@@ -183,18 +183,16 @@ def _commit_in_order(staged: list[StagedFile]) -> list[Future[None]]:
     return removals
 
 
-def _second_name(path: Path) -> _Aside | None:
-    """A second name for the file at *path* (``.<name>.replaced``), or None where there is no
-    file yet (the first save) or the file system has no hard links. Made in the folder as
-    reached without following links, and unlinked there."""
-    try:
-        folder = open_folder(path.parent)
-    except OSError:
-        return None  # the staging reports what is wrong with the folder
-    second = _Aside(folder, f".{path.name}.replaced")
+def _second_name(file: StagedFile) -> _Aside | None:
+    """A second name for the file *file* replaces (``.<name>.replaced``), or None where there
+    is no file yet (the first save) or the file system has no hard links. Made, and later
+    unlinked, in the folder the file was staged in (its descriptor, never its path again)."""
+    folder = os.dup(file.folder_fd)
+    second = _Aside(folder, f".{file.path.name}.replaced")
     try:
         _remove_aside(second, close=False)  # a crash's leftover, or the last save's
-        os.link(path.name, second.name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
+        name = file.path.name
+        os.link(name, second.name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
     except OSError:
         os.close(folder)
         return None

@@ -84,6 +84,12 @@ class StagedFile:
         self._folder_fd = folder_fd
         self._temp_name: str | None = temp_name
 
+    @property
+    def folder_fd(self) -> int:
+        """The descriptor of the folder the file is staged in (-1 once committed or discarded):
+        for a caller that must act in that same folder (``os.dup`` it to keep it longer)."""
+        return self._folder_fd
+
     def commit(self) -> None:
         """Rename the new contents over the file, then fsync the folder.
 
