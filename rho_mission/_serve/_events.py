@@ -160,15 +160,16 @@ async def event_stream(
 ) -> AsyncIterator[str]:
     """The SSE frames of the mission in *folder*, until it reaches a final status.
 
-    Raises:
-        UnsafePathError, OSError: see ``MissionFollower.look``.
+    A file that cannot be read safely (``MissionFollower.look`` raises) ends the stream with
+    an ``error`` event and ``end``; nothing is raised.
     """
     follower = MissionFollower(folder, after)
     silent = 0.0
     while True:
         try:
             frames = await anyio.to_thread.run_sync(follower.look)
-            if follower.ended:
+            ended = follower.ended
+            if ended:
                 frames += await anyio.to_thread.run_sync(follower.final_frames)
         except (MissionError, OSError) as exc:
             # A link planted where the mission's files are, a file gone unreadable: the client
@@ -178,7 +179,7 @@ async def event_stream(
             return
         for frame in frames:
             yield frame
-        if frames and frames[-1].startswith("event: end"):
+        if ended:
             return
         silent = 0.0 if frames else silent + poll
         if silent >= keepalive:
