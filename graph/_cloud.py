@@ -26,9 +26,10 @@ id; the sync id is ``graph_`` + its SHA-256, so the same snapshot always gets th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
@@ -215,7 +216,7 @@ _Fact = TypeVar("_Fact", Node, Edge)
 def _prepare_fact(fact: _Fact, label: str, rho_only: bool) -> _Fact:
     """A node or an edge as Rho Cloud receives it (*label* names it in errors)."""
     kind = entity_type_of(fact.id, fact.attributes) if label == "node" else fact.kind
-    own = _OwnAttributes(label, kind) if rho_only else None
+    own = functools.partial(allowed_value, label, kind) if rho_only else None
     return fact.model_copy(
         update={
             "scope": _cloud_scope(fact.scope),
@@ -223,17 +224,6 @@ def _prepare_fact(fact: _Fact, label: str, rho_only: bool) -> _Fact:
             "attributes": _cloud_attributes(label, fact.id, fact.attributes, own),
         }
     )
-
-
-@dataclass(frozen=True)
-class _OwnAttributes:
-    """The attributes rho writes on a fact of this kind (``_vocabulary``)."""
-
-    fact: str
-    kind: str
-
-    def __contains__(self, item: tuple[str, str]) -> bool:
-        return allowed_value(self.fact, self.kind, *item)
 
 
 def _prepare_event(event: Event) -> Event:
@@ -246,11 +236,15 @@ def _prepare_event(event: Event) -> Event:
 
 
 def _cloud_attributes(
-    fact: str, fact_id: str, attributes: Mapping[str, str], own: _OwnAttributes | None
+    fact: str,
+    fact_id: str,
+    attributes: Mapping[str, str],
+    own: Callable[[str, str], bool] | None,
 ) -> dict[str, str]:
     """Return *attributes* as Rho Cloud receives them: hashed, without ``tenant_id``, bounded.
 
-    With *own* (the attributes rho writes on that fact), a key and value that are not rho's
+    With *own* (whether rho writes that key, with that value, on the fact), a key and value
+    that are not rho's
     are hashed whatever the key's name; the others, by the sensitive-name rule.
 
     Raises:
@@ -262,7 +256,7 @@ def _cloud_attributes(
     for key, value in attributes.items():
         if key.lower() == "tenant_id":
             continue
-        clear = own is None or (key, value) in own
+        clear = own is None or own(key, value)
         if key.lower().endswith("_sha256") or (clear and not is_sensitive_key(key)):
             result[key] = _digest_value(key, value)  # a digest key keeps digests only
         elif f"{key}_sha256" in attributes:
