@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ._errors import MergeConflictError as MergeConflictError
     from ._errors import MissionError as MissionError
     from ._errors import NotAGitRepositoryError as NotAGitRepositoryError
+    from ._errors import NothingToRunError as NothingToRunError
     from ._errors import RefMovedError as RefMovedError
     from ._errors import SignedPlanError as SignedPlanError
     from ._errors import UnknownRefError as UnknownRefError
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from ._mission import list_missions as list_missions
     from ._models import Feature as Feature
     from ._models import Handoff as Handoff
+    from ._models import HeldTask as HeldTask
     from ._models import MissionConfig as MissionConfig
     from ._models import MissionDocument as MissionDocument
     from ._models import WaveJoin as WaveJoin
@@ -44,6 +46,7 @@ _LOCATIONS = {
     "Feature": "_models",
     "GitOperationError": "_errors",
     "Handoff": "_models",
+    "HeldTask": "_models",
     "InvalidMissionError": "_errors",
     "MergeConflictError": "_errors",
     "Mission": "_mission",
@@ -52,6 +55,7 @@ _LOCATIONS = {
     "MissionError": "_errors",
     "MissionNotFoundError": "_names",
     "NotAGitRepositoryError": "_errors",
+    "NothingToRunError": "_errors",
     "Observer": "_seam",
     "RefMovedError": "_errors",
     "SignedPlanError": "_errors",

@@ -40,15 +40,19 @@ def record_work(store: TaskStore, task_ids: Sequence[str], commit: str, mission_
     store.mutate(change)
 
 
-def check_blockers_in_base(repo: GitRepo, tasks: Sequence[Task], base: str) -> None:
-    """Refuse a base that lacks the recorded work of a completed blocker of a task to run.
+def check_blockers_in_base(
+    repo: GitRepo, to_run: Sequence[Task], tasks: Sequence[Task], base: str
+) -> None:
+    """Refuse a base that lacks the recorded work of a completed blocker of a task *to_run*.
+
+    *tasks* is the whole store, where the blockers are looked up.
 
     Raises:
         InvalidMissionError: names the task, the blocker, its mission and the two fixes.
     """
     by_id = {task.id: task for task in tasks}
     checked: dict[str, bool] = {}
-    for task in sorted(tasks, key=lambda t: t.id):
+    for task in sorted(to_run, key=lambda t: t.id):
         if task.status == "completed":
             continue
         for blocker_id in sorted(set(task.blocker_ids)):

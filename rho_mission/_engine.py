@@ -441,7 +441,9 @@ class _WaveRunner:
             return Verification()
         if "failed" in statuses and not self.mission.config.keep_going:
             return Verification()  # the mission stops here; a resume verifies the wave
-        return self.checks.pending(number)
+        head = self.mission.integration_head
+        assert head is not None  # settled in _start
+        return self.checks.verified_before(head) or self.checks.pending(number)
 
     async def _verify(self, join: WaveJoin) -> WaveJoin:
         """Run the checks (and fixes) of *join*'s head, then record the join with their outcome.

@@ -4,6 +4,7 @@ The tree::
 
     MissionError                    root; ``exit_code`` is what ``rho`` exits with (default 2)
     ├── InvalidMissionError         a mission, its waves or its config are refused (also ValueError)
+    │   └── NothingToRunError       every task a mission would run is completed or held (exit 0)
     ├── FeatureFailedError          a worker reports that its feature failed (exit 1)
     │   ├── FeatureResultError      what a worktree holds cannot be taken as its feature's work
     │   └── WorktreeTamperedError   a feature's worktree is not the folder rho made for it
@@ -36,6 +37,7 @@ __all__ = [
     "MergeConflictError",
     "MissionError",
     "NotAGitRepositoryError",
+    "NothingToRunError",
     "RefMovedError",
     "RepositoryLockTimeoutError",
     "SignedPlanError",
@@ -59,6 +61,13 @@ class MissionError(Exception):
 
 class InvalidMissionError(MissionError, ValueError):
     """Raised when a mission, its waves or its configuration are refused before any work starts."""
+
+
+class NothingToRunError(InvalidMissionError):
+    """Every task a mission would run is completed or held by the store's statuses.
+
+    Not a mistake of the caller's: the CLI says it and exits 0, having created nothing.
+    """
 
 
 class FeatureFailedError(MissionError):

@@ -3,17 +3,18 @@
 The wave loop (``_engine``) decides when a join happens; this module says what it holds: which
 features completed, failed, were cancelled, and which features of later waves are blocked.
 
-Blocked features, in the two modes of DESIGN §3:
-- by default, a failed or cancelled feature stops the mission after its wave: every feature of
-  a later wave that is not completed is blocked;
-- with ``keep_going`` (like ``make -k``), only the features downstream of a failure are blocked:
-  those with a blocker (``blocked_by``, transitively) that failed, was cancelled or is itself
-  blocked. A cancellation still stops everything.
+Blocked features are the features of later waves downstream of a failure: those with a blocker
+(``blocked_by``, transitively) that failed, was cancelled or is itself blocked. By default a
+failed or cancelled feature stops the mission after its wave: the other features of later
+waves that are not completed are "not run" (``not_run_ids``), never called blocked by work
+they do not depend on. With ``keep_going`` (like ``make -k``) they still run. A cancellation
+stops everything.
 
 A verified join (``--verify``, see ``_verify``) is clean only once its checks passed: a failed
 or cancelled verification stops the mission after its wave like a failure without
 ``keep_going`` (a later wave never starts from an unverified head), and so does one that a
-crash left ``running``.
+crash left ``running``. Downstream of a failed verification are the features that wait for
+one of that wave's features: their blockers' work together did not pass.
 """
 
 from __future__ import annotations
@@ -68,13 +69,18 @@ def _clean(join: WaveJoin) -> bool:
     return not ended_badly and join.verification.status in _VERIFIED
 
 
-def blocked_downstream(features: Iterable[Feature], waves: Sequence[Sequence[str]]) -> set[str]:
+def blocked_downstream(
+    features: Iterable[Feature], waves: Sequence[Sequence[str]], unverified: Iterable[str] = ()
+) -> set[str]:
     """The features not completed that have a failed, cancelled or blocked blocker.
 
-    *waves* are in topological order (``_plan`` checks it), so one pass settles the closure.
+    The features of *unverified* (a wave whose checks failed) count as failed: their merged
+    work did not pass. *waves* are in topological order (``_plan`` checks it), so one pass
+    settles the closure.
     """
     by_id = {feature.id: feature for feature in features}
     bad = {i for i, feature in by_id.items() if feature.status in _ENDED_BADLY}
+    bad.update(unverified)
     blocked: set[str] = set()
     for wave in waves:
         for feature_id in wave:
@@ -105,13 +111,13 @@ def join_record(
 
     completed, failed, cancelled = having("completed"), having("failed"), having("cancelled")
     waiting = [i for wave in later for i in wave if by_id[i].status != "completed"]
-    if cancelled or (failed and not keep_going) or checked.status in ("failed", "cancelled"):
-        blocked = sorted(waiting)
-    elif keep_going:
-        downstream = blocked_downstream(features, waves)
-        blocked = sorted(i for i in waiting if i in downstream)
-    else:
-        blocked = []
+    unverified = checked.status in ("failed", "cancelled")
+    downstream = blocked_downstream(features, waves, ids if unverified else ())
+    blocked = sorted(i for i in waiting if i in downstream)
+    stopped = cancelled or (failed and not keep_going) or unverified
+    # The mission stops after this wave: what is not downstream of a failure did not run only
+    # because of the stop.
+    not_run = sorted(i for i in waiting if i not in downstream) if stopped else []
     summary = (
         f"wave {number} joined {len(ids)} feature(s), "
         f"{len(completed)} completed, {len(failed)} failed"
@@ -128,6 +134,7 @@ def join_record(
         failed_ids=failed,
         cancelled_ids=cancelled,
         blocked_ids=blocked,
+        not_run_ids=not_run,
         started_at=started,
         completed_at=now_rfc3339(),
         summary=summary,

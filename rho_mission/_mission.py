@@ -269,7 +269,7 @@ class Mission(MissionDocument):
                 raise InvalidMissionError(
                     f"mission {self.id} has no task store to refresh from; pass the features"
                 )
-            fresh = store_features(self.config)
+            fresh = store_features(self)
         elif refresh is not False:
             if self.config.signed_plan:
                 raise InvalidMissionError(

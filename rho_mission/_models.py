@@ -20,6 +20,7 @@ __all__ = [
     "Feature",
     "FeatureStatus",
     "Handoff",
+    "HeldTask",
     "MissionConfig",
     "MissionDocument",
     "MissionStatus",
@@ -144,8 +145,11 @@ class Verification(BaseModel):
 class WaveJoin(BaseModel):
     """The record of one wave's end; every id list sorted.
 
-    ``cancelled_ids`` is an addition to DESIGN §3: a cancelled feature is neither completed nor
-    failed, and the join says so.
+    ``cancelled_ids`` is an addition to the seed's join: a cancelled feature is neither
+    completed nor failed, and the join says so. ``blocked_ids`` are the features of later waves
+    downstream of a failure or a cancellation (transitively); ``not_run_ids`` those that did
+    not run only because the mission stopped after this wave (another failure, a failed
+    verification), so that nothing is called blocked by work it does not depend on.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -156,10 +160,28 @@ class WaveJoin(BaseModel):
     failed_ids: list[str]
     cancelled_ids: list[str] = Field(default_factory=list)
     blocked_ids: list[str]
+    not_run_ids: list[str] = Field(default_factory=list)
     started_at: str
     completed_at: str
     summary: str
     verification: Verification = Field(default_factory=Verification)
+
+
+class HeldTask(BaseModel):
+    """A task of the store a mission does not run because of the store's own statuses.
+
+    ``held_by`` is the task whose ``cancelled``, ``skipped`` or ``reviewing`` status holds it:
+    itself, or a blocker (transitively). ``status`` is the task's own status in the store;
+    ``reason`` says it in words, for the views (``cancelled in the task store``, ``blocked by
+    "c" (cancelled)``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    status: str
+    held_by: str
+    reason: str
 
 
 # 16 MiB: far beyond what a person reads, small enough that a runaway task fills no disk.
@@ -219,6 +241,8 @@ class MissionDocument(BaseModel):
     integration_head: str | None = None
     features: list[Feature] = Field(default_factory=list)
     waves: list[list[str]] = Field(default_factory=list)
+    # Tasks of the store this mission does not run, and why (``_selection``).
+    held: list[HeldTask] = Field(default_factory=list)
     wave_joins: list[WaveJoin] = Field(default_factory=list)
     status: MissionStatus = "planning"
     started_at: str | None = None

@@ -21,7 +21,7 @@ from ._models import Feature
 if TYPE_CHECKING:
     from ._models import MissionDocument
 
-__all__ = ["staged_plan"]
+__all__ = ["computed_waves", "staged_plan"]
 
 
 def staged_plan(mission: MissionDocument, waves: Sequence[Sequence[str]] | None) -> list[list[str]]:
@@ -34,7 +34,7 @@ def staged_plan(mission: MissionDocument, waves: Sequence[Sequence[str]] | None)
             blockers, or (computed) a cycle, a missing blocker or a cap exceeded.
     """
     if waves is None:
-        waves = mission.waves or _computed_waves(mission.features)
+        waves = mission.waves or computed_waves(mission.features)
     plan = [list(wave) for wave in waves if wave]
     if not plan:
         raise InvalidMissionError("staged execution waves are empty")
@@ -106,7 +106,7 @@ class _Node:
     dependencies: list[_Blocks] = field(default_factory=list)
 
 
-def _computed_waves(features: Sequence[Feature]) -> list[list[str]]:
+def computed_waves(features: Sequence[Feature]) -> list[list[str]]:
     if not features:
         return []
     nodes = [_Node(f.id, dependencies=[_Blocks(b) for b in f.blocked_by]) for f in features]

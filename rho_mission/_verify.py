@@ -122,6 +122,28 @@ class JoinChecks:
             fix_command_sha256=digest(stages.fix_command) if stages.fix_command else None,
         )
 
+    def verified_before(self, head: str) -> Verification | None:
+        """A pass of *head* by an earlier join with the same checks, as this join's record.
+
+        A wave that merged nothing leaves the head it started from: checked once, it is not
+        checked again (``attempts`` 0 says so). A library verify worker has no command to
+        compare, so its checks always run.
+        """
+        command = self.stages.verify_command
+        if command is None:
+            return None
+        wanted = digest(command)
+        for join in reversed(self.mission.wave_joins):
+            done = join.verification
+            if done.status == "passed" and done.head == head and done.command_sha256 == wanted:
+                return Verification(
+                    status="passed",
+                    head=head,
+                    command_sha256=wanted,
+                    fix_command_sha256=done.fix_command_sha256,
+                )
+        return None
+
     async def verify(self, run: VerificationRun) -> VerificationStatus:
         """Check *run*'s head, fixing it while fixes are left: ``passed`` or ``failed``."""
         run.error = await self._check(run)

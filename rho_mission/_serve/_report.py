@@ -39,6 +39,7 @@ _JOIN_KEYS = (
     "failed_ids",
     "cancelled_ids",
     "blocked_ids",
+    "not_run_ids",
     "started_at",
     "completed_at",
 )

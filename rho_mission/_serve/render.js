@@ -5,11 +5,15 @@
 const RhoRender = (function () {
   const WORDS = {
     pending: "pending", in_progress: "running", completed: "completed", failed: "failed",
-    cancelled: "cancelled", blocked: "blocked", executing: "executing", partial: "partial",
-    planning: "planning",
+    cancelled: "cancelled", blocked: "blocked", not_run: "not run", executing: "executing",
+    partial: "partial", planning: "planning",
   };
   const FINAL = new Set(["completed", "failed", "partial", "cancelled"]);
-  const UNTIMED = { completed: "completed before this mission", blocked: "not run: a task it depends on failed" };
+  const UNTIMED = {
+    completed: "completed before this mission",
+    blocked: "not run: a task it depends on failed",
+    not_run: "not run: the mission stopped before its wave",
+  };
   // A verified join's checks (--verify): their words, and the card colour each borrows.
   const CHECKS = {
     running: ["verifying", "in_progress"], passed: ["verified", "completed"],
@@ -58,14 +62,20 @@ const RhoRender = (function () {
     return minutes + "m " + String(Math.round((ms % 60000) / 1000)).padStart(2, "0") + "s";
   }
 
-  // A pending feature some join listed as blocked downstream of a failure (a later wave's own
-  // join lists it no more: it is in that wave).
+  // A pending feature some join listed as blocked downstream of a failure, or as not run
+  // because the mission stopped (a later wave's own join lists it no more: it is in that wave).
   function blockedIds(mission) {
-    return new Set((mission.wave_joins || []).flatMap((join) => join.blocked_ids || []));
+    const joins = mission.wave_joins || [];
+    return {
+      blocked: new Set(joins.flatMap((join) => join.blocked_ids || [])),
+      notRun: new Set(joins.flatMap((join) => join.not_run_ids || [])),
+    };
   }
 
-  function shownStatus(feature, blocked) {
-    return feature.status === "pending" && blocked.has(feature.id) ? "blocked" : feature.status;
+  function shownStatus(feature, stopped) {
+    if (feature.status !== "pending") return feature.status;
+    if (stopped.blocked.has(feature.id)) return "blocked";
+    return stopped.notRun.has(feature.id) ? "not_run" : feature.status;
   }
 
   function waveList(mission) {

@@ -123,10 +123,10 @@ def _waves(mission: MissionDocument) -> list[list[str]]:
     if mission.waves:
         return mission.waves
     from rho_mission._errors import InvalidMissionError
-    from rho_mission._plan import _computed_waves
+    from rho_mission._plan import computed_waves
 
     try:
-        return _computed_waves(mission.features)
+        return computed_waves(mission.features)
     except InvalidMissionError:  # a cycle or a missing blocker: draw it ungrouped, as it is
         return []
 

@@ -118,6 +118,20 @@ def _size(ctx: click.Context, param: click.Parameter, value: str) -> int:
     show_default=True,
     help="Bytes of output a task's log keeps: its first and last half, the cut said in between.",
 )
+@click.option(
+    "--only",
+    "only",
+    multiple=True,
+    metavar="ID",
+    help="Run these tasks and their unfinished blockers only (repeatable, or comma-separated).",
+)
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    metavar="LABEL",
+    help="Run the tasks with this label and their unfinished blockers (repeatable).",
+)
 @check_options
 @executor_options
 @click.option("--dry-run", is_flag=True, help="Show the plan; run and write nothing.")
@@ -159,6 +173,8 @@ def _run_from_tasks(
     sandbox: bool,
     no_network: bool,
     log_limit: int,
+    only: tuple[str, ...],
+    labels: tuple[str, ...],
     verify_command: str | None,
     fix_command: str | None,
     fix_attempts: int | None,
@@ -169,7 +185,7 @@ def _run_from_tasks(
     dry_run: bool,
     as_json: bool,
 ) -> int:
-    from rho_mission import MissionConfig, mission_from_tasks
+    from rho_mission import MissionConfig, NothingToRunError, mission_from_tasks
     from taskstore import ScheduleError
 
     keys = _plan_keys(signed_plan, trusted)
@@ -195,13 +211,23 @@ def _run_from_tasks(
     store = command_store_path(store_path)
     start = _start_commit(repo, base, continue_from)
     try:
-        planned = mission_from_tasks(store, repo, config, base=start)
+        planned = mission_from_tasks(
+            store, repo, config, base=start, only=split_ids(only), labels=labels
+        )
     except ScheduleError as exc:
         raise CliError(f"validate task schedule: {exc}") from exc
+    except NothingToRunError as exc:
+        click.echo(str(exc))  # not a mistake: nothing was created, and nothing needs doing
+        return 0
     planned.check_runnable()
     if dry_run:
         return _print_plan(planned, as_json)
     return _execute(planned, as_json, executor=executor)
+
+
+def split_ids(values: tuple[str, ...]) -> list[str]:
+    """Ids given as repeated options, each possibly a comma-separated list."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
 def _plan_keys(signed_plan: Path | None, trusted: tuple[str, ...]) -> list[str]:
@@ -243,14 +269,21 @@ def _print_plan(planned: Mission, as_json: bool) -> int:
         click.echo(f"wave {number}:")
         for feature_id in wave:
             feature = planned.feature(feature_id)
-            done = " (completed)" if feature.status == "completed" else ""
-            click.echo(f"  {feature.id}: {feature.description}{done}")
+            click.echo(f"  {feature.id}: {feature.description}")
+    _print_held(planned)
     if planned.config.verify_command:
         click.echo(f"after each wave: {planned.config.verify_command}")
     if planned.config.fix_command:
         fixes = planned.config.max_fix_attempts
         click.echo(f"when it fails: {planned.config.fix_command} (at most {fixes} time(s))")
     return 0
+
+
+def _print_held(planned: Mission) -> None:
+    if planned.held:
+        click.echo(f"not run ({len(planned.held)} held by the store's statuses):")
+        for held in planned.held:
+            click.echo(f"  {held.id}: {held.reason}")
 
 
 def _execute(

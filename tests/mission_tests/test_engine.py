@@ -221,10 +221,8 @@ async def test_the_mission_timeout_cancels_running_features_and_joins(repo_path:
         ("c", "pending"),
     ]
     [join] = mission.wave_joins
-    assert (join.cancelled_ids, join.blocked_ids) == (["a", "b"], ["c"])
-    assert join.summary == (
-        "wave 1 joined 2 feature(s), 0 completed, 0 failed, 2 cancelled, 1 downstream blocked"
-    )
+    assert (join.cancelled_ids, join.blocked_ids, join.not_run_ids) == (["a", "b"], [], ["c"])
+    assert join.summary == ("wave 1 joined 2 feature(s), 0 completed, 0 failed, 2 cancelled")
     on_disk = Mission.load(mission.dir)
     assert (on_disk.status, on_disk.wave_joins) == ("cancelled", mission.wave_joins)
     assert "c" not in worker.ran
@@ -330,13 +328,34 @@ async def test_a_failed_feature_stops_the_mission_after_its_join(repo_path: Path
         "completed_ids": ["a"],
         "failed_ids": ["b"],
         "cancelled_ids": [],
-        "blocked_ids": ["c", "d", "e"],
-        "summary": "wave 1 joined 2 feature(s), 1 completed, 1 failed, 3 downstream blocked",
+        # None of them depends on b: they did not run only because the mission stopped.
+        "blocked_ids": [],
+        "not_run_ids": ["c", "d", "e"],
+        "summary": "wave 1 joined 2 feature(s), 1 completed, 1 failed",
     }
     assert [mission.feature(i).status for i in "cde"] == ["pending"] * 3
     assert mission.status == "partial"
     dispatched = [e["feature_id"] for e in journal(mission) if e["event"] == "dispatch"]
     assert sorted(dispatched) == ["a", "b"]
+
+
+async def test_only_what_depends_on_a_failure_is_called_blocked(repo_path: Path) -> None:
+    # f fails; i is independent; j waits for i, k for f, m for k: k and m are blocked.
+    mission = plan(repo_path, [])
+    for feature in (
+        Feature("f"),
+        Feature("i"),
+        Feature("j", blocked_by=["i"]),
+        Feature("k", blocked_by=["f"]),
+        Feature("m", blocked_by=["k", "j"]),
+    ):
+        mission.add_feature(feature)
+    await mission.run_staged(ScriptedWorker({"f": fails("f broke")}))
+
+    assert mission.waves == [["f", "i"], ["j", "k"], ["m"]]
+    [join] = mission.wave_joins
+    assert (join.failed_ids, join.blocked_ids, join.not_run_ids) == (["f"], ["k", "m"], ["j"])
+    assert join.summary == "wave 1 joined 2 feature(s), 1 completed, 1 failed, 2 downstream blocked"
 
 
 @pytest.mark.parametrize(
@@ -383,13 +402,13 @@ async def test_a_merge_conflict_fails_the_later_feature_in_sorted_order(repo_pat
     assert git_out(repo_path, "show", f"{integration}:shared.txt") == "from a"
     assert "b.txt" not in tracked_files(repo_path, integration)
     [join] = mission.wave_joins
-    assert (join.feature_ids, join.completed_ids, join.failed_ids, join.blocked_ids) == (
+    assert (join.feature_ids, join.completed_ids, join.failed_ids, join.not_run_ids) == (
         ["a", "b"],
         ["a"],
         ["b"],
         ["c"],
     )
-    assert join.summary == "wave 1 joined 2 feature(s), 1 completed, 1 failed, 1 downstream blocked"
+    assert join.summary == "wave 1 joined 2 feature(s), 1 completed, 1 failed"
 
 
 class _FinishOrder:
@@ -430,7 +449,7 @@ async def test_join_records_do_not_depend_on_the_finish_order(repo_path: Path) -
 
     assert (first_order, second_order) == (["a", "b", "c"], ["c", "b", "a"])
     assert without_times(first.wave_joins) == without_times(second.wave_joins)
-    assert without_times(first.wave_joins)[0]["blocked_ids"] == ["d"]
+    assert without_times(first.wave_joins)[0]["not_run_ids"] == ["d"]
     assert first.status == second.status == "partial"
 
 

@@ -64,16 +64,32 @@ def test_resume_refuses_a_store_whose_shape_changed(project: Path) -> None:
     folder = mission_dir(project)
     record = (folder / "mission.json").read_bytes()
     assert run_rho("task", "add", "late", "--command", "true", cwd=project).code == 0
+    # task_1 now waits for work the mission does not hold: it would run without it.
+    assert run_rho("task", "update", "task_1", "--add-blocker", "task_2", cwd=project).code == 0
 
     result = run_rho("mission", "resume", str(folder), cwd=project)
 
     assert result.code == 2
     assert result.stderr_lines == [
         f"error: the tasks of mission {folder.name} changed shape since it was planned "
-        "(task_2 added); resume takes fixed commands and texts only: start a new mission "
-        "with 'rho mission --from-tasks'"
+        "(blockers of task_1 changed); resume takes fixed commands and texts only: start a "
+        "new mission with 'rho mission --from-tasks'"
     ]
     assert (folder / "mission.json").read_bytes() == record
+
+
+def test_a_task_added_to_the_store_does_not_stop_a_resume(project: Path) -> None:
+    import_tasks(project, [spec("task_1", "exit 3")])
+    assert run_rho("mission", "--from-tasks", cwd=project).code == 1
+    assert run_rho("task", "add", "late", "--command", "true", cwd=project).code == 0
+    assert run_rho("task", "update", "task_1", "--command", "true", cwd=project).code == 0
+
+    result = run_rho("mission", "resume", "latest", cwd=project)
+
+    assert result.code == 0, result.stderr
+    record = json.loads((mission_dir(project) / "mission.json").read_text())
+    assert [f["id"] for f in record["features"]] == ["task_1"]
+    assert store_tasks(project)["task_2"]["status"] == "pending"  # the next mission's work
 
 
 def _partial_mission(project: Path) -> Path:

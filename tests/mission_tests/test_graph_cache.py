@@ -531,6 +531,7 @@ def test_every_field_of_a_wave_join_is_in_its_key() -> None:
         "failed_ids": ["f9"],
         "cancelled_ids": ["f9"],
         "blocked_ids": ["f9"],
+        "not_run_ids": ["f9"],
         "started_at": "2026-11-30T09:00:00.000Z",
         "completed_at": "2026-11-30T09:00:00.000Z",
         "summary": "other",

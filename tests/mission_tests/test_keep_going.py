@@ -80,4 +80,6 @@ def test_without_keep_going_nothing_after_the_failed_wave_runs(
     assert _ran(tmp_path) == ["task_1", "task_2"]
     joins = _record(project)["wave_joins"]
     assert isinstance(joins, list)
-    assert [j["blocked_ids"] for j in joins] == [["task_3", "task_4", "task_5", "task_6"]]
+    # task_5 and task_6 do not depend on task_1: not run, for the stop, but not blocked.
+    assert [j["blocked_ids"] for j in joins] == [["task_3", "task_4"]]
+    assert [j["not_run_ids"] for j in joins] == [["task_5", "task_6"]]

@@ -418,16 +418,15 @@ def store(tmp_path: Path) -> TaskStore:
 def test_a_mission_from_tasks_has_features_in_wave_order(repo_path: Path, store: TaskStore) -> None:
     mission = mission_from_tasks(store.path, repo_path, MissionConfig(max_workers=2))
 
-    assert mission.waves == [["task_1", "task_3"], ["task_2"], ["task_4"]]
+    # task_1 is done: not a feature, and task_2, which it blocked, starts in the first wave.
+    assert mission.waves == [["task_2", "task_3"], ["task_4"]]
     assert [(f.id, f.status, f.blocked_by) for f in mission.features] == [
-        ("task_1", "completed", []),
+        ("task_2", "pending", []),
         ("task_3", "pending", []),
-        ("task_2", "pending", ["task_1"]),
         ("task_4", "pending", ["task_2", "task_3"]),
     ]
     two = mission.feature("task_2")
     assert (two.description, two.expected_behavior) == ("two", "the second")
-    assert mission.feature("task_1").command == "true"
     assert (mission.config.max_workers, mission.config.task_store) == (2, str(store.path))
     assert not (repo_path / ".rho").exists()
 

@@ -144,7 +144,8 @@ async def test_a_failed_check_blocks_every_later_wave_even_with_keep_going(proje
     await mission.run_staged(work, waves=WAVES, verify=check)
 
     [join] = mission.wave_joins
-    assert join.blocked_ids == ["aside", "later"]
+    # later waits for the unverified work; aside does not, and did not run only for the stop.
+    assert (join.blocked_ids, join.not_run_ids) == (["later"], ["aside"])
     assert join.verification.error == "b.py calls a.old, which a.py no longer defines"
     assert [mission.feature(i).status for i in ("aside", "later")] == ["pending", "pending"]
     assert mission.status == "partial"
@@ -190,7 +191,7 @@ async def test_a_cancelled_check_is_recorded_and_resume_checks_again(project: Pa
 
     [join] = mission.wave_joins
     assert (mission.status, join.verification.status) == ("cancelled", "cancelled")
-    assert join.summary.endswith(", 2 downstream blocked, verification cancelled")
+    assert join.summary.endswith(", 1 downstream blocked, verification cancelled")
 
     await mission.resume(work, verify=check, fix=Fixer())
 
@@ -271,7 +272,7 @@ def test_the_first_unfinished_wave_is_one_not_verified(
     ],
 )
 def test_the_join_summary_ends_with_what_the_checks_said(status: str, summary: str) -> None:
-    features = [Feature("a", status="completed"), Feature("b")]
+    features = [Feature("a", status="completed"), Feature("b", blocked_by=["a"])]
     checked = Verification.model_validate({"status": status})
     join = join_record(features, [["a"], ["b"]], 1, "2024-01-01T00:00:00Z", verification=checked)
     assert join.summary == summary
