@@ -36,6 +36,7 @@ from ._errors import (
     UnsafePathError,
 )
 from ._gitcommit import CommitResult, commit_worktree, path_text
+from ._gitexclude import add_exclude_line
 from ._repolock import repo_lock
 from .containment import PinnedWorktree, pin_worktree, pinned, require_pinned
 
@@ -263,16 +264,8 @@ class GitRepo:
         The common dir's exclude file applies to every worktree of the repository. Returns
         whether the file changed.
         """
-        path = self.common_dir / "info" / "exclude"
         with self.locked():
-            text = path.read_text(encoding="utf-8") if path.exists() else ""
-            if pattern in (line.strip() for line in text.splitlines()):
-                return False
-            path.parent.mkdir(parents=True, exist_ok=True)
-            separator = "" if not text or text.endswith("\n") else "\n"
-            with path.open("a", encoding="utf-8") as handle:
-                handle.write(f"{separator}{pattern}\n")
-            return True
+            return add_exclude_line(self.common_dir, pattern)
 
     def worktrees(self) -> list[WorktreeInfo]:
         """Return every worktree of the repository, the main one first, as git lists them."""

@@ -26,7 +26,13 @@ from ._errors import MergeConflictError, MissionError, RefMovedError, quote
 from ._git import GitRepo
 from ._models import MissionDocument
 
-__all__ = ["MergeOutcome", "MergeRefusedError", "merge_mission"]
+__all__ = [
+    "MergeOutcome",
+    "MergeRefusedError",
+    "merge_mission",
+    "tracked_records",
+    "tracked_records_message",
+]
 
 MergeKind = Literal["up to date", "fast-forward", "merge commit"]
 _NAMED = 5  # paths an error names; the rest are counted
@@ -152,11 +158,29 @@ def _refuse_dirty(repo: GitRepo, mission: MissionDocument) -> None:
     # --no-optional-locks: even this look must not rewrite the user's index.
     out = repo.run("--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=no")
     paths = _status_paths(out)
+    records = [path for path in paths if path == ".rho" or path.startswith(".rho/")]
+    if records:
+        raise MergeRefusedError(tracked_records_message(records))
     if paths:
         raise MergeRefusedError(
             f"your work tree has uncommitted changes ({_some(paths)}); commit or stash them, "
             f"then run 'rho mission merge {mission.id}' again"
         )
+
+
+def tracked_records(repo: GitRepo) -> list[str]:
+    """The files under ``.rho/`` that the repository's index tracks (none, normally)."""
+    out = repo.run("--no-optional-locks", "ls-files", "-z", "--", ".rho")
+    return sorted(path for path in out.split("\0") if path)
+
+
+def tracked_records_message(paths: list[str]) -> str:
+    """What to do when rho's own records (``.rho/``) were committed to the repository."""
+    return (
+        f"rho's records are tracked by git ({_some(paths)}): they change with every mission "
+        "and must not be committed; untrack them with 'git rm --cached -r .rho' and commit "
+        "(rho keeps .rho/ out of git from then on)"
+    )
 
 
 def _status_paths(porcelain: str) -> list[str]:

@@ -16,7 +16,13 @@ from pydantic import PrivateAttr, ValidationError
 
 from ._clock import now_rfc3339
 from ._engine import run_waves
-from ._errors import InvalidMissionError, MissionError, NotAGitRepositoryError, quote
+from ._errors import (
+    InvalidMissionError,
+    MissionError,
+    NotAGitRepositoryError,
+    UnknownRefError,
+    quote,
+)
 from ._git import GitRepo
 from ._journal import Journal
 from ._models import Feature, MissionConfig, MissionDocument, feature_id_problem
@@ -64,6 +70,7 @@ class Mission(MissionDocument):
         Raises:
             NotAGitRepositoryError: *repo* is not inside a git work tree.
             UnknownRefError: *base* names no commit.
+            InvalidMissionError: the repository has no commit yet (*base* ``HEAD``).
         """
         git = GitRepo.open(Path(repo))
         ident = mission_id or secrets.token_hex(4)
@@ -76,7 +83,7 @@ class Mission(MissionDocument):
             prompt=prompt,
             dir=str(folder),
             repo=str(git.root),
-            base_commit=git.resolve_commit(base),
+            base_commit=_base_commit(git, base),
             integration_branch=f"rho-mission/{ident}/integration",
             config=config or MissionConfig(),
         )
@@ -337,6 +344,19 @@ class Mission(MissionDocument):
     def warnings(self) -> list[str]:
         """Problems of the last run that did not stop it (e.g. a task store left unwritable)."""
         return self._warnings
+
+
+def _base_commit(git: GitRepo, base: str) -> str:
+    """The commit *base* names; a repository without a commit yet is told how to make one."""
+    try:
+        return git.resolve_commit(base)
+    except UnknownRefError:
+        if base == "HEAD" and git.run_status("rev-parse", "--verify", "--quiet", "HEAD")[0] != 0:
+            raise InvalidMissionError(
+                f"the repository {git.root} has no commit yet: a mission starts from one; "
+                "make a first commit (git commit --allow-empty -m 'first commit')"
+            ) from None
+        raise
 
 
 def list_missions(repo: str | Path) -> list[Mission]:

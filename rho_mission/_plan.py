@@ -30,9 +30,11 @@ def staged_plan(mission: MissionDocument, waves: Sequence[Sequence[str]] | None)
     A mission without features gets one per id named in *waves*.
 
     Raises:
-        InvalidMissionError: empty waves, an unknown or repeated id, a feature not after its
-            blockers, or (computed) a cycle, a missing blocker or a cap exceeded.
+        InvalidMissionError: empty waves, an unknown or repeated id, a feature still to run in
+            no wave, a feature not after its blockers, or (computed) a cycle, a missing
+            blocker or a cap exceeded.
     """
+    given = waves is not None
     if waves is None:
         waves = mission.waves or computed_waves(mission.features)
     plan = [list(wave) for wave in waves if wave]
@@ -44,7 +46,22 @@ def staged_plan(mission: MissionDocument, waves: Sequence[Sequence[str]] | None)
             mission.features.append(Feature(feature_id, branch=_branch(mission, feature_id)))
     _check_ids(mission, plan)
     _check_blocker_order(mission, plan)
+    if given:
+        _check_every_feature_named(mission, plan)
     return plan
+
+
+def _check_every_feature_named(mission: MissionDocument, plan: list[list[str]]) -> None:
+    """Refuse waves that leave out a feature still to run: it would stay pending for ever,
+    the mission ``partial`` however often it is resumed."""
+    named = {i for wave in plan for i in wave}
+    left = [f.id for f in mission.features if f.status != "completed" and f.id not in named]
+    if left:
+        shown = ", ".join(quote(i) for i in sorted(left)[:5])
+        raise InvalidMissionError(
+            f"staged execution waves leave out {len(left)} feature(s) still to run ({shown}): "
+            "name every feature in a wave, or leave it out of the mission"
+        )
 
 
 def _branch(mission: MissionDocument, feature_id: str) -> str:

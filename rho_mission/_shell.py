@@ -13,11 +13,14 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from graph import sha256_hex
+
+from ._clock import now_rfc3339
 from ._environ import child_environ
 from ._errors import FeatureFailedError
 from ._folders import open_private
 from ._git import GitRepo
-from ._process import run_command
+from ._process import open_log, run_command
 from .containment import require_pinned
 from .containment._wrapper import TaskPlace, task_wrapper
 
@@ -26,7 +29,9 @@ if TYPE_CHECKING:
     from ._seam import WorkerContext
 
 __all__ = [
+    "LOG_NOTE_PREFIX",
     "SUBJECT_ENV_LIMIT",
+    "note_in_log",
     "run_in_worktree",
     "shell_worker",
     "worker_environment",
@@ -48,8 +53,27 @@ async def shell_worker(ctx: WorkerContext) -> Handoff | None:
     command = ctx.feature.command or ctx.mission.config.run_command
     if not command:
         raise FeatureFailedError(f"task {ctx.feature.id} has no command")
-    await run_in_worktree(ctx, command, worker_environment(ctx, _write_prompt(ctx)))
+    # Each attempt between two lines of rho's own: a log of several attempts reads apart, and
+    # one whose command printed nothing still says what ran and how it ended.
+    attempt = f"{ctx.feature.id} attempt {ctx.attempt}"
+    started = f"command sha256 {sha256_hex(command)[:16]}, started {now_rfc3339()}"
+    note_in_log(ctx.log_path, f"{attempt}: {started}")
+    try:
+        await run_in_worktree(ctx, command, worker_environment(ctx, _write_prompt(ctx)))
+    except FeatureFailedError as exc:
+        note_in_log(ctx.log_path, f"{attempt} failed: {exc}")
+        raise
+    note_in_log(ctx.log_path, f"{attempt} passed: exit code 0")
     return None
+
+
+LOG_NOTE_PREFIX = "== rho: "
+
+
+def note_in_log(log_path: Path, text: str) -> None:
+    """Append one line of rho's own (``== rho: ... ==``) to a task's log."""
+    with os.fdopen(open_log(log_path), "a", encoding="utf-8") as handle:
+        handle.write(f"{LOG_NOTE_PREFIX}{text} ==\n")
 
 
 async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str]) -> None:

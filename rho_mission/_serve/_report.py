@@ -87,9 +87,11 @@ def _tails(mission: MissionDocument, folder: Path) -> dict[str, list[str]]:
     # The path comes from the feature id (a safe file name), never from its `log` field; a
     # failed verification's from its wave (``verify-<wave>``).
     failed = [feature.id for feature in mission.features if feature.status == "failed"]
-    failed += [f"verify-{j.wave}" for j in mission.wave_joins if j.verification.status == "failed"]
-    for name in failed:
-        lines = read_tail(folder / "logs" / f"{name}.log", REPORT_TAIL_LINES)
+    stages = [f"verify-{j.wave}" for j in mission.wave_joins if j.verification.status == "failed"]
+    for name in failed + stages:
+        # A feature's tail is its task's output (rho's lines around each attempt left out).
+        path = folder / "logs" / f"{name}.log"
+        lines = read_tail(path, REPORT_TAIL_LINES, output_only=name not in stages)
         if lines is not None:
             tails[name] = lines
     return tails

@@ -207,7 +207,8 @@ class Repository:
         from rho_mission.cli._logs import read_tail
 
         mission = self.mission(mission_id)
-        known = {feature.id: feature.id for feature in mission.features}
+        features = {feature.id: feature.id for feature in mission.features}
+        known = dict(features)
         # The checks of a wave (--verify, --fix) log as verify-<wave> and fix-<wave>.
         for join in mission.wave_joins:
             if join.verification.status != "skipped":
@@ -217,7 +218,10 @@ class Repository:
             raise NotFoundError(f"mission {mission_id} has no such feature")
         # name comes from the document (a checked feature id, or a stage and a wave number);
         # the request's text is only compared with it.
-        return read_tail(self.mission_folder(mission_id) / "logs" / f"{name}.log", lines)
+        path = self.mission_folder(mission_id) / "logs" / f"{name}.log"
+        # A feature's tail is its task's output; rho's lines around each attempt are left out
+        # (a stage's lines, which say why its checks failed, are kept).
+        return read_tail(path, lines, output_only=name in features)
 
 
 _STAGES = ("verify", "fix")

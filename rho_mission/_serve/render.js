@@ -78,6 +78,12 @@ const RhoRender = (function () {
     return stopped.notRun.has(feature.id) ? "not_run" : feature.status;
   }
 
+  // Ids as people count them (task_2 before task_10); the files keep their own order.
+  const NATURAL = new Intl.Collator("en", { numeric: true });
+  function naturally(ids) {
+    return [...ids].sort(NATURAL.compare);
+  }
+
   function waveList(mission) {
     const features = mission.features || [];
     if (mission.waves && mission.waves.length) return mission.waves;
@@ -149,7 +155,7 @@ const RhoRender = (function () {
     waveList(mission).forEach((ids, index) => {
       const column = el("div", { class: "wave", "data-wave": String(index + 1) },
         el("h3", { text: "Wave " + (index + 1) }));
-      for (const id of ids) {
+      for (const id of naturally(ids)) {
         const feature = features.get(id);
         if (feature) column.append(card(feature, shownStatus(feature, blocked)));
       }
@@ -231,7 +237,7 @@ const RhoRender = (function () {
 
   function timelineSection(mission, now) {
     const features = byId(mission);
-    const order = waveList(mission).flat().filter((id) => features.has(id));
+    const order = waveList(mission).flatMap(naturally).filter((id) => features.has(id));
     const spans = order.map((id) => span(features.get(id), now)).filter(Boolean);
     const section = el("section", { "aria-label": "timeline" }, el("h2", { text: "Timeline" }));
     if (!spans.length) {

@@ -83,7 +83,7 @@ def load_source(
     from rho_mission import task_store_graph
     from taskstore import TaskStore
 
-    path = command_store_path(store_path)
+    path = command_store_path(store_path, reading=True)
     if not path.is_file():
         # Reading a missing store as empty suits `rho task`; exporting or uploading an empty
         # graph because of a typo does not.

@@ -35,6 +35,7 @@ __all__ = [
     "open_log",
     "print_log",
     "print_stage_log",
+    "printed_nothing",
     "read_tail",
     "stage_wave",
 ]
@@ -78,8 +79,12 @@ def open_log(path: Path) -> int | None:
         raise
 
 
-def read_tail(path: Path, lines: int = TAIL_LINES) -> list[str] | None:
+def read_tail(
+    path: Path, lines: int = TAIL_LINES, *, output_only: bool = False
+) -> list[str] | None:
     """The last *lines* lines of the log at *path*, made printable; None when it is missing.
+
+    With *output_only*, rho's own lines (each attempt's start and end) are left out.
 
     Raises:
         UnsafePathError: the log is a symbolic link.
@@ -97,6 +102,10 @@ def read_tail(path: Path, lines: int = TAIL_LINES) -> list[str] | None:
         rows = rows[1:]  # cut by the window
     if rows and rows[-1] == "":
         rows.pop()
+    if output_only:
+        from rho_mission._shell import LOG_NOTE_PREFIX
+
+        rows = [row for row in rows if not row.startswith(LOG_NOTE_PREFIX)]
     return [_printable(row) for row in rows[-lines:]] if lines > 0 else []
 
 
@@ -114,7 +123,7 @@ def failure_lines(mission: MissionDocument, feature_id: str) -> list[str]:
     """
     path = log_path(mission, feature_id)
     try:
-        tail = read_tail(path)
+        tail = read_tail(path, output_only=True)
     except UnsafePathError as exc:
         return [f"  log: {path} ({exc})"]
     except OSError as exc:
@@ -122,7 +131,7 @@ def failure_lines(mission: MissionDocument, feature_id: str) -> list[str]:
     if tail is None:
         return []
     if not tail:
-        return [f"  log: {path} (empty)"]
+        return [f"  log: {path} (the task printed nothing)"]
     return [f"  log: {path} (last {len(tail)} line(s)):", *(f"  | {row}" for row in tail)]
 
 
@@ -219,6 +228,25 @@ def print_log(path: Path) -> bool:
     _print_from(path, 0, decoder)
     sys.stdout.write(decoder.decode(b"", final=True))
     return True
+
+
+def printed_nothing(path: Path) -> bool:
+    """Whether the log at *path* holds rho's own lines only: its task printed nothing.
+
+    Raises:
+        UnsafePathError: the log is a symbolic link.
+    """
+    from rho_mission._shell import LOG_NOTE_PREFIX
+
+    fd = open_log(path)
+    if fd is None:
+        return True
+    with os.fdopen(fd, "rb") as handle:
+        head = handle.read(_TAIL_BYTES + 1)
+    if len(head) > _TAIL_BYTES:
+        return False
+    lines = head.decode("utf-8", "replace").splitlines()
+    return all(line.startswith(LOG_NOTE_PREFIX) for line in lines if line.strip())
 
 
 def _print_from(path: Path, offset: int, decoder: codecs.IncrementalDecoder) -> int:

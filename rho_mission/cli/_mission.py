@@ -222,7 +222,18 @@ def _run_from_tasks(
     planned.check_runnable()
     if dry_run:
         return _print_plan(planned, as_json)
+    _warn_if_records_tracked(repo)
+    _print_held(planned, err=True)  # before the progress display takes the terminal
     return _execute(planned, as_json, executor=executor)
+
+
+def _warn_if_records_tracked(repo: Path) -> None:
+    from rho_mission._git import GitRepo
+    from rho_mission._merge import tracked_records, tracked_records_message
+
+    tracked = tracked_records(GitRepo.open(repo))
+    if tracked:
+        click.echo(f"warning: {tracked_records_message(tracked)}", err=True)
 
 
 def split_ids(values: tuple[str, ...]) -> list[str]:
@@ -261,13 +272,15 @@ def _repo_root() -> Path:
 
 
 def _print_plan(planned: Mission, as_json: bool) -> int:
+    from ._render import naturally
+
     if as_json:
         sys.stdout.write(planned.model_dump_json(indent=2) + "\n")
         return 0
     click.echo(f"mission {planned.id} (dry run: nothing runs, nothing is written)")
     for number, wave in enumerate(planned.waves, start=1):
         click.echo(f"wave {number}:")
-        for feature_id in wave:
+        for feature_id in naturally(wave):
             feature = planned.feature(feature_id)
             click.echo(f"  {feature.id}: {feature.description}")
     _print_held(planned)
@@ -279,11 +292,13 @@ def _print_plan(planned: Mission, as_json: bool) -> int:
     return 0
 
 
-def _print_held(planned: Mission) -> None:
+def _print_held(planned: Mission, *, err: bool = False) -> None:
+    from ._render import natural_key
+
     if planned.held:
-        click.echo(f"not run ({len(planned.held)} held by the store's statuses):")
-        for held in planned.held:
-            click.echo(f"  {held.id}: {held.reason}")
+        click.echo(f"not run ({len(planned.held)} held by the store's statuses):", err=err)
+        for held in sorted(planned.held, key=lambda h: natural_key(h.id)):
+            click.echo(f"  {held.id}: {held.reason}", err=err)
 
 
 def _execute(

@@ -79,7 +79,14 @@ def log(name: str, task: str, follow: bool) -> int:
     """
     from rho_mission._mission import mission_is_running
 
-    from ._logs import follow_log, log_path, print_log, print_stage_log, stage_wave
+    from ._logs import (
+        follow_log,
+        log_path,
+        print_log,
+        print_stage_log,
+        printed_nothing,
+        stage_wave,
+    )
 
     target = load_mission(name)
     if stage_wave(task) is not None:  # verify-<wave>, fix-<wave>: a verified join's stages
@@ -91,6 +98,9 @@ def log(name: str, task: str, follow: bool) -> int:
     elif not print_log(log_path(target, feature.id)):
         why = "it has not run yet" if feature.status == "pending" else "its worker wrote none"
         raise CliError(f"task {feature.id} of mission {target.id} has no log: {why}")
+    elif printed_nothing(log_path(target, feature.id)):
+        ended = f": {feature.error}" if feature.error else f"; it is {feature.status}"
+        click.echo(f"(task {feature.id} printed nothing{ended})")
     return 0
 
 

@@ -11,8 +11,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from rho_mission._joins import stopped_ids
+
 from ._logs import log_path
-from ._render import console, status_text
+from ._render import console, natural_key, naturally, status_text
 
 if TYPE_CHECKING:
     from rho_mission._mission import Mission
@@ -54,28 +56,36 @@ def print_mission(mission: Mission, state: str) -> None:
         out.print(f"{join.summary}  ({_seconds(join.started_at, join.completed_at)})")
         for line in _verification_lines(mission, join):
             out.print(line, soft_wrap=True)
+    if mission.held:
+        out.print(f"not run: {len(mission.held)} task(s) held by the task store's statuses")
+        for held in sorted(mission.held, key=lambda h: natural_key(h.id)):
+            out.print(f"  {escape(held.id)}: {escape(held.reason)}", soft_wrap=True)
 
 
 def _feature_table(mission: Mission) -> Table:
     table = Table(title="features", title_justify="left")
     for column in ("wave", "task", "status", "tries", "took", "files", "branch", "note"):
         table.add_column(column, overflow="fold")
+    stopped = stopped_ids(mission.wave_joins)
     for number, wave in enumerate(mission.waves, start=1):
-        for feature_id in wave:
-            table.add_row(str(number), *_feature_row(mission.feature(feature_id)))
+        for feature_id in naturally(wave):
+            feature = mission.feature(feature_id)
+            table.add_row(str(number), *_feature_row(feature, stopped.get(feature_id)))
     return table
 
 
-def _feature_row(feature: Feature) -> list[str | Text]:
+def _feature_row(feature: Feature, stopped: str | None) -> list[str | Text]:
     files = str(len(feature.handoff.files_changed)) if feature.handoff else ""
     note = feature.error or (feature.handoff.summary if feature.handoff else feature.description)
+    shown = stopped if feature.status == "pending" and stopped else feature.status
+    ran = feature.attempts > 0 or feature.status != "pending"  # only then has it a branch
     return [
         escape(feature.id),
-        status_text(feature.status),
+        status_text(shown),
         str(feature.attempts),
         _seconds(feature.started_at, feature.completed_at),
         files,
-        escape(feature.branch or ""),
+        escape(feature.branch or "") if ran else "",
         escape(note),
     ]
 
@@ -83,7 +93,7 @@ def _feature_row(feature: Feature) -> list[str | Text]:
 def _feature_details(mission: Mission) -> list[Text]:
     """Per feature that ran: status, attempts, duration and error, then where its log is."""
     lines: list[Text] = []
-    for feature_id in (i for wave in mission.waves for i in wave):
+    for feature_id in (i for wave in mission.waves for i in naturally(wave)):
         feature = mission.feature(feature_id)
         if feature.attempts == 0 and feature.status == "pending":
             continue

@@ -62,7 +62,7 @@ def plan(
     from taskstore import TaskStore, compute_schedule
 
     key = None if key_file is None else load_signing_key(key_file)
-    tasks = TaskStore(command_store_path(store_path)).tasks()
+    tasks = TaskStore(command_store_path(store_path, reading=True)).tasks()
     compute_schedule(tasks)  # a plan of a store that cannot run would be a promise of nothing
     document = plan_document(
         tasks,

@@ -88,7 +88,7 @@ def _parse(args: list[str]) -> tuple[str, Path] | None:
     if sub is None or "--json" not in sub:
         return None
     try:
-        store = resolve_store_path(sub.get("--store"), root.get("--store"))
+        store = resolve_store_path(sub.get("--store"), root.get("--store"), reading=True)
     except CliError:  # no store named and no repository: the full CLI says so
         return None
     return args[split + 1], store

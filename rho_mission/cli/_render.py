@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
 __all__ = [
     "console",
     "escape",
+    "natural_key",
+    "naturally",
     "print_ready",
     "print_task_detail",
     "print_task_table",
@@ -34,7 +37,25 @@ _STATUS_STYLE = {
     "in_progress": "yellow",
     "cancelled": "magenta",
     "skipped": "dim",
+    "blocked": "magenta",
+    "not run": "dim",
 }
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that reads numbers as numbers: task_2 before task_10 (for people's views;
+    files keep the spec's plain order)."""
+    return tuple(
+        (1, int(part)) if part.isdigit() else (0, part) for part in _DIGITS.split(text) if part
+    )
+
+
+def naturally(ids: Iterable[str]) -> list[str]:
+    """*ids* in `natural_key` order."""
+    return sorted(ids, key=natural_key)
 
 
 def console() -> Console:
@@ -71,14 +92,14 @@ def print_task_table(tasks: Sequence[Task], title: str, *, wide: bool = False) -
         table.add_column(column, no_wrap=True)
     for column in ("subject", "blocked by", *(("labels", "command") if wide else ())):
         table.add_column(column, overflow="fold")
-    for task in tasks:
+    for task in sorted(tasks, key=lambda task: natural_key(task.id)):
         # Subjects and commands are the user's text: "[a-z]" must print, not be read as markup.
         cells: list[str | Text] = [
             escape(_clip(task.id)),
             status_text(_clip(task.status)),
             priority_text(task.priority),
             escape(_clip(task.subject)),
-            escape(_clip(", ".join(sorted(set(task.blocker_ids))))),
+            escape(_clip(", ".join(naturally(set(task.blocker_ids))))),
         ]
         if wide:
             cells += [escape(_clip(", ".join(task.labels))), escape(_clip(task.command or ""))]
@@ -150,10 +171,12 @@ def print_ready(ready: Sequence[Any], waves: list[list[str]], *, priorities: boo
     if priorities:
         table.add_column("pri", no_wrap=True)
     table.add_column("subject", overflow="fold")
+    if not priorities:  # by priority, the caller's order; else by id, as people count
+        ready = sorted(ready, key=lambda task: natural_key(task.id))
     for task in ready:
         middle = [priority_text(task.priority)] if priorities else []
         table.add_row(escape(_clip(task.id)), *middle, escape(_clip(task.subject)))
     out = console()
     out.print(table)
     for number, wave in enumerate(waves, start=1):
-        out.print(f"wave {number}: {escape(' '.join(wave))}")
+        out.print(f"wave {number}: {escape(' '.join(naturally(wave)))}")

@@ -61,9 +61,21 @@ def _triage_options(command: F) -> F:
 
 
 def _open_store(store_path: Path | None) -> TaskStore:
+    """The store to read: one named by ``--store`` or the environment must exist."""
     from taskstore import TaskStore
 
-    return TaskStore(command_store_path(store_path))
+    return TaskStore(command_store_path(store_path, reading=True))
+
+
+def _store_to_write(store_path: Path | None) -> TaskStore:
+    """The store to change (created when missing); the repository's ``.rho/`` kept out of git
+    from rho's first write there."""
+    from rho_mission._gitexclude import exclude_rho_of_store
+    from taskstore import TaskStore
+
+    path = command_store_path(store_path)
+    exclude_rho_of_store(path)
+    return TaskStore(path)
 
 
 def _schedule(tasks: Sequence[Any]) -> Schedule[Any]:
@@ -109,7 +121,7 @@ def add(
 
     Example: rho task add "Write tests" --blocked-by task_1 --priority 1 --label tests
     """
-    created = _open_store(store_path).add(
+    created = _store_to_write(store_path).add(
         subject,
         description=description,
         blocked_by=blocked_by,
@@ -220,7 +232,7 @@ def update(
 
     Example: rho task update task_2 --status completed --priority 0 --remove-label later
     """
-    changed = _open_store(store_path).update(
+    changed = _store_to_write(store_path).update(
         task_id,
         status=status,
         subject=subject,
@@ -252,7 +264,7 @@ def delete(task_id: str, force: bool, store_path: Path | None, as_json: bool) ->
     from taskstore import TaskInUseError
 
     try:
-        done = _open_store(store_path).delete(task_id, force=force)
+        done = _store_to_write(store_path).delete(task_id, force=force)
     except TaskInUseError as exc:
         raise CliError(f"{exc}; {_in_use_fix(exc)}") from exc
     if as_json:
@@ -292,7 +304,7 @@ def dep_add(task_id: str, target: str, kind: str, store_path: Path | None, as_js
 
     Example: rho task dep add task_3 task_1 --type blocks
     """
-    changed = _open_store(store_path).add_dependency(task_id, target, kind)
+    changed = _store_to_write(store_path).add_dependency(task_id, target, kind)
     _emit_link(changed, as_json, f"added: {changed.id} {_READS_AS[kind]} {target.strip()}")
 
 
@@ -307,7 +319,7 @@ def dep_rm(task_id: str, target: str, kind: str, store_path: Path | None, as_jso
 
     Example: rho task dep rm task_3 task_1
     """
-    changed = _open_store(store_path).remove_dependency(task_id, target, kind)
+    changed = _store_to_write(store_path).remove_dependency(task_id, target, kind)
     _emit_link(changed, as_json, f"removed: {changed.id} {_READS_AS[kind]} {target.strip()}")
 
 
@@ -340,7 +352,7 @@ def ready(sort: str, store_path: Path | None, as_json: bool) -> None:
         by_priority = sorted(schedule.ready, key=lambda t: (t.priority, t.id))
         schedule = dataclasses.replace(schedule, ready=by_priority)
     else:
-        schedule = _schedule(read_task_views(command_store_path(store_path)))
+        schedule = _schedule(read_task_views(command_store_path(store_path, reading=True)))
     if as_json:
         print_json(ready_document(schedule))
         return
@@ -359,7 +371,7 @@ def waves(store_path: Path | None, as_json: bool) -> None:
     """
     from taskstore import read_task_views
 
-    schedule = _schedule(read_task_views(command_store_path(store_path)))
+    schedule = _schedule(read_task_views(command_store_path(store_path, reading=True)))
     if as_json:
         print_json(waves_document(schedule))
         return
@@ -429,7 +441,7 @@ def import_(file: Path, store_path: Path | None, as_json: bool) -> None:
         document = validate_document(data, str(file))
     except StoreReadError as exc:  # FILE is not the store: word it as its other read faults
         raise CliError(f"read {file}: {exc.reason}") from exc
-    imported = _open_store(store_path).import_tasks(document.tasks)
+    imported = _store_to_write(store_path).import_tasks(document.tasks)
     if as_json:
         print_json({"tasks": [_dump(t) for t in imported]})
         return

@@ -284,13 +284,19 @@ def test_exported_store_imports_into_an_empty_store_unchanged(rho: RunRho, tmp_p
     assert _read(tmp_path / "copy.json")["tasks"] == _read(tmp_path / "s.json")["tasks"]
 
 
-def test_commands_on_a_missing_store_see_an_empty_one(rho: RunRho, tmp_path: Path) -> None:
-    assert rho("task", "list", "--json", "--store", "none.json").json() == {"tasks": []}
-    assert rho("task", "ready", "--json", "--store", "none.json").json() == {
-        "tasks": [],
-        "waves": [],
-    }
+def test_reads_of_a_missing_named_store_are_refused(rho: RunRho, tmp_path: Path) -> None:
+    # A typo in --store (or $RHO_TASK_STORE) is not an empty store.
+    for command in ("list --json", "ready --json", "waves", "show task_1", "export"):
+        result = rho("task", *command.split(), "--store", "none.json")
+        assert (result.code, result.stdout) == (2, ""), command
+        assert result.stderr == (
+            "error: no task store at none.json (named by --store); a write such as "
+            "'rho task add' creates one\n"
+        ), command
+    env = {"RHO_TASK_STORE": str(tmp_path / "typo.json")}
+    assert rho("task", "list", env=env).code == 2
     assert not (tmp_path / "none.json").exists()
+    assert rho("task", "add", "first", "--store", "none.json").code == 0  # a write creates it
 
 
 def test_version_prints_the_package_version(rho: RunRho) -> None:

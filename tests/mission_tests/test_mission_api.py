@@ -514,7 +514,12 @@ async def test_the_shell_worker_gives_the_command_its_environment(
     prompt = "# the subject\n\nMission: the prompt\n\nExpected behaviour:\n\nit works\n"
     assert await anyio.Path(prompt_file).read_text() == prompt
     assert git_out(repo_path, "show", f"{feature.branch}:prompt.md") == prompt.strip()
-    assert await anyio.Path(mission.dir, "logs", "a.log").read_text() == "hi a\n"
+    first, output, last = (await anyio.Path(mission.dir, "logs", "a.log").read_text()).splitlines()
+    # The attempt between two lines of rho's own: what ran (as a digest), when, how it ended.
+    assert re.fullmatch(
+        r"== rho: a attempt 1: command sha256 [0-9a-f]{16}, started \S+Z ==", first
+    ), first
+    assert (output, last) == ("hi a", "== rho: a attempt 1 passed: exit code 0 ==")
 
 
 async def test_a_failing_command_fails_its_feature(repo_path: Path) -> None:
@@ -524,7 +529,8 @@ async def test_a_failing_command_fails_its_feature(repo_path: Path) -> None:
     feature = mission.feature("a")
 
     assert (feature.status, feature.error) == ("failed", "command failed: exit code 3")
-    assert await anyio.Path(mission.dir, "logs", "a.log").read_text() == "before\n"
+    log = (await anyio.Path(mission.dir, "logs", "a.log").read_text()).splitlines()
+    assert log[1:] == ["before", "== rho: a attempt 1 failed: command failed: exit code 3 =="]
     assert mission.status == "failed"
 
 

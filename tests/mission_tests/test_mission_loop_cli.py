@@ -192,7 +192,15 @@ def test_log_prints_a_task_log_by_folder_id_prefix_or_latest(project: Path) -> N
         for name in (str(folder), folder.name, folder.name[:3], "latest")
     ]
 
-    assert {(r.code, r.stdout, r.stderr) for r in results} == {(0, "one\ntwo ✓\n", "")}
+    assert len({(r.code, r.stdout, r.stderr) for r in results}) == 1
+    lines = results[0].stdout.splitlines()
+    assert (results[0].code, results[0].stderr) == (0, "")
+    assert lines[0].startswith("== rho: task_1 attempt 1: command sha256 ")
+    assert lines[1:] == [
+        "one",
+        "two ✓",
+        "== rho: task_1 attempt 1 failed: command failed: exit code 1 ==",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -244,12 +252,19 @@ def test_log_follow_prints_until_its_task_ends(
     wait_until(lambda: any("first" in p.read_text() for p in log.glob("*/logs/task_1.log")), "log")
     follower = runs.start("mission", "log", mission_dir(project).name, "task_1", "-f", cwd=project)
     printed = runs.folder / "rho-1.out"  # the second background run's stdout
-    wait_until(lambda: printed.read_text() == "first\n", "the follower to print the first line")
+    wait_until(
+        lambda: printed.read_text().endswith("\nfirst\n"), "the follower to print the first line"
+    )
 
     go.touch()
     followed = runs.wait(follower)
 
-    assert (followed.code, followed.stdout, followed.stderr) == (0, "first\nsecond\n", "")
+    assert (followed.code, followed.stderr) == (0, "")
+    assert followed.stdout.splitlines()[1:] == [
+        "first",
+        "second",
+        "== rho: task_1 attempt 1 passed: exit code 0 ==",
+    ]
     assert mission.poll() is None  # task_2 still holds the mission: the follower ended with task_1
     hold.touch()
     assert runs.wait(mission).code == 0

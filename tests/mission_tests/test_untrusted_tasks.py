@@ -174,7 +174,8 @@ def test_a_mission_folder_swapped_for_a_link_mid_run_is_never_written_through(
     assert result.code == 1, result.stderr
     assert sorted(p.name for p in elsewhere.iterdir()) == ["task_2.md"]
     assert (elsewhere / "task_2.md").read_text() == "the user's notes\n"
-    error = store_tasks(project)["task_2"]["lastError"]
+    # Caught at task_1's own end: rho's last line of its attempt goes to logs/, now a link.
+    error = store_tasks(project)["task_1"]["lastError"]
     assert "is a symbolic link; rho follows no link in .rho" in error, error
 
 
@@ -328,10 +329,16 @@ def test_a_task_that_floods_its_log_keeps_the_head_and_tail_within_the_limit(
         f"\n[rho: {written - 8192} bytes of output cut here; the log keeps the first and the "
         "last 4096 bytes (--log-limit)]\n"
     ).encode()
-    assert log.startswith(b"START\nxxx")
-    assert log.endswith(b"xxx\nEND\n")
-    assert note in log
-    assert len(log) == 8192 + len(note)
+    # The cap is the task's output's; rho's line before and after the attempt stand outside it.
+    first, output = log.split(b"\n", 1)
+    output, last = output[:-1].rsplit(b"\n", 1)
+    output += b"\n"
+    assert first.startswith(b"== rho: a attempt 1: ")
+    assert last == b"== rho: a attempt 1 failed: command failed: exit code 3 =="
+    assert output.startswith(b"START\nxxx")
+    assert output.endswith(b"xxx\nEND\n")
+    assert note in output
+    assert len(output) == 8192 + len(note)
     assert "| END" in result.stdout, "the failure's tail is the task's last lines"
 
 

@@ -139,6 +139,10 @@ def test_a_log_tail_is_the_last_lines_of_a_feature_log(world: World) -> None:
     last = world.server.get(f"/v1/missions/{world.mission_id}/logs/task_2?tail=1", **auth).json()
     none = world.server.get(f"/v1/missions/{world.mission_id}/logs/task_3", **auth).json()
     log = (world.mission_dir / "logs" / "task_2.log").read_text().splitlines()
+    # The task's output: rho's own line before and after each attempt is left out.
+    assert log[0].startswith("== rho: task_2 attempt 1: ")
+    assert log[-1] == "== rho: task_2 attempt 1 failed: command failed: exit code 3 =="
+    log = log[1:-1]
     assert whole == {"feature_id": "task_2", "lines": log[-40:]}
     assert last == {"feature_id": "task_2", "lines": log[-1:]}
     assert none == {"feature_id": "task_3", "lines": None}  # blocked: it never ran
