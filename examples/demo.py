@@ -56,9 +56,13 @@ def main() -> int:
         return code
     finally:
         if os.environ.get("RHO_DEMO_KEEP") == "1":
-            print(f"\nkept {folder}")
+            print(f"\nkept {folder}: the paths and 'next:' commands above work there")
         else:
             shutil.rmtree(folder, ignore_errors=True)
+            print(
+                f"\nremoved the scratch repository {folder}: the paths and 'next:' commands "
+                "above were for it; to try them, run 'RHO_DEMO_KEEP=1 make demo' and cd there"
+            )
 
 
 def _integration_branch(repo: Path) -> str:

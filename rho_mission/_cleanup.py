@@ -81,6 +81,8 @@ class CleanReport:
     leases: Path | None = None  # the task store whose leases of the mission were released
     folder: Path | None = None  # the mission folder, when purged
     problems: list[str] = field(default_factory=list)
+    # The branches deleted on the remote a Dask run pushed them to (``config.remote``).
+    remote_branches: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -138,10 +140,38 @@ def clean_mission(
             report.worktrees = _remove_worktrees(repo, plan)
             report.branches = _delete_branches(repo, mission, plan.refs)
         report.leases = _release_leases(mission, report.problems)
+        report.remote_branches = _delete_remote_branches(repo, mission, report.problems)
         if purge:
             shutil.rmtree(mission.dir)
             report.folder = Path(mission.dir)
     return report
+
+
+def _delete_remote_branches(
+    repo: GitRepo, mission: MissionDocument, problems: list[str]
+) -> list[str]:
+    """Delete the mission's branches on the remote a Dask run pushed them to; a remote that
+    cannot be reached is a problem to report, not a refusal (the local clean is done)."""
+    remote = mission.config.remote
+    if not remote:
+        return []
+    prefix = f"refs/heads/{mission_ref_prefix(mission.id)}"
+    status, out, err = repo.run_status("ls-remote", "--heads", remote, f"{prefix}*")
+    if status != 0:
+        problems.append(f"the remote {remote} could not be reached: {_last_line(err)}")
+        return []
+    refs = sorted(line.split("\t", 1)[1] for line in out.splitlines() if "\t" in line)
+    if not refs:
+        return []
+    status, _, err = repo.run_status("push", "--quiet", remote, *(f":{ref}" for ref in refs))
+    if status != 0:
+        problems.append(f"the branches on {remote} could not be deleted: {_last_line(err)}")
+        return []
+    return [ref.removeprefix("refs/heads/") for ref in refs]
+
+
+def _last_line(text: str) -> str:
+    return (text.strip().splitlines() or ["no answer"])[-1]
 
 
 def finished_missions(repo: str | Path) -> list[Mission]:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -441,6 +442,47 @@ class GitRepo:
         return self.run(
             "commit-tree", "--no-gpg-sign", *parents, "-m", message, tree, env=env
         ).strip()
+
+    def commit_tree(self, tree: str, parents: Sequence[str], message: str) -> str:
+        """A new commit of *tree* with *parents* (rho's identity when the user has none)."""
+        options = [option for parent in parents for option in ("-p", parent)]
+        env = self.identity_env()
+        return self.run(
+            "commit-tree", "--no-gpg-sign", *options, "-m", message, tree, env=env
+        ).strip()
+
+    def apply_change(self, onto: str, before: str, after: str) -> str | None:
+        """The tree of commit *onto* with the change from *before* to *after* applied; None
+        when it does not apply (a conflict). No work tree, index or ref is touched: the change
+        goes through a private index file (three-way, as ``git apply --3way`` does).
+        """
+        index = self.common_dir / f"rho-mission-pick-{os.getpid()}-{threading.get_ident()}.index"
+        own = {"GIT_INDEX_FILE": str(index)}
+        base = ["git", "-C", str(self.root), *_PLUMBING_CONFIG]
+        try:
+            status, _, err = _execute([*base, "read-tree", onto], None, own)
+            if status != 0:
+                raise GitOperationError(["git", "read-tree"], status, err)
+            diff = [*base, "diff", "--binary", "--full-index", "--no-renames", before, after]
+            patch = subprocess.run(diff, env=child_environ(), capture_output=True, check=False)
+            if patch.returncode != 0:
+                raise GitOperationError(["git", "diff"], patch.returncode, _text(patch.stderr))
+            applied = subprocess.run(
+                [*base, "apply", "--cached", "--3way", "--whitespace=nowarn"],
+                env={**child_environ(), **own},
+                input=patch.stdout,
+                capture_output=True,
+                check=False,
+            )
+            if applied.returncode != 0:
+                return None
+            status, out, err = _execute([*base, "write-tree"], None, own)
+            if status != 0:
+                raise GitOperationError(["git", "write-tree"], status, err)
+            return out.strip()
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                index.unlink()
 
     def identity_env(self) -> dict[str, str]:
         """The variables that give rho's commits an author when the user configured none."""

@@ -17,14 +17,19 @@ Then the branch moves to the result, which always descends from it: in the user'
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from taskstore import TaskStore
+
+from ._carry import record_work
 from ._cleanup import idle_mission
 from ._errors import MergeConflictError, MissionError, RefMovedError, quote
 from ._git import GitRepo
 from ._models import MissionDocument
+from ._pick import compose_tasks
 
 __all__ = [
     "MergeOutcome",
@@ -34,7 +39,7 @@ __all__ = [
     "tracked_records_message",
 ]
 
-MergeKind = Literal["up to date", "fast-forward", "merge commit"]
+MergeKind = Literal["up to date", "fast-forward", "merge commit", "squash"]
 _NAMED = 5  # paths an error names; the rest are counted
 
 
@@ -47,7 +52,8 @@ class MergeOutcome:
     """What ``merge_mission`` did: *branch* moved from *old* to *new*.
 
     ``checkout`` says whether the user's work tree was updated (the branch is checked out
-    there); ``files_changed`` lists the paths that differ between *old* and *new*.
+    there); ``files_changed`` lists the paths that differ between *old* and *new*; ``tasks``
+    the tasks whose work the merge brought (sorted, or in merge order with ``only``).
     """
 
     branch: str
@@ -56,16 +62,25 @@ class MergeOutcome:
     kind: MergeKind
     checkout: bool
     files_changed: list[str]
+    tasks: list[str] = field(default_factory=list)
 
 
 def merge_mission(
-    mission: MissionDocument, where: str | Path = ".", into: str | None = None
+    mission: MissionDocument,
+    where: str | Path = ".",
+    into: str | None = None,
+    *,
+    only: Sequence[str] = (),
+    squash: bool = False,
 ) -> MergeOutcome:
     """Merge *mission*'s integration branch into the branch checked out at *where*, or *into*.
 
     Fast-forward when the branch has not moved since the mission's base, else a merge commit.
     A branch checked out at *where* is updated in that work tree; *into* a branch that no work
-    tree has checked out moves only the branch.
+    tree has checked out moves only the branch. With *only*, just those tasks' work, as merged
+    in the integration branch (``_pick``); with *squash*, one commit on the branch whose only
+    parent is the branch's head. Either way the task store then records that the merged tasks'
+    work is in the new commit (a later mission from the branch finds it there).
 
     Raises:
         MissionRunningError: the mission runs.
@@ -74,6 +89,8 @@ def merge_mission(
             *into* names no branch, a mission's branch, or one checked out elsewhere. Nothing
             was changed.
         RefMovedError: the target branch moved while rho moved it; nothing was overwritten.
+        PickRefusedError: *only* names a task that is not completed, or that needs the work
+            of a task not named.
     """
     repo = GitRepo.open(Path(where))
     _refuse_other_repository(repo, mission)
@@ -91,14 +108,50 @@ def merge_mission(
             _refuse_dirty(repo, mission)
         else:
             _refuse_checked_out(repo, mission, target)
+        merged_tasks = _completed_with_work(mission)
+        if only:
+            source, merged_tasks = compose_tasks(repo, mission, source, only)
         new = _merged(repo, mission, target, old, source)
+        if squash and new != old:
+            new = _squashed(repo, mission, target, old, new, merged_tasks)
         kind: MergeKind = "up to date" if new == old else "fast-forward"
         if new not in (old, source):
-            kind = "merge commit"
+            kind = "squash" if squash else "merge commit"
         if new != old:
             _move(repo, mission, target, old, new, in_checkout)
+            if only or squash:
+                _note_merged_work(mission, merged_tasks, new)
         changed = _changed(repo, old, new)
-    return MergeOutcome(target, old, new, kind, in_checkout and new != old, changed)
+    return MergeOutcome(target, old, new, kind, in_checkout and new != old, changed, merged_tasks)
+
+
+def _completed_with_work(mission: MissionDocument) -> list[str]:
+    return sorted(
+        f.id
+        for f in mission.features
+        if f.status == "completed" and f.handoff and f.handoff.commit_id
+    )
+
+
+def _squashed(
+    repo: GitRepo, mission: MissionDocument, target: str, old: str, merged: str, tasks: list[str]
+) -> str:
+    """One commit on *old* with the tree of *merged*: the mission's work, its history left out."""
+    tree = repo.run("rev-parse", f"{merged}^{{tree}}").strip()
+    shown = ", ".join(tasks[:10]) + (f" and {len(tasks) - 10} more" if len(tasks) > 10 else "")
+    message = (
+        f"rho mission {mission.id}: {len(tasks)} task(s), squashed into {target}\n\n"
+        f"Tasks: {shown or 'none'}.\n"
+    )
+    return repo.commit_tree(tree, [old], message)
+
+
+def _note_merged_work(mission: MissionDocument, tasks: list[str], commit: str) -> None:
+    """Point the merged tasks' ``rho.commit`` at *commit*: their integration head is no
+    ancestor of a squash or of a subset's commit, and a later mission checks that."""
+    store = mission.config.task_store
+    if store and tasks and Path(store).is_file():
+        record_work(TaskStore(Path(store)), tasks, commit, mission.id)
 
 
 # -- checks ----------------------------------------------------------------------------------

@@ -224,6 +224,9 @@ class MissionConfig(BaseModel):
     # Bytes of a task's output its log keeps: the first and the last half of them, with a line
     # saying how much was cut in between (``containment._reaper``).
     log_limit: int = Field(default=DEFAULT_LOG_LIMIT, ge=MIN_LOG_LIMIT)
+    # The git remote a run on a Dask cluster pushed the mission's branches to (set by the
+    # executor): ``rho mission clean`` deletes them there too.
+    remote: str | None = None
 
 
 class MissionDocument(BaseModel):

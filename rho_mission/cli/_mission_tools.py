@@ -1,7 +1,8 @@
-"""``rho mission log``, ``merge`` and ``clean``: the user's loop after a run.
+"""``rho mission log``, ``diff``, ``merge`` and ``clean``: the user's loop after a run.
 
-A run fails, ``log`` shows why; after a fix ``resume`` runs the rest; ``merge`` brings the work
-into the user's branch; ``clean`` takes back the mission's branches and worktrees. Every command
+A run fails, ``log`` shows why; after a fix ``resume`` runs the rest; ``diff`` shows the work
+(whole, or one task's); ``merge`` brings it into the user's branch (whole, some tasks, or
+squashed); ``clean`` takes back the mission's branches and worktrees. Every command
 names its mission as a folder, an id, a unique id prefix or ``latest`` (``rho_mission._names``).
 
 Importing this module adds the commands to the ``rho mission`` group.
@@ -9,6 +10,7 @@ Importing this module adds the commands to the ``rho mission`` group.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +25,15 @@ if TYPE_CHECKING:
     from rho_mission._mission import Mission
     from rho_mission._models import Feature, MissionDocument
 
-__all__ = ["clean", "load_mission", "log", "merge", "mission_folder", "next_commands"]
+__all__ = [
+    "clean",
+    "diff",
+    "load_mission",
+    "log",
+    "merge",
+    "mission_folder",
+    "next_commands",
+]
 
 # Tasks an "unknown task" error names; the rest are counted.
 _NAMED_TASKS = 10
@@ -123,22 +133,33 @@ def _feature(target: Mission, task: str) -> Feature:
 @mission.command("merge")
 @click.argument("name", metavar="MISSION")
 @click.option("--into", metavar="BRANCH", help="Merge into BRANCH instead of the current one.")
-def merge(name: str, into: str | None) -> int:
+@click.option(
+    "--only",
+    "only",
+    multiple=True,
+    metavar="TASK",
+    help="Merge just these tasks' work, as merged in the mission (repeatable, or a,b).",
+)
+@click.option("--squash", is_flag=True, help="One commit on your branch, without the history.")
+def merge(name: str, into: str | None, only: tuple[str, ...], squash: bool) -> int:
     """Bring a mission's integration branch into your current branch (or --into BRANCH).
 
-    Fast-forwards when it can, else makes a merge commit. A dirty work tree, untracked files
-    in the way, a detached HEAD, a conflict or a running mission are refused, and nothing is
-    changed. --into a branch that is not checked out moves only that branch. This is the one
-    rho command that touches your checkout.
+    Fast-forwards when it can, else makes a merge commit (--squash: one plain commit). A dirty
+    work tree, untracked files in the way, a detached HEAD, a conflict or a running mission are
+    refused, and nothing is changed. --only merges some tasks, refused when one needs the work
+    of a task left out. --into a branch that is not checked out moves only that branch. This is
+    the one rho command that touches your checkout. Review first with 'rho mission diff'.
 
     MISSION is a folder, a mission id, a unique prefix of one, or 'latest'.
 
-    Example: rho mission merge latest
+    Example: rho mission merge latest --only task_3 --squash
     """
     from rho_mission._merge import merge_mission
 
+    from ._mission import split_ids
+
     target = load_mission(name)
-    outcome = merge_mission(target, Path.cwd(), into)
+    outcome = merge_mission(target, Path.cwd(), into, only=split_ids(only), squash=squash)
     for line in _merge_lines(target, outcome):
         click.echo(line)
     return 0
@@ -151,18 +172,63 @@ def _merge_lines(target: Mission, outcome: MergeOutcome) -> list[str]:
     what = (
         f"fast-forward {outcome.old[:12]}..{outcome.new[:12]}"
         if outcome.kind == "fast-forward"
-        else f"merge commit {outcome.new[:12]}"
+        else f"{outcome.kind} {outcome.new[:12]}"
     )
     lines = [
         f"merged mission {ident} into {branch}: {what}, "
         f"{len(outcome.files_changed)} file(s) changed"
     ]
+    done = {f.id for f in target.features if f.status == "completed"}
+    left = sorted(done - set(outcome.tasks) - _without_work(target))
+    if left:
+        lines.append(f"not merged: {', '.join(left)} (merge them later, or drop them with clean)")
+        return [*lines, f"next: rho mission merge {ident}"]
     if target.status != "completed":
         lines.append(
             f"note: mission {ident} is {target.status}: this is the work of its completed tasks"
         )
     lines.append(f"next: rho mission clean {ident}")
     return lines
+
+
+def _without_work(target: Mission) -> set[str]:
+    return {f.id for f in target.features if not (f.handoff and f.handoff.commit_id)}
+
+
+# -- diff ------------------------------------------------------------------------------------
+
+
+@mission.command("diff")
+@click.argument("name", metavar="MISSION")
+@click.argument("task", required=False)
+@click.option("--stat", is_flag=True, help="Files and counts of lines only.")
+def diff(name: str, task: str | None, stat: bool) -> int:
+    """Show what a mission changed: its integration branch against its base, or one TASK's
+    work as it was merged there. Nothing is changed.
+
+    MISSION is a folder, a mission id, a unique prefix of one, or 'latest'.
+
+    Example: rho mission diff latest task_2 --stat
+    """
+    from rho_mission._errors import quote
+    from rho_mission._git import GitRepo
+    from rho_mission._pick import task_step
+
+    target = load_mission(name)
+    repo = GitRepo.open(Path(target.repo))
+    head = repo.branch_commit(target.integration_branch)
+    if head is None:
+        raise CliError(
+            f"mission {target.id} has no integration branch "
+            f"{quote(target.integration_branch)} (never ran, or cleaned): nothing to show"
+        )
+    before, after = target.base_commit, head
+    if task is not None:
+        step = task_step(repo, target, head, task)
+        before, after = step.before, step.after
+    options = ["--stat"] if stat else []
+    sys.stdout.write(repo.run("diff", "--no-color", *options, before, after, "--"))
+    return 0
 
 
 # -- clean -----------------------------------------------------------------------------------
@@ -223,6 +289,8 @@ def _print_clean(report: CleanReport) -> None:
         click.echo(f"removed worktree {path}")
     for branch, commit in report.branches.items():
         click.echo(f"deleted branch {branch} (was {commit[:12]})")
+    for branch in report.remote_branches:
+        click.echo(f"deleted branch {branch} on the remote of its Dask run")
     if report.leases is not None:
         click.echo(f"released the mission's task leases in {report.leases}")
     if report.folder is not None:

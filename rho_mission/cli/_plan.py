@@ -39,6 +39,13 @@ _U32_MAX = 2**32 - 1
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the plan there (atomically, mode 0600) instead of stdout.",
 )
+@click.option(
+    "--public-key",
+    "public_of",
+    type=click.Path(path_type=Path),
+    metavar="KEYFILE",
+    help="Print the public key of this private key, as the hex --trusted-key takes, and stop.",
+)
 def plan(
     store_path: Path | None,
     key_file: Path | None,
@@ -47,6 +54,7 @@ def plan(
     ttl: float,
     run_command: str | None,
     out: Path | None,
+    public_of: Path | None,
 ) -> None:
     """Emit the task store as a chio.swarm.task-graph.v1 plan, signed with --sign.
 
@@ -60,6 +68,12 @@ def plan(
     from graph import canonical_swarm_bytes, load_signing_key, sign_swarm_task_graph
     from rho_mission._signedplan import plan_document
     from taskstore import TaskStore, compute_schedule
+
+    if public_of is not None:
+        from graph import public_key_hex
+
+        click.echo(public_key_hex(load_signing_key(public_of)))
+        return
 
     key = None if key_file is None else load_signing_key(key_file)
     tasks = TaskStore(command_store_path(store_path, reading=True)).tasks()

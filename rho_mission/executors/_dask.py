@@ -92,6 +92,8 @@ class DaskExecutor:
         self._mission_id = mission.id
         self._url = _remote_url(self._repo, self.remote)
         await anyio.to_thread.run_sync(_check_reachable, self._repo, self._url)
+        # Recorded with the mission (saved before any push): clean deletes its branches there.
+        mission.config = mission.config.model_copy(update={"remote": self._url})
         self._log = DaskLog(Path(mission.dir) / "logs" / "dask.log")
         self._log.open()
         self._client = await self._connect()

@@ -295,3 +295,32 @@ def test_dasks_own_warnings_stay_out_of_the_missions_output(
     ]
     log = mission_dir(repo) / "logs" / "dask.log"
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+def test_clean_deletes_the_branches_a_cluster_run_pushed_to_its_remote(
+    make_repo: Callable[[str, int], Path], scheduler: str
+) -> None:
+    repo = make_repo("cleaned", 1)
+    remote = _with_remote(repo)
+    import_tasks(repo, [spec("one", "echo one > one.txt")])
+    ran = run_rho(
+        "mission", "--from-tasks", "--executor", "dask", "--scheduler", scheduler, cwd=repo
+    )
+    assert ran.code == 0, ran.stderr
+    mission = mission_dir(repo).name
+
+    def on_remote() -> list[str]:
+        out = subprocess.run(
+            ["git", "for-each-ref", "--format=%(refname:short)", f"refs/heads/rho-mission/{mission}/"],
+            cwd=remote, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        return out.stdout.split()
+
+    assert on_remote() == [f"rho-mission/{mission}/integration", f"rho-mission/{mission}/one"]
+    cleaned = run_rho("mission", "clean", "latest", "--force", cwd=repo)
+
+    assert cleaned.code == 0, cleaned.stderr
+    assert on_remote() == []
+    assert f"deleted branch rho-mission/{mission}/one on the remote of its Dask run" in (
+        cleaned.stdout
+    )
