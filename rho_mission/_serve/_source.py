@@ -68,13 +68,11 @@ def read_file(path: Path, limit: int = _MAX_MISSION_BYTES) -> bytes | None:
         ServeError: the file is larger than *limit* bytes.
         OSError: it cannot be read.
     """
-    from rho_mission.cli._logs import open_log  # the checked opener of logs and the journal
+    from rho_mission.cli._logs import read_at_most  # the checked opener of logs and the journal
 
-    fd = open_log(path)
-    if fd is None:
+    data = read_at_most(path, limit)
+    if data is None:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(limit + 1)
     if len(data) > limit:
         raise ServeError(f"{path.name} is larger than {limit} bytes")
     return data

@@ -36,6 +36,7 @@ __all__ = [
     "print_log",
     "print_stage_log",
     "printed_nothing",
+    "read_at_most",
     "read_tail",
     "stage_wave",
 ]
@@ -238,15 +239,28 @@ def printed_nothing(path: Path) -> bool:
     """
     from rho_mission._shell import LOG_NOTE_PREFIX
 
-    fd = open_log(path)
-    if fd is None:
+    head = read_at_most(path, _TAIL_BYTES)
+    if head is None:
         return True
-    with os.fdopen(fd, "rb") as handle:
-        head = handle.read(_TAIL_BYTES + 1)
     if len(head) > _TAIL_BYTES:
         return False
     lines = head.decode("utf-8", "replace").splitlines()
     return all(line.startswith(LOG_NOTE_PREFIX) for line in lines if line.strip())
+
+
+def read_at_most(path: Path, limit: int) -> bytes | None:
+    """The first *limit* + 1 bytes of the file at *path* (a longer file shows it by the extra
+    byte), read like a log (`open_log`); None when it is missing.
+
+    Raises:
+        UnsafePathError: its folder or the file is a symbolic link.
+        OSError: it cannot be read.
+    """
+    fd = open_log(path)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(limit + 1)
 
 
 def _print_from(path: Path, offset: int, decoder: codecs.IncrementalDecoder) -> int:

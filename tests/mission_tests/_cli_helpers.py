@@ -156,15 +156,18 @@ def read_pid(path: Path) -> int:
     return int(path.read_text(encoding="ascii"))
 
 
-def wait_file_cmd(path: Path, limit: float = WAIT) -> str:
-    """A shell snippet that waits until *path* exists; after *limit* seconds it exits 9.
+def wait_file_cmd(path: Path, limit: float = WAIT, *, written: bool = False) -> str:
+    """A shell snippet that waits until *path* exists (*written*: and is not empty); after
+    *limit* seconds it exits 9.
 
-    The bound keeps a task command from outliving a broken test for long.
+    The bound keeps a task command from outliving a broken test for long. *written* is for a
+    file that a shell redirection creates empty before its writer has written anything.
     """
     rounds = int(limit / 0.05)
     quoted = shlex.quote(str(path))
+    test = "-s" if written else "-e"
     return (
-        f"i=0; while [ ! -e {quoted} ]; do i=$((i+1)); "
+        f"i=0; while [ ! {test} {quoted} ]; do i=$((i+1)); "
         f"[ $i -ge {rounds} ] && exit 9; sleep 0.05; done"
     )
 

@@ -310,8 +310,9 @@ def test_clean_deletes_the_branches_a_cluster_run_pushed_to_its_remote(
     mission = mission_dir(repo).name
 
     def on_remote() -> list[str]:
+        refs = f"refs/heads/rho-mission/{mission}/"
         out = subprocess.run(
-            ["git", "for-each-ref", "--format=%(refname:short)", f"refs/heads/rho-mission/{mission}/"],
+            ["git", "for-each-ref", "--format=%(refname:short)", refs],
             cwd=remote, capture_output=True, text=True, check=True,
         )  # fmt: skip
         return out.stdout.split()

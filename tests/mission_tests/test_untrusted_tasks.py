@@ -207,8 +207,9 @@ _PID_FILES = ("perl.pid", "envi.pid", "daemon.pid")
 
 
 def _escapes(marks: Path) -> str:
-    # The daemons, and a wait until each has written its pid (the task must not end first).
-    waits = "; ".join(wait_file_cmd(marks / name) for name in _PID_FILES)
+    # The daemons, and a wait until each has written its pid (the task must not end first; the
+    # redirection makes perl.pid before perl has written to it).
+    waits = "; ".join(wait_file_cmd(marks / name, written=True) for name in _PID_FILES)
     return ESCAPES.format(marks=q(marks)) + waits + "; "
 
 
