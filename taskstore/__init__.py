@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._document import dump_document as dump_document
     from ._document import parse_document as parse_document
     from ._document import validate_document as validate_document
+    from ._errors import ClaimError as ClaimError
     from ._errors import EmptyBlockerError as EmptyBlockerError
     from ._errors import FieldLimitError as FieldLimitError
     from ._errors import InvalidTaskError as InvalidTaskError
@@ -70,6 +71,7 @@ _LOCATIONS = {
     "Dependency": "_model",
     "EmptyBlockerError": "_errors",
     "FieldLimitError": "_errors",
+    "ClaimError": "_errors",
     "InvalidTaskError": "_errors",
     "MAX_ACTIVE_FORM_CHARS": "_limits",
     "MAX_COMMAND_CHARS": "_limits",

@@ -8,7 +8,8 @@ The tree::
     ├── TaskNotFoundError       an id names no task (also LookupError)
     ├── InvalidTaskError        a mutation carries a bad value (also ValueError)
     │   ├── FieldLimitError         a field longer (or nested deeper) than its limit
-    │   └── TaskInUseError          a task to delete has subtasks or other tasks link to it
+    │   ├── TaskInUseError          a task to delete has subtasks or other tasks link to it
+    │   └── ClaimError              a task to claim is not pending, or not ready
     └── ScheduleError           the blocking graph cannot be scheduled (also ValueError)
         ├── ScheduleLimitError      more than 1,000 tasks or 10,000 blocking edges
         ├── TaskIdentityError       a blank id, or an id that two tasks share
@@ -27,6 +28,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 
 __all__ = [
+    "ClaimError",
     "EmptyBlockerError",
     "FieldLimitError",
     "InvalidTaskError",
@@ -214,3 +216,8 @@ class ScheduleCycleError(ScheduleError):
         path = " -> ".join(cycle)
         super().__init__(f"cycle detected in blocking task dependency graph: {path}")
         self.cycle = cycle
+
+
+class ClaimError(InvalidTaskError):
+    """Raised when a claim (pending -> in_progress, with an owner) is refused: the task is
+    claimed already, not pending, or has a blocker that is not completed."""

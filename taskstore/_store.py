@@ -14,7 +14,14 @@ from filelock import FileLock
 
 from ._atomic import ensure_private_dir, ensure_private_file, write_atomic
 from ._document import dump_document, parse_document
-from ._errors import InvalidTaskError, ScheduleError, StoreReadError, StoreWriteError, quote
+from ._errors import (
+    ClaimError,
+    InvalidTaskError,
+    ScheduleError,
+    StoreReadError,
+    StoreWriteError,
+    quote,
+)
 from ._guard import check_caps
 from ._limits import MAX_TASK_ID_CHARS, check_fields, check_imported, check_task_id
 from ._links import Deletion, delete_task, find_task, link, unlink
@@ -205,10 +212,13 @@ class TaskStore:
         priority: int | None = None,
         add_labels: Iterable[str] = (),
         remove_labels: Iterable[str] = (),
+        labels: Iterable[str] | None = None,
+        owner: str | None = None,
     ) -> Task:
         """Change fields of one task and return it.
 
-        Labels in *remove_labels* are removed before those of *add_labels* are added.
+        Labels in *remove_labels* are removed before those of *add_labels* are added; *labels*
+        replaces them all (in the same locked write). *owner* sets the owner ("" clears it).
 
         Raises:
             TaskNotFoundError: *task_id* or a named blocker or related id names no task.
@@ -228,6 +238,7 @@ class TaskStore:
                 "description": description,
                 "command": command,
                 "lastError": last_error,
+                "owner": owner,
             }
         )
 
@@ -240,8 +251,39 @@ class TaskStore:
             for blocker in add_blockers:
                 link(document, task, blocker, "blocks")
             _apply_fields(task, status, subject, description, command, last_error, attempts)
-            _apply_triage(task, priority, add_labels, remove_labels)
+            adding, removing = list(add_labels), list(remove_labels)
+            if labels is not None:
+                wanted = set(labels)
+                removing += [label for label in task.labels if label not in wanted]
+                adding += sorted(wanted - set(task.labels))
+            _apply_triage(task, priority, adding, removing)
+            if owner is not None:
+                task.owner = owner or None
             check_caps(document.tasks)
+            return task
+
+        return self.mutate(change)
+
+    def claim(self, task_id: str, owner: str) -> Task:
+        """Atomically take a ready task: ``pending`` -> ``in_progress``, owned by *owner*.
+
+        Ready as ``ready`` says: pending, and every blocker completed. One locked write, so of
+        two claims racing for one task exactly one wins.
+
+        Raises:
+            TaskNotFoundError: no such task.
+            InvalidTaskError: a blank owner.
+            ClaimError: the task is claimed already, not pending, or waits for a blocker.
+        """
+        _require_text("owner", owner)
+        check_fields({"owner": owner})
+
+        def change(document: StoreDocument) -> Task:
+            task = find_task(document, task_id)
+            _refuse_claim(document, task)
+            task.status = "in_progress"
+            task.owner = owner
+            task.updated_at = now_rfc3339()
             return task
 
         return self.mutate(change)
@@ -361,6 +403,22 @@ class TaskStore:
             return tasks
 
         return self.mutate(change)
+
+
+def _refuse_claim(document: StoreDocument, task: Task) -> None:
+    if task.status == "in_progress":
+        by = f" by {quote(task.owner)}" if task.owner else ""
+        raise ClaimError(f"task {quote(task.id)} is claimed already{by}")
+    if task.status != "pending":
+        raise ClaimError(f"task {quote(task.id)} is {task.status}, not pending")
+    statuses = {other.id: other.status for other in document.tasks}
+    waiting = sorted(b for b in set(task.blocker_ids) if statuses.get(b) != "completed")
+    if waiting:
+        blocker = waiting[0]
+        raise ClaimError(
+            f"task {quote(task.id)} is not ready: its blocker {quote(blocker)} is "
+            f"{statuses.get(blocker, 'missing')}"
+        )
 
 
 def _check_status(status: str) -> None:

@@ -24,6 +24,7 @@ _BARE_GROUP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 _NOUNS = {
     "cloud": "rho_mission.cli._graph:cloud",
     "graph": "rho_mission.cli._graph:graph",
+    "mcp": "rho_mission.cli._mcp:mcp",
     "mission": "rho_mission.cli._mission:mission",
     "serve": "rho_mission.cli._serve:serve",
     "task": "rho_mission.cli._task:task",

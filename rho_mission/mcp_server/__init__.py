@@ -1,0 +1,17 @@
+"""``rho mcp``: the task store and the missions as MCP tools, for agents (stdio, official SDK).
+
+An agent asks the validated store what it may start (``TaskList {"action": "ready"}``, the
+seed's agent tool), claims a task atomically, and reads missions, without a process per call.
+Tools are plain functions over ``taskstore`` and the mission library, registered on the SDK's
+``MCPServer`` (``_server``); every error the CLI would print as ``error: <line>`` is a tool
+error with that same line, and the server keeps serving.
+
+Direction: this package uses ``taskstore`` and the mission library (``rho_mission``'s
+modules); the CLI only starts it (``cli/_mcp``). Nothing else imports it.
+"""
+
+from __future__ import annotations
+
+from ._server import CORE_TOOLS, TOOLS, build_server, serve
+
+__all__ = ["CORE_TOOLS", "TOOLS", "build_server", "serve"]

@@ -1,0 +1,262 @@
+"""The tools of ``rho mcp`` and the server that holds them.
+
+Each tool is a method of ``Tools`` (the store and the repository the server was started for).
+Its typed parameters are its JSON schema; its dict result is the structured result. A domain
+error (a bad id, an invalid graph, a refused claim) is answered as a tool error holding the
+CLI's one line, so the agent reads the same words a person would.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, TextContent
+
+from taskstore import TaskList, TaskStore, TaskStoreError
+
+from .._errors import MissionError
+
+__all__ = ["CORE_TOOLS", "TOOLS", "Tools", "build_server", "serve"]
+
+# The tools an agent gets by default: their descriptions cost its context on every turn.
+CORE_TOOLS = ("TaskList", "TaskGet", "TaskCreate", "TaskUpdate")
+TOOLS = (*CORE_TOOLS, "MissionList", "MissionShow", "MissionLog")
+_WRITES = frozenset({"TaskCreate", "TaskUpdate"})
+_LOG_TAIL = 40
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _tool_errors(function: F) -> F:
+    """Answer the errors the CLI prints as one line with a tool error holding that line.
+
+    Returned as the result itself: the SDK would put ``Error executing tool <name>:`` before
+    the text of a raised error, and the agent would then read other words than a person does.
+    """
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except (TaskStoreError, MissionError, _Refused) as exc:
+            return tool_error(str(exc))
+        except OSError as exc:
+            where = f": {exc.filename}" if exc.filename else ""
+            return tool_error(f"{exc.strerror or exc}{where}")
+
+    return wrapper  # type: ignore[return-value]
+
+
+class _Refused(Exception):
+    """A tool's own refusal of its arguments (a claim without an owner...)."""
+
+
+def tool_error(message: str) -> CallToolResult:
+    """The result of a refused call: *message*, the line the CLI would print after ``error:``."""
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+@dataclass(frozen=True)
+class Tools:
+    """The tools' world: the task store and the repository whose missions they read."""
+
+    store_path: Path
+    repo: Path | None
+
+    @property
+    def store(self) -> TaskStore:
+        return TaskStore(self.store_path)
+
+    # -- the task store ------------------------------------------------------------------------
+
+    @_tool_errors
+    def task_list(self, action: Literal["ready", "list", "failed", "compact"]) -> dict[str, Any]:
+        """The seed's agent tool. ready: the pending tasks whose every blocker is completed,
+        and the waves ({"tasks": [...], "waves": [...]}); list: every task; failed: the failed
+        ones with their last error; compact: counts and one line per unfinished task."""
+        answer = TaskList(self.store).run({"action": action})
+        if "error" in answer:  # fails closed: no partial answer for an invalid graph
+            raise _Refused(str(answer["error"]))
+        return answer
+
+    @_tool_errors
+    def task_get(self, id: str) -> dict[str, Any]:
+        """One task, every field."""
+        return self.store.get(id).model_dump(by_alias=True, mode="json")
+
+    @_tool_errors
+    def task_create(
+        self,
+        subject: str,
+        description: str = "",
+        blockers: list[str] | None = None,
+        parent: str | None = None,
+        command: str | None = None,
+        priority: int | None = None,
+        labels: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Add a pending task (blocked by `blockers`, a subtask of `parent`); returns it."""
+        created = self.store.add(
+            subject,
+            description=description,
+            blocked_by=blockers or (),
+            parent=parent,
+            command=command,
+            priority=priority,
+            labels=labels or (),
+        )
+        return created.model_dump(by_alias=True, mode="json")
+
+    @_tool_errors
+    def task_update(
+        self,
+        id: str,
+        status: str | None = None,
+        subject: str | None = None,
+        description: str | None = None,
+        command: str | None = None,
+        priority: int | None = None,
+        labels: list[str] | None = None,
+        claim: bool = False,
+        owner: str | None = None,
+    ) -> dict[str, Any]:
+        """Change a task. claim=true takes a ready task atomically (pending -> in_progress,
+        owned by `owner`), refused when it is claimed already or not ready."""
+        store = self.store
+        if claim:
+            if status is not None:
+                raise _Refused("claim sets the status itself: pass claim or status, not both")
+            if not owner:
+                raise _Refused("a claim needs an owner")
+            claimed = store.claim(id, owner)
+            others = (subject, description, command, priority, labels)
+            if all(value is None for value in others):
+                return claimed.model_dump(by_alias=True, mode="json")
+            owner = None
+        changed = store.update(
+            id,
+            status=status,
+            subject=subject,
+            description=description,
+            command=command,
+            priority=priority,
+            labels=labels,
+            owner=owner,
+        )
+        return changed.model_dump(by_alias=True, mode="json")
+
+    # -- missions ----------------------------------------------------------------------------
+
+    @_tool_errors
+    def mission_list(self) -> dict[str, Any]:
+        """The repository's missions, newest first: id, status, counts, when."""
+        from .._mission import list_missions, mission_state
+
+        rows = [
+            {
+                "id": m.id,
+                "status": m.status,
+                "state": mission_state(m),
+                "features": len(m.features),
+                "completed": sum(f.status == "completed" for f in m.features),
+                "started_at": m.started_at,
+                "completed_at": m.completed_at,
+            }
+            for m in list_missions(self._repo())
+        ]
+        return {"missions": rows}
+
+    @_tool_errors
+    def mission_show(self, mission: str) -> dict[str, Any]:
+        """A mission (an id, a unique prefix, or 'latest'): its status, waves, joins, and each
+        feature's status and error."""
+        found = self._mission(mission)
+        from .._mission import mission_state
+
+        return {
+            "id": found.id,
+            "status": found.status,
+            "state": mission_state(found),
+            "waves": found.waves,
+            "features": [
+                {"id": f.id, "status": f.status, "attempts": f.attempts, "error": f.error}
+                for f in found.features
+            ],
+            "wave_joins": [j.model_dump(mode="json") for j in found.wave_joins],
+            "held": [h.model_dump(mode="json") for h in found.held],
+        }
+
+    @_tool_errors
+    def mission_log(self, mission: str, task: str, tail: int = _LOG_TAIL) -> dict[str, Any]:
+        """The last `tail` lines of one task's log in a mission (its output)."""
+        # The log reader lives with the CLI's log commands (as for `rho serve`).
+        from ..cli._logs import log_path, read_tail
+
+        found = self._mission(mission)
+        if task not in {f.id for f in found.features}:
+            raise _Refused(f"mission {found.id} has no task {_quote(task)}")
+        if tail < 1:
+            raise _Refused(f"tail must be at least 1, not {tail}")
+        lines = read_tail(log_path(found, task), tail, output_only=True)
+        return {"mission": found.id, "task": task, "lines": lines}
+
+    def _repo(self) -> Path:
+        if self.repo is None:
+            raise _Refused("rho mcp was started outside a git repository: it has no missions")
+        return self.repo
+
+    def _mission(self, name: str) -> Any:
+        from .._mission import Mission
+        from .._names import resolve_mission
+
+        return Mission.load(resolve_mission(self._repo(), name))
+
+
+def _quote(value: str) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+# Each tool's name, and the method of ``Tools`` that answers it.
+_METHODS = {
+    "TaskList": "task_list",
+    "TaskGet": "task_get",
+    "TaskCreate": "task_create",
+    "TaskUpdate": "task_update",
+    "MissionList": "mission_list",
+    "MissionShow": "mission_show",
+    "MissionLog": "mission_log",
+}
+
+
+def build_server(
+    store_path: Path, repo: Path | None, *, names: Sequence[str] = CORE_TOOLS, read_only: bool
+) -> MCPServer:
+    """An MCP server offering the tools *names* (less the writes when *read_only*)."""
+    tools = Tools(store_path, repo)
+    server: MCPServer = MCPServer(
+        "rho",
+        log_level="ERROR",  # stderr is the agent's terminal: no line per refused call
+        instructions=(
+            "rho's task store: ask TaskList {action: 'ready'} what may start now, claim a task "
+            "with TaskUpdate {id, claim: true, owner}, and mark it completed when done."
+        ),
+    )
+    for name in names:
+        if read_only and name in _WRITES:
+            continue
+        method = getattr(tools, _METHODS[name])  # bound: its schema has no ``self``
+        description = " ".join((method.__doc__ or "").split())
+        server.add_tool(method, name=name, description=description)
+    return server
+
+
+def serve(store_path: Path, repo: Path | None, *, names: Sequence[str], read_only: bool) -> None:
+    """Serve the tools over stdio until the client closes the connection."""
+    build_server(store_path, repo, names=names, read_only=read_only).run("stdio")

@@ -1,0 +1,244 @@
+"""``rho mcp`` driven as agents drive it: a subprocess, the official SDK's stdio client."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from taskstore import TaskList, TaskStore
+
+RHO = Path(sys.executable).parent / "rho"
+CORE = ["TaskCreate", "TaskGet", "TaskList", "TaskUpdate"]
+MISSIONS = ["MissionList", "MissionLog", "MissionShow"]
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    for args in (
+        ["init", "--quiet", "--initial-branch=main"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "0"],
+    ):
+        subprocess.run(["git", *args], cwd=folder, check=True)
+    return folder
+
+
+def rho(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(RHO), *args], cwd=repo, capture_output=True, text=True, check=False, timeout=60
+    )
+
+
+@asynccontextmanager
+async def session(repo: Path, *args: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=str(RHO), args=["mcp", *args], cwd=str(repo))
+    with open(repo.parent / "mcp.stderr", "a") as errors:  # noqa: ASYNC230 - a log file
+        async with (
+            stdio_client(params, errlog=errors) as streams,
+            ClientSession(streams[0], streams[1]) as client,
+        ):
+            await client.initialize()
+            yield client
+
+
+async def call(client: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+async def refused(client: ClientSession, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result.structured_content
+    [content] = result.content
+    text: str = getattr(content, "text")  # noqa: B009 - a TextContent
+    return text
+
+
+async def names(client: ClientSession) -> list[str]:
+    return sorted(tool.name for tool in (await client.list_tools()).tools)
+
+
+async def test_the_core_tools_by_default_every_tool_with_all_no_writes_when_read_only(
+    repo: Path,
+) -> None:
+    async with session(repo) as client:
+        assert await names(client) == CORE
+    async with session(repo, "--tools", "all") as client:
+        assert await names(client) == sorted(CORE + MISSIONS)
+        schema = next(t for t in (await client.list_tools()).tools if t.name == "TaskList")
+        assert schema.input_schema["properties"]["action"]["enum"] == [
+            "ready",
+            "list",
+            "failed",
+            "compact",
+        ]
+    async with session(repo, "--tools", "all", "--read-only") as client:
+        assert await names(client) == sorted(["TaskGet", "TaskList", *MISSIONS])
+
+
+async def test_task_list_ready_is_the_library_answer_and_the_cli_one(repo: Path) -> None:
+    assert rho(repo, "task", "add", "one").returncode == 0
+    assert rho(repo, "task", "add", "two", "--blocked-by", "task_1").returncode == 0
+    store = TaskStore(repo / ".rho" / "tasks.json")
+
+    async with session(repo) as client:
+        ready = await call(client, "TaskList", action="ready")
+        listed = await call(client, "TaskList", action="list")
+        compact = await call(client, "TaskList", action="compact")
+
+    assert ready == TaskList(store).run({"action": "ready"})
+    assert ready == json.loads(rho(repo, "task", "ready", "--json").stdout)
+    assert [t["id"] for t in ready["tasks"]] == ["task_1"]
+    assert [t["id"] for t in listed["tasks"]] == ["task_1", "task_2"]
+    assert compact["counts"] == {"pending": 2}
+
+
+async def test_an_invalid_graph_fails_closed_with_the_cli_message(repo: Path) -> None:
+    store = repo / ".rho" / "tasks.json"
+    store.parent.mkdir()
+    cycle = [
+        {"id": "a", "subject": "a", "status": "pending",
+         "dependencies": [{"targetId": "b", "type": "blocks"}]},
+        {"id": "b", "subject": "b", "status": "pending",
+         "dependencies": [{"targetId": "a", "type": "blocks"}]},
+    ]  # fmt: skip
+    store.write_text(json.dumps({"tasks": cycle}))
+    cli = rho(repo, "task", "ready", "--json")
+
+    async with session(repo) as client:
+        message = await refused(client, "TaskList", action="ready")
+        assert (await call(client, "TaskGet", id="a"))["id"] == "a"  # still serving
+
+    assert cli.returncode == 2
+    assert f"error: {message}\n" == cli.stderr
+    assert message.startswith("validate task schedule: ")
+
+
+async def test_create_get_update_and_bad_input_as_the_cli_says_it(repo: Path) -> None:
+    async with session(repo) as client:
+        made = await call(client, "TaskCreate", subject="Write it", command="make", labels=["x"])
+        child = await call(client, "TaskCreate", subject="Test it", parent=made["id"],
+                           blockers=[made["id"]], priority=1)  # fmt: skip
+        changed = await call(client, "TaskUpdate", id=made["id"], labels=["y", "z"], owner="ada")
+        got = await call(client, "TaskGet", id=child["id"])
+        missing = await refused(client, "TaskGet", id="nope")
+        bad_blocker = await refused(client, "TaskCreate", subject="s", blockers=["nope"])
+        bad_status = await refused(client, "TaskUpdate", id=made["id"], status="done")
+        typed = await client.call_tool("TaskCreate", {"subject": 3})  # the SDK's own check
+
+    assert (made["id"], child["id"]) == ("task_1", "task_1.1")
+    assert (changed["metadata"]["labels"], changed["owner"]) == (["y", "z"], "ada")
+    assert got["metadata"]["priority"] == 1
+    assert {"targetId": "task_1", "type": "parent-child"} in got["dependencies"]
+    assert {"targetId": "task_1", "type": "blocks"} in got["dependencies"]
+    for message, args in (
+        (missing, ("task", "show", "nope")),
+        (bad_blocker, ("task", "add", "s", "--blocked-by", "nope")),
+    ):
+        cli = rho(repo, *args)
+        assert cli.stderr == f"error: {message}\n", args
+    assert "done" in bad_status
+    assert typed.is_error
+    assert json.loads(rho(repo, "task", "list", "--json").stdout)["tasks"][0]["owner"] == "ada"
+
+
+async def test_a_claim_is_atomic_and_refused_when_taken_or_not_ready(repo: Path) -> None:
+    assert rho(repo, "task", "add", "one").returncode == 0
+    assert rho(repo, "task", "add", "two", "--blocked-by", "task_1").returncode == 0
+    outcomes: dict[str, Any] = {}
+
+    async def claim(owner: str) -> None:
+        async with session(repo) as client:
+            result = await client.call_tool(
+                "TaskUpdate", {"id": "task_1", "claim": True, "owner": owner}
+            )
+            outcomes[owner] = result
+
+    async with anyio.create_task_group() as group:
+        for owner in ("agent-a", "agent-b"):
+            group.start_soon(claim, owner)
+
+    won = [owner for owner, result in outcomes.items() if not result.is_error]
+    [winner] = won
+    [loser] = [owner for owner in outcomes if owner != winner]
+    text = getattr(outcomes[loser].content[0], "text")  # noqa: B009
+    assert text == f'task "task_1" is claimed already by "{winner}"'
+    task = json.loads(rho(repo, "task", "show", "task_1", "--json").stdout)
+    assert (task["status"], task["owner"]) == ("in_progress", winner)
+    async with session(repo) as client:
+        not_ready = await refused(client, "TaskUpdate", id="task_2", claim=True, owner="c")
+        no_owner = await refused(client, "TaskUpdate", id="task_2", claim=True)
+    assert not_ready == 'task "task_2" is not ready: its blocker "task_1" is in_progress'
+    assert no_owner == "a claim needs an owner"
+
+
+async def test_mcp_and_cli_writers_on_one_store_lose_nothing(repo: Path) -> None:
+    per_writer = 15
+
+    async def mcp_writer(name: str) -> None:
+        async with session(repo) as client:
+            for n in range(per_writer):
+                await call(client, "TaskCreate", subject=f"{name} {n}")
+
+    def cli_writer(name: str) -> None:
+        for n in range(per_writer):
+            assert rho(repo, "task", "add", f"{name} {n}").returncode == 0
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(mcp_writer, "mcp-1")
+        group.start_soon(mcp_writer, "mcp-2")
+        group.start_soon(anyio.to_thread.run_sync, cli_writer, "cli")
+
+    subjects = [
+        t["subject"] for t in json.loads(rho(repo, "task", "list", "--json").stdout)["tasks"]
+    ]
+    assert len(subjects) == 3 * per_writer
+    assert sorted(subjects) == sorted(
+        f"{name} {n}" for name in ("mcp-1", "mcp-2", "cli") for n in range(per_writer)
+    )
+
+
+async def test_missions_read_through_the_tools(repo: Path) -> None:
+    assert rho(repo, "task", "add", "ok", "--command", "echo ok > ok.txt").returncode == 0
+    assert rho(repo, "task", "add", "bad", "--command", "echo broke; exit 3").returncode == 0
+    assert rho(repo, "mission", "--from-tasks").returncode == 1
+    mission = json.loads(rho(repo, "mission", "list", "--json").stdout)["missions"][0]["id"]
+
+    async with session(repo, "--tools", "all") as client:
+        listed = await call(client, "MissionList")
+        shown = await call(client, "MissionShow", mission=mission[:4])
+        log = await call(client, "MissionLog", mission="latest", task="task_2", tail=5)
+        unknown = await refused(client, "MissionShow", mission="ffffffff")
+        no_task = await refused(client, "MissionLog", mission="latest", task="nope")
+
+    assert [m["id"] for m in listed["missions"]] == [mission]
+    assert (shown["id"], shown["status"]) == (mission, "partial")
+    assert {f["id"]: f["error"] for f in shown["features"]} == {
+        "task_1": None,
+        "task_2": "command failed: exit code 3",
+    }
+    assert log == {"mission": mission, "task": "task_2", "lines": ["broke"]}
+    assert (
+        unknown == rho(repo, "mission", "show", "ffffffff").stderr.removeprefix("error: ").strip()
+    )
+    assert no_task == f'mission {mission} has no task "nope"'
