@@ -109,10 +109,12 @@ class TaskStore:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def mutate(self, change: Callable[[StoreDocument], R]) -> R:
+    def mutate(self, change: Callable[[StoreDocument], R], *, only_if_changed: bool = False) -> R:
         """Apply *change* to the document under the lock, then write it back atomically.
 
-        If *change* raises, nothing is written. The revision is bumped on every write.
+        If *change* raises, nothing is written. The revision is bumped on every write. With
+        *only_if_changed*, a change that left the document as it was writes nothing (the cost
+        is one comparison of the whole document: for rare writes such as imports).
 
         Raises:
             StoreReadError, StoreWriteError: the file cannot be read or replaced.
@@ -128,7 +130,10 @@ class TaskStore:
         try:
             document = self._unchanged_since_written() or self.load()
             self._written = None  # *change* edits it in place: kept again only once written
+            before = document.model_dump() if only_if_changed else None
             result = change(document)
+            if before is not None and document.model_dump() == before:
+                return result
             document.revision += 1
             document.tasks.sort(key=lambda task: task.id)
             self._write(document)
@@ -373,6 +378,44 @@ class TaskStore:
 
         return self.mutate(apply)
 
+    def merge_tasks(self, tasks: list[Task], status_key: str) -> tuple[list[str], list[str]]:
+        """Add *tasks*, or update the ones the store has (same id): the ids added and updated.
+
+        For re-imports of a tracker's file: importing it twice changes nothing the second time.
+        *status_key* is the metadata key where the tracker's own status is kept (see
+        ``_merge_into``).
+
+        Raises:
+            InvalidTaskError, FieldLimitError: as ``import_tasks``.
+            ScheduleError: the merged graph is invalid.
+        """
+        for task in tasks:
+            check_imported(task)
+            check_triage(task.metadata, task.id)
+
+        def change(document: StoreDocument) -> tuple[list[str], list[str]]:
+            by_id = {task.id: task for task in document.tasks}
+            added, updated = [], []
+            stamp = now_rfc3339()
+            for task in tasks:
+                old = by_id.get(task.id)
+                if old is None:
+                    task.created_at = task.updated_at = stamp
+                    document.tasks.append(task)
+                    by_id[task.id] = task
+                    added.append(task.id)
+                    document.next_id = max(document.next_id, _counter_after(task.id))
+                    continue
+                before = old.model_dump()
+                _merge_into(old, task, status_key)
+                if old.model_dump() != before:
+                    old.updated_at = stamp
+                    updated.append(task.id)
+            compute_schedule(document.tasks)
+            return added, updated
+
+        return self.mutate(change, only_if_changed=True)
+
     def import_tasks(self, tasks: list[Task]) -> list[Task]:
         """Add *tasks* as they are (ids kept) and return them.
 
@@ -403,6 +446,21 @@ class TaskStore:
             return tasks
 
         return self.mutate(change)
+
+
+def _merge_into(old: Task, new: Task, status_key: str) -> None:
+    """Take *new*'s tracker fields into *old*; rho's own metadata (command, rho.*) stays.
+
+    The status is taken only when the tracker's own word for it changed since the last import:
+    a task a mission completed stays completed while the tracker has not said otherwise.
+    """
+    if new.metadata.get(status_key) != old.metadata.get(status_key):
+        old.status = new.status
+    old.subject, old.description = new.subject, new.description
+    old.parent_id, old.dependencies = new.parent_id, new.dependencies
+    for key in ("priority", "labels"):
+        old.metadata.pop(key, None)
+    old.metadata.update(new.metadata)
 
 
 def _refuse_claim(document: StoreDocument, task: Task) -> None:

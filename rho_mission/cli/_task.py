@@ -422,16 +422,41 @@ def validate(store_path: Path | None, as_json: bool) -> None:
 
 
 @task.command("import")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@click.option(
+    "--from",
+    "tracker",
+    type=click.Choice(["beads", "github", "taskmaster"]),
+    default=None,
+    help="FILE is another tracker's: bd list --json / bd export, Task Master's tasks.json, or "
+    "gh issue list --json number,title,body,state,labels. Importing it again updates.",
+)
+@click.option("--tag", default=None, help="The Task Master tag to import [default: master].")
+@click.option(
+    "--drop-missing", is_flag=True, help="Drop (and list) links to ids the file does not hold."
+)
 @_store_option
 @_json_option
-def import_(file: Path, store_path: Path | None, as_json: bool) -> None:
-    """Add the tasks of FILE (a store document, {"tasks": [...]} or a list), ids kept.
+def import_(
+    file: Path,
+    tracker: str | None,
+    tag: str | None,
+    drop_missing: bool,
+    store_path: Path | None,
+    as_json: bool,
+) -> None:
+    """Add the tasks of FILE (a store document, {"tasks": [...]} or a list), ids kept; with
+    --from, the tasks of another tracker's file (- reads standard input), ids kept too.
 
-    Example: rho task import missions/demo.json
+    Example: bd list --json | rho task import --from beads -
     """
     from taskstore import StoreReadError, validate_document
 
+    if tracker is not None:
+        _import_tracker(file, tracker, tag, drop_missing, store_path, as_json)
+        return
+    if tag is not None or drop_missing or str(file) == "-":
+        raise click.UsageError("--tag, --drop-missing and - (standard input) go with --from")
     data = _read_json(file)
     if isinstance(data, list):
         data = {"tasks": data}
@@ -448,15 +473,52 @@ def import_(file: Path, store_path: Path | None, as_json: bool) -> None:
     click.echo(f"imported {len(imported)} task(s)")
 
 
+def _import_tracker(
+    file: Path,
+    tracker: str,
+    tag: str | None,
+    drop_missing: bool,
+    store_path: Path | None,
+    as_json: bool,
+) -> None:
+    from taskstore.trackers import parse_tracker, status_key
+
+    text = sys.stdin.read() if str(file) == "-" else _read_text(file)
+    imported = parse_tracker(tracker, text, tag=tag, drop_missing=drop_missing)
+    added, updated = _store_to_write(store_path).merge_tasks(imported.tasks, status_key(tracker))
+    dropped = [{"task": source, "target": target} for source, target in imported.dropped]
+    if as_json:
+        print_json({"added": added, "updated": updated, "dropped": dropped})
+        return
+    click.echo(
+        f"imported {len(imported.tasks)} task(s) from {tracker}: {len(added)} added, "
+        f"{len(updated)} updated"
+    )
+    for link in dropped:
+        click.echo(f"dropped the link of {link['task']} to {link['target']}: not in the file")
+
+
 @task.command("export")
+@click.option(
+    "--to",
+    "tracker",
+    type=click.Choice(["beads", "taskmaster"]),
+    default=None,
+    help="Write the tasks in that tracker's shape (statuses written back in its words).",
+)
 @_store_option
-def export(store_path: Path | None) -> None:
-    """Print the whole store document as JSON.
+def export(tracker: str | None, store_path: Path | None) -> None:
+    """Print the whole store document as JSON (--to: as beads' issues or Task Master's file).
 
     Example: rho task export > backup.json
     """
     from taskstore import dump_document
 
+    if tracker is not None:
+        from taskstore.trackers import export_tasks
+
+        sys.stdout.write(export_tasks(tracker, _open_store(store_path).tasks()) + "\n")
+        return
     sys.stdout.write(dump_document(_open_store(store_path).load()).decode())
 
 

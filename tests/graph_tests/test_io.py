@@ -7,7 +7,11 @@ import json
 import os
 import random
 import re
+import shutil
 import stat
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -221,11 +225,26 @@ def test_a_mission_graph_that_fails_validation(tmp_path: Path) -> None:
         load_mission_graph(folder)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
-def test_an_unreadable_graph_file(tmp_path: Path) -> None:
+def test_an_unreadable_graph_file(
+    tmp_path: Path, system_requirement: Callable[[str, str | None], None]
+) -> None:
     path = tmp_path / "graph.json"
     path.write_bytes(dump_graph(sample()))
     path.chmod(0)
     message = f"cannot read graph: permission denied: {path}"
-    with pytest.raises(GraphDocumentError, match=rf"^{re.escape(message)}$"):
-        read_graph_file(path)
+    if os.geteuid() != 0:
+        with pytest.raises(GraphDocumentError, match=rf"^{re.escape(message)}$"):
+            read_graph_file(path)
+        return
+    # Root reads any file: read it from a child without the capabilities that let it.
+    bwrap = shutil.which("bwrap")
+    system_requirement("reading a mode-0 file as root", None if bwrap else "bwrap is missing")
+    assert bwrap is not None
+    reader = (
+        "import sys\nfrom graph import GraphDocumentError, read_graph_file\n"
+        "try:\n    read_graph_file(sys.argv[1])\nexcept GraphDocumentError as exc:\n"
+        "    print(exc)\n"
+    )
+    argv = [bwrap, "--dev-bind", "/", "/", "--cap-drop", "ALL", sys.executable, "-c", reader]
+    done = subprocess.run([*argv, str(path)], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, message + "\n", "")

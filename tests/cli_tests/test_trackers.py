@@ -1,0 +1,264 @@
+"""Importing beads, Task Master and GitHub issues, end to end: import, ready, a mission, a
+second import, and export back (hand-written fixtures in ``trackers/``, from each tool's docs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ._rho import GIT_ENV, RunRho
+
+FIXTURES = Path(__file__).with_name("trackers")
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    subprocess.run(
+        ["git", "commit", "-q", "--allow-empty", "-m", "first"],
+        cwd=repo,
+        check=True,
+        env={**os.environ, **GIT_ENV},
+    )
+    return repo
+
+
+def _ready(rho: RunRho, repo: Path) -> list[str]:
+    result = rho("task", "ready", "--json", cwd=repo)
+    assert result.code == 0, result.stderr
+    return [task["id"] for task in result.json()["tasks"]]
+
+
+def _tasks(rho: RunRho, repo: Path) -> dict[str, dict[str, Any]]:
+    listed = rho("task", "export", cwd=repo)
+    assert listed.code == 0, listed.stderr
+    return {task["id"]: task for task in json.loads(listed.stdout)["tasks"]}
+
+
+def _import(rho: RunRho, repo: Path, *args: str) -> str:
+    result = rho("task", "import", *args, cwd=repo)
+    assert result.code == 0, result.stderr
+    return result.stdout
+
+
+def test_beads_issues_keep_their_ids_links_and_statuses(rho: RunRho, project: Path) -> None:
+    out = _import(rho, project, "--from", "beads", str(FIXTURES / "beads.json"))
+
+    tasks = _tasks(rho, project)
+    assert out == "imported 8 task(s) from beads: 8 added, 0 updated\n"
+    assert "bd-9" not in tasks  # a tombstone is not imported, and links to it are dropped
+    assert {i: t["status"] for i, t in tasks.items()} == {
+        "bd-1": "completed",
+        "bd-2": "pending",
+        "bd-3": "pending",
+        "bd-4": "pending",
+        "bd-4.1": "skipped",
+        "bd-5": "skipped",
+        "bd-6": "in_progress",
+        "bd-7": "skipped",
+    }
+    assert tasks["bd-3"]["dependencies"] == [
+        {"targetId": "bd-2", "type": "blocks"},
+        {"targetId": "bd-5", "type": "related"},
+    ]
+    assert (tasks["bd-4.1"]["parentId"], tasks["bd-2"]["metadata"]["labels"]) == ("bd-4", ["api"])
+    assert tasks["bd-2"]["metadata"]["priority"] == 1
+    assert _ready(rho, project) == ["bd-2", "bd-4"]  # bd ready's answer too
+
+    ran = rho("mission", "--from-tasks", "--run", "echo done > $RHO_TASK_ID.txt", "--only",
+              "bd-3", cwd=project)  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    assert {i: t["status"] for i, t in _tasks(rho, project).items() if i in ("bd-2", "bd-3")} == {
+        "bd-2": "completed",
+        "bd-3": "completed",
+    }
+
+
+def test_beads_jsonl_reads_as_the_array(rho: RunRho, project: Path, tmp_path: Path) -> None:
+    issues = json.loads((FIXTURES / "beads.json").read_text())
+    lines = tmp_path / "issues.jsonl"
+    lines.write_text("".join(json.dumps(issue) + "\n" for issue in issues))
+    other = tmp_path / "array.json"
+    other.write_text(json.dumps(issues))
+
+    _import(rho, project, "--from", "beads", str(lines))
+    _import(rho, project, "--from", "beads", str(other), "--store", str(tmp_path / "b.json"))
+
+    first = _tasks(rho, project)
+    second = json.loads(rho("task", "export", "--store", str(tmp_path / "b.json")).stdout)
+    strip = ("createdAt", "updatedAt")
+    assert [{k: v for k, v in t.items() if k not in strip} for t in first.values()] == [
+        {k: v for k, v in t.items() if k not in strip} for t in second["tasks"]
+    ]
+
+
+def test_a_second_import_updates_and_never_duplicates(
+    rho: RunRho, project: Path, tmp_path: Path
+) -> None:
+    source = FIXTURES / "beads.json"
+    _import(rho, project, "--from", "beads", str(source))
+    store = project / ".rho" / "tasks.json"
+    before = store.read_bytes()
+
+    again = _import(rho, project, "--from", "beads", str(source))
+    assert again == "imported 8 task(s) from beads: 0 added, 0 updated\n"
+    assert store.read_bytes() == before
+
+    # A mission completes bd-2; the tracker still says open: the store keeps completed. A
+    # changed title, and a status the tracker changed, are taken.
+    assert rho("task", "update", "bd-2", "--status", "completed", cwd=project).code == 0
+    issues = json.loads(source.read_text())
+    issues[2]["title"] = "Login page, new design"
+    issues[3]["status"] = "closed"
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(issues))
+    third = _import(rho, project, "--from", "beads", str(edited))
+
+    tasks = _tasks(rho, project)
+    assert third == "imported 8 task(s) from beads: 0 added, 2 updated\n"
+    assert (tasks["bd-2"]["status"], tasks["bd-3"]["subject"]) == (
+        "completed",
+        "Login page, new design",
+    )
+    assert tasks["bd-4"]["status"] == "completed"
+    assert len(tasks) == 8
+
+
+def test_task_master_tasks_and_subtasks(rho: RunRho, project: Path) -> None:
+    out = _import(rho, project, "--from", "taskmaster", str(FIXTURES / "tasks.json"))
+
+    tasks = _tasks(rho, project)
+    assert out == "imported 9 task(s) from taskmaster: 9 added, 0 updated\n"
+    assert {i: t["status"] for i, t in tasks.items()} == {
+        "1": "completed",
+        "2": "pending",
+        "2.1": "completed",
+        "2.2": "pending",
+        "2.3": "pending",
+        "3": "skipped",
+        "4": "reviewing",
+        "5": "cancelled",
+        "6": "skipped",
+    }
+    assert tasks["2.3"]["dependencies"] == [
+        {"targetId": "2.2", "type": "blocks"},
+        {"targetId": "2", "type": "parent-child"},
+    ]
+    assert (
+        tasks["1"]["description"]
+        == "the layout\n\nDetails:\nmake the folders\n\nTest strategy:\nls"
+    )
+    assert tasks["1"]["metadata"]["priority"] == 1
+    assert _ready(rho, project) == ["2", "2.2"]
+    ran = rho("mission", "--from-tasks", "--run", "true", "--dry-run", cwd=project)
+    assert ran.stdout.splitlines()[1:6] == [
+        "wave 1:",
+        "  2: Parser",
+        "  2.2: Grammar",
+        "wave 2:",
+        "  2.3: Error messages",
+    ]
+    tagged = rho("task", "import", "--from", "taskmaster", "--tag", "feature-x",
+                 str(FIXTURES / "tasks.json"), "--store", str(project.parent / "x"))  # fmt: skip
+    assert tagged.code == 0, tagged.stderr
+    missing = rho("task", "import", "--from", "taskmaster", "--tag", "nope",
+                  str(FIXTURES / "tasks.json"), cwd=project)  # fmt: skip
+    assert missing.stderr == (
+        'error: taskmaster: no tag "nope" in the file (its tags: feature-x, master)\n'
+    )
+
+
+def test_github_issues_and_their_blocked_by_lines(rho: RunRho, project: Path) -> None:
+    out = _import(rho, project, "--from", "github", str(FIXTURES / "issues.json"))
+
+    tasks = _tasks(rho, project)
+    assert out == "imported 6 task(s) from github: 6 added, 0 updated\n"
+    blockers = {
+        i: [d["targetId"] for d in t["dependencies"] if d["type"] == "blocks"]
+        for i, t in tasks.items()
+    }
+    assert blockers == {"1": [], "2": ["1"], "3": ["2", "4"], "4": ["2", "1"], "5": [], "6": []}
+    assert tasks["5"]["parentId"] == "4"
+    assert (tasks["6"]["status"], tasks["2"]["metadata"]["labels"]) == (
+        "cancelled",
+        ["good-first-issue"],
+    )
+    assert _ready(rho, project) == ["2", "5"]
+
+
+def test_a_link_outside_the_file_is_an_error_or_dropped(
+    rho: RunRho, project: Path, tmp_path: Path
+) -> None:
+    issues = json.loads((FIXTURES / "issues.json").read_text())
+    issues[1]["body"] += "\nblocked by #99"
+    source = tmp_path / "issues.json"
+    source.write_text(json.dumps(issues))
+
+    refused = rho("task", "import", "--from", "github", str(source), cwd=project)
+    dropped = rho("task", "import", "--from", "github", str(source), "--drop-missing", cwd=project)
+
+    assert (refused.code, refused.stderr) == (
+        2,
+        'error: github: task "2" links to "99", which the file does not hold (--drop-missing '
+        "drops such links)\n",
+    )
+    assert dropped.code == 0, dropped.stderr
+    assert dropped.stdout.splitlines()[1] == "dropped the link of 2 to 99: not in the file"
+
+
+def test_a_file_read_from_standard_input(rho: RunRho, project: Path) -> None:
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "rho"), "task", "import", "--from",
+         "github", "-"],
+        input=(FIXTURES / "issues.json").read_text(), cwd=project, capture_output=True,
+        text=True, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, "")
+    assert _ready(rho, project) == ["2", "5"]
+
+
+def test_export_writes_each_tools_statuses_back(rho: RunRho, project: Path) -> None:
+    _import(rho, project, "--from", "beads", str(FIXTURES / "beads.json"))
+    assert rho("task", "update", "bd-2", "--status", "completed", cwd=project).code == 0
+
+    beads = json.loads(rho("task", "export", "--to", "beads", cwd=project).stdout)
+
+    by_id = {issue["id"]: issue for issue in beads}
+    assert {i: issue["status"] for i, issue in by_id.items()} == {
+        "bd-1": "closed",
+        "bd-2": "closed",  # completed here since
+        "bd-3": "open",
+        "bd-4": "open",
+        "bd-4.1": "blocked",  # the tool's own word, which the store still agrees with
+        "bd-5": "deferred",
+        "bd-6": "hooked",
+        "bd-7": "pinned",
+    }
+    assert by_id["bd-3"]["dependencies"][0] == {
+        "issue_id": "bd-3",
+        "depends_on_id": "bd-2",
+        "type": "blocks",
+    }
+
+    tm_store = ("--store", str(project.parent / "tm.json"))
+    _import(rho, project, "--from", "taskmaster", str(FIXTURES / "tasks.json"), *tm_store)
+    exported = json.loads(rho("task", "export", "--to", "taskmaster", *tm_store).stdout)
+    [parser] = [t for t in exported["master"]["tasks"] if t["id"] == 2]
+    assert [(s["id"], s["status"], s["dependencies"]) for s in parser["subtasks"]] == [
+        (1, "done", []),
+        (2, "pending", [1]),
+        (3, "pending", [2]),
+    ]
+    assert {t["id"]: t["status"] for t in exported["master"]["tasks"]} == {
+        1: "done",
+        2: "pending",
+        3: "deferred",
+        4: "review",
+        5: "cancelled",
+        6: "blocked",
+    }
