@@ -43,7 +43,7 @@ def _scratch(folder: Path) -> Path:
     )
     tasks = [
         {"id": f"task_{n}", "subject": f"task {n}", "status": "pending",
-         "dependencies": [{"targetId": f"task_{n - 1}", "type": "blocks"}] if n % 10 else [],
+         "dependencies": [{"targetId": f"task_{n - 1}", "type": "blocks"}] if (n - 1) % 10 else [],
          "metadata": {"command": "true"}}
         for n in range(1, 101)
     ]  # fmt: skip

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._errors import ScheduleError
+from ._fastread import read_task_views
 from ._schedule import STATUSES, compute_schedule
 from ._store import TaskStore
 
@@ -42,7 +43,9 @@ class TaskList:
 
     def _ready(self) -> dict[str, Any]:
         try:
-            schedule = compute_schedule(self.store.tasks())
+            # The scheduling read (``read_task_views``): what `rho task ready --json` reads, at a
+            # fraction of the full model's cost; the same answer.
+            schedule = compute_schedule(read_task_views(self.store.path))
         except ScheduleError as exc:
             return {"error": f"validate task schedule: {exc}"}
         return {"tasks": [task.summary() for task in schedule.ready], "waves": schedule.waves}
