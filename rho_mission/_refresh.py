@@ -1,13 +1,13 @@
 """Resume with the fix: refresh the features still to run from the task store (or a list).
 
 A user who fixes a failed task's command in the store and resumes expects the fix to run, not
-the command mission.json froze at planning time. A task the store says another mission (or the
-user) completed since, or holds by its status now, is never run by a resume: it is refused with
-the next command. So a resume of a ``--from-tasks`` mission reads
+the command mission.json froze at planning time. So a resume of a ``--from-tasks`` mission reads
 the store again and takes, for every feature not completed, its subject, description and
-command. The shape of the mission stays what was planned and joined: tasks added or removed, or
-blockers changed, are refused (they need a new mission). What changed is journaled as a
-``refreshed`` event, with digests only.
+command. The shape of the mission stays what was planned and joined: its tasks removed, or
+their blockers changed, are refused (they need a new mission); tasks added to the store since
+are the next mission's. What changed is journaled as a ``refreshed`` event, with digests only.
+A task the store says another mission (or the user) completed since, or holds by its status
+now, is never run by a resume: it is refused with the next command.
 """
 
 from __future__ import annotations
