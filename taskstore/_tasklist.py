@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._errors import ScheduleError
-from ._fastread import read_task_views
+from ._fastread import TaskView, read_task_views
+from ._model import Task
 from ._schedule import STATUSES, compute_schedule
 from ._store import TaskStore
 
@@ -45,7 +46,8 @@ class TaskList:
         try:
             # The scheduling read (``read_task_views``): what `rho task ready --json` reads, at a
             # fraction of the full model's cost; the same answer.
-            schedule = compute_schedule(read_task_views(self.store.path))
+            views: Sequence[TaskView | Task] = read_task_views(self.store.path)
+            schedule = compute_schedule(views)
         except ScheduleError as exc:
             return {"error": f"validate task schedule: {exc}"}
         return {"tasks": [task.summary() for task in schedule.ready], "waves": schedule.waves}
