@@ -217,7 +217,11 @@ def _run_from_tasks(
     except ScheduleError as exc:
         raise CliError(f"validate task schedule: {exc}") from exc
     except NothingToRunError as exc:
-        click.echo(str(exc))  # not a mistake: nothing was created, and nothing needs doing
+        # Not a mistake: nothing was created, and nothing needs doing.
+        if as_json:  # stdout holds one JSON document, as for every --json
+            sys.stdout.write(json.dumps({"mission": None, "nothing_to_run": str(exc)}) + "\n")
+        else:
+            click.echo(str(exc))
         return 0
     planned.check_runnable()
     if dry_run:

@@ -70,8 +70,14 @@ def test_nothing_to_run_creates_nothing(project: Path) -> None:
 
     result = run_rho("mission", "--from-tasks", cwd=project)
 
+    as_json = run_rho("mission", "--from-tasks", "--json", cwd=project)
+
     assert (result.code, result.stderr) == (0, "")
     assert result.stdout == "nothing to run: 1 task(s) completed\n"
+    assert (as_json.code, as_json.json()) == (
+        0,
+        {"mission": None, "nothing_to_run": "nothing to run: 1 task(s) completed"},
+    )
     assert (branches(project), sorted((project / ".rho" / "missions").iterdir())) == before
 
 
