@@ -23,7 +23,8 @@ __all__ = ["REPORT_TAIL_LINES", "report_html", "report_payload"]
 
 #: Log lines a report shows for each failed feature (with ``include_text``).
 REPORT_TAIL_LINES = 20
-_MISSION_KEYS = ("schema_version", "id", "status", "started_at", "completed_at", "waves")
+# ``held``: ids, statuses and rho's own words for why (``_selection``), like the features' ids.
+_MISSION_KEYS = ("schema_version", "id", "status", "started_at", "completed_at", "waves", "held")
 _FEATURE_KEYS = ("id", "status", "attempts", "started_at", "completed_at", "blocked_by")
 # Errors the engine writes itself, which quote nothing of a task (see _process.describe and
 # _shell): shown in every report.

@@ -112,6 +112,8 @@ const RhoRender = (function () {
     root.append(missionHeader(view, now));
     root.append(wavesSection(view));
     root.append(timelineSection(mission, now));
+    const held = heldSection(mission);
+    if (held) root.append(held);
     const failures = failuresSection(view);
     if (failures) root.append(failures);
     return root;
@@ -284,6 +286,19 @@ const RhoRender = (function () {
       line.append(tick);
     }
     return line;
+  }
+
+  // The store's tasks this mission does not run: held by a cancelled, skipped or reviewing
+  // status (their own, or a blocker's).
+  function heldSection(mission) {
+    const held = mission.held || [];
+    if (!held.length) return null;
+    const list = el("ul", { class: "held" });
+    for (const task of held) {
+      list.append(el("li", { "data-task-id": task.id, text: task.id + ": " + task.reason }));
+    }
+    return el("section", { "aria-label": "held" },
+      el("h2", { text: "Not run: held by the task store (" + held.length + ")" }), list);
   }
 
   function failuresSection(view) {

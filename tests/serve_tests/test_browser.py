@@ -53,6 +53,7 @@ def _mission_tasks(gate: Path) -> list[dict[str, object]]:
         task("task_2", failing, subject="Parser tests"),
         task("task_3", "echo parser > parser.txt", "task_1", subject="Write the parser"),
         task("task_4", "echo docs > docs.txt", "task_2", "task_3", subject="Document the API"),
+        task("task_5", "echo never > never.txt", subject="A dropped idea", status="cancelled"),
     ]
 
 
@@ -107,6 +108,8 @@ def _check_final_page(page: Page) -> None:
     assert page.locator(".timeline .trow .bar").count() == 3  # task_4 never ran
     joins = page.locator(".join").all_inner_texts()
     assert joins[0] == "wave 1 joined 2 feature(s), 1 completed, 1 failed, 1 downstream blocked"
+    # The cancelled task is no feature: the page says it was held, and why.
+    assert page.locator(".held li").all_inner_texts() == ["task_5: cancelled in the task store"]
 
 
 def test_a_static_report_opens_offline_with_the_same_view(
