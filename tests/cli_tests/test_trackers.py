@@ -163,6 +163,10 @@ def test_task_master_tasks_and_subtasks(rho: RunRho, project: Path) -> None:
         "wave 2:",
         "  2.3: Error messages",
     ]
+    ran = rho("mission", "--from-tasks", "--run", "echo done > t$RHO_TASK_ID.txt", cwd=project)
+    assert ran.code == 0, ran.stderr
+    done = [i for i, t in _tasks(rho, project).items() if t["status"] == "completed"]
+    assert done == ["1", "2", "2.1", "2.2", "2.3"]
     tagged = rho("task", "import", "--from", "taskmaster", "--tag", "feature-x",
                  str(FIXTURES / "tasks.json"), "--store", str(project.parent / "x"))  # fmt: skip
     assert tagged.code == 0, tagged.stderr
@@ -189,6 +193,10 @@ def test_github_issues_and_their_blocked_by_lines(rho: RunRho, project: Path) ->
         ["good-first-issue"],
     )
     assert _ready(rho, project) == ["2", "5"]
+    ran = rho("mission", "--from-tasks", "--run", "echo done > issue-$RHO_TASK_ID.txt", cwd=project)
+    assert ran.code == 0, ran.stderr
+    done = {i for i, t in _tasks(rho, project).items() if t["status"] == "completed"}
+    assert done == {"1", "2", "3", "4", "5"}
 
 
 def test_a_link_outside_the_file_is_an_error_or_dropped(
