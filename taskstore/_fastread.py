@@ -8,9 +8,8 @@ problem precisely; so both paths always agree, and the common case stays cheap.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._decode import decode_json
 from ._errors import StoreReadError
@@ -47,16 +46,16 @@ _FIELD_NAMES = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class DependencyView:
+# NamedTuples, not dataclasses: ``dataclasses`` imports ``inspect``, about 12 ms of the 30 ms
+# that a whole ``rho task ready --json`` process costs.
+class DependencyView(NamedTuple):
     """A dependency as read by the fast path."""
 
     target_id: str
     type: str
 
 
-@dataclass(frozen=True, slots=True)
-class TaskView:
+class TaskView(NamedTuple):
     """The fields of a task that scheduling and ``ready --json`` need."""
 
     id: str

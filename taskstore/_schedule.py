@@ -14,10 +14,9 @@ and statuses; anything unusual, and every failure, goes through the exact one-by
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from ._errors import (
     EmptyBlockerError,
@@ -73,8 +72,9 @@ class SchedulableTask(Protocol):
 T = TypeVar("T", bound=SchedulableTask)
 
 
-@dataclass(frozen=True, slots=True)
-class Schedule(Generic[T]):
+# A NamedTuple, not a dataclass: ``dataclasses`` imports ``inspect``, a third of the start-up of
+# the ``rho task ready --json`` process that agents poll (``_replace`` makes a changed copy).
+class Schedule(NamedTuple, Generic[T]):
     """The waves of a valid blocking graph and its ready tasks.
 
     ``waves`` holds every task id, whatever its status, one list per topological level, each
@@ -117,12 +117,14 @@ def compute_schedule(tasks: Iterable[T]) -> Schedule[T]:
     )
 
 
-@dataclass(slots=True)
 class _Graph:
     """Per task (by index): the tasks it blocks, and how many blockers it waits for."""
 
-    dependents: list[list[int]]
-    blocker_counts: list[int]
+    __slots__ = ("blocker_counts", "dependents")
+
+    def __init__(self, dependents: list[list[int]], blocker_counts: list[int]) -> None:
+        self.dependents = dependents
+        self.blocker_counts = blocker_counts
 
     @classmethod
     def of(cls, blockers: list[list[int]]) -> _Graph:

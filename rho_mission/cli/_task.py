@@ -9,7 +9,6 @@ documents for both lanes). Human output (rich tables), mutations and ``ready --s
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -350,7 +349,7 @@ def ready(sort: str, store_path: Path | None, as_json: bool) -> None:
     if sort == "priority":  # priorities live in metadata: read the full model
         schedule = _schedule(_open_store(store_path).tasks())
         by_priority = sorted(schedule.ready, key=lambda t: (t.priority, t.id))
-        schedule = dataclasses.replace(schedule, ready=by_priority)
+        schedule = schedule._replace(ready=by_priority)
     else:
         schedule = _schedule(read_task_views(command_store_path(store_path, reading=True)))
     if as_json:
