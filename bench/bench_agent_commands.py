@@ -62,6 +62,7 @@ def _commands() -> dict[str, list[str]]:
         "task list": [RHO, "task", "list"],
         "task list --json": [RHO, "task", "list", "--json"],
         "task show": [RHO, "task", "show", "task_50"],
+        "task show --json": [RHO, "task", "show", "task_50", "--json"],
         "task add": [RHO, "task", "add", "one more"],
         "task update": [RHO, "task", "update", "task_50", "--priority", "1"],
         "mission list": [RHO, "mission", "list"],

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ._errors import TaskStatusError as TaskStatusError
     from ._errors import TaskStoreError as TaskStoreError
     from ._fastread import TaskView as TaskView
+    from ._fastread import read_task_dicts as read_task_dicts
     from ._fastread import read_task_views as read_task_views
     from ._limits import MAX_ACTIVE_FORM_CHARS as MAX_ACTIVE_FORM_CHARS
     from ._limits import MAX_COMMAND_CHARS as MAX_COMMAND_CHARS
@@ -112,6 +113,7 @@ _LOCATIONS = {
     "open_beneath": "_beneath",
     "open_folder": "_beneath",
     "parse_document": "_document",
+    "read_task_dicts": "_fastread",
     "read_task_views": "_fastread",
     "validate_document": "_document",
     "write_atomic": "_atomic",

@@ -17,7 +17,7 @@ from ._errors import StoreReadError
 if TYPE_CHECKING:
     from ._model import Task
 
-__all__ = ["DependencyView", "TaskView", "read_task_views"]
+__all__ = ["DUMP_ORDER", "DependencyView", "TaskView", "read_task_dicts", "read_task_views"]
 
 _DEPENDENCY_TYPES = frozenset({"blocks", "related", "parent-child"})
 _DOCUMENT_KEYS = frozenset({"schema_version", "revision", "next_id", "tasks"})
@@ -39,6 +39,27 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "dependencies": (list,),
 }
 _REQUIRED = ("id", "subject", "status")
+# The keys a dump of a task writes (``by_alias``, ``exclude_none``), in its order: the model's
+# fields. Those with a default that is not None are always written.
+DUMP_ORDER = (
+    "id",
+    "parentId",
+    "subject",
+    "description",
+    "activeForm",
+    "status",
+    "owner",
+    "dependencies",
+    "metadata",
+    "createdAt",
+    "updatedAt",
+    "attempts",
+    "maxAttempts",
+    "lastError",
+)
+_ALWAYS_DUMPED = frozenset({"id", "subject", "description", "status", "dependencies", "metadata",
+                            "attempts"})  # fmt: skip
+_DUMP_POSITION = {key: n for n, key in enumerate(DUMP_ORDER)}
 # The model also reads its fields by their Python names (populate_by_name); the fast path would
 # take such a key for an unknown one and skip its type check, so it leaves those files to the model.
 _FIELD_NAMES = frozenset(
@@ -93,6 +114,42 @@ def read_task_views(path: Path) -> list[TaskView] | list[Task]:
     from ._document import parse_document  # the full model explains what the fast path refused
 
     return sorted(parse_document(raw, str(path)).tasks, key=lambda task: task.id)
+
+
+def read_task_dicts(path: Path) -> list[dict[str, Any]] | None:
+    """The store's tasks as JSON objects, in the file's order, when each is exactly what the
+    model's dump of it would be (so a read can print them as they are); None when not (the
+    caller then reads through the model, which also reports any problem).
+
+    Raises:
+        StoreReadError: the file is unreadable or not JSON.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None  # the full read says what a missing store is
+    except OSError as exc:
+        raise StoreReadError(str(path), exc.strerror or str(exc)) from exc
+    data = decode_json(raw, str(path))
+    if _views(data) is None:
+        return None
+    tasks: list[dict[str, Any]] = data.get("tasks", [])
+    ids = [task["id"] for task in tasks]
+    if len(set(ids)) != len(ids) or not all(map(_as_dumped, tasks)):
+        return None
+    return tasks
+
+
+def _as_dumped(task: dict[str, Any]) -> bool:
+    """Whether *task* (a canonical view already) is key for key its model's dump."""
+    positions = [_DUMP_POSITION.get(key) for key in task]
+    if None in positions or positions != sorted(positions):  # type: ignore[type-var]
+        return False  # a key the model does not declare, or out of the dump's order
+    if not _ALWAYS_DUMPED.issubset(task):
+        return False  # the dump would add a default
+    if any(value is None for value in task.values()):
+        return False  # the dump leaves None out
+    return all(list(dependency) == ["targetId", "type"] for dependency in task["dependencies"])
 
 
 def _views(data: Any) -> list[TaskView] | None:

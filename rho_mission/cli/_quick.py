@@ -1,9 +1,15 @@
-"""A click-free lane for the reads agents poll in loops: ``rho task ready|waves --json``.
+"""A click-free lane for the reads agents poll in loops: ``rho task ready|waves|list --json``
+and ``rho task show ID --json``.
 
 On a store at the caps, importing click costs about a third of the whole ``rho task ready
---json`` process. This lane recognises only the plain spellings of those two commands::
+--json`` process, and pydantic most of a ``task show``. This lane recognises only the plain
+spellings of those commands::
 
-    rho [--store PATH] [--debug] task (ready|waves) --json [--store PATH]
+    rho [--store PATH] [--debug] task (ready|waves|list) --json [--store PATH]
+    rho [--store PATH] [--debug] task show ID --json [--store PATH]
+
+``list`` and ``show`` answer only when every task in the file is exactly what the model's dump
+of it would be (``taskstore.read_task_dicts``): then the file's objects are the answer.
 
 (options in any order within their level, each at most once) and answers them without click.
 Anything else (``--store=PATH``, ``--help``, a repeated option, ``ready --sort priority``, which
@@ -28,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["print_json", "quick_run", "ready_document", "waves_document"]
 
-_READS = ("ready", "waves")
+_READS = ("ready", "waves", "list", "show")
 
 
 def ready_document(schedule: Schedule[Any]) -> dict[str, Any]:
@@ -47,7 +53,8 @@ def print_json(document: Any) -> None:
 
 
 def quick_run(args: list[str]) -> int | None:
-    """Answer *args* if they are a plain ``task ready|waves --json``; None to use the full CLI.
+    """Answer *args* if they are a plain ``task ready|waves|list --json`` or ``task show ID
+    --json``; None to use the full CLI.
 
     Never raises for bad input: any failure returns None before anything is printed, so that
     the full CLI reports it in its own words. Only a failure to write the output is reported here.
@@ -55,9 +62,9 @@ def quick_run(args: list[str]) -> int | None:
     parsed = _parse(args)
     if parsed is None:
         return None
-    name, store = parsed
+    name, store, task_id = parsed
     try:
-        document = _document(name, store)
+        document = _document(name, store, task_id)
     except Exception:  # the full CLI runs the same read again and reports the failure
         return None
     try:
@@ -69,29 +76,50 @@ def quick_run(args: list[str]) -> int | None:
     return 0
 
 
-def _document(name: str, store: Path) -> dict[str, Any]:
+class _FullRead(Exception):
+    """This store needs the full model's read (its answer, or its words for a problem)."""
+
+
+def _document(name: str, store: Path, task_id: str | None) -> dict[str, Any]:
+    if name in ("list", "show"):
+        from taskstore import read_task_dicts
+
+        tasks = read_task_dicts(store)
+        if tasks is None:
+            raise _FullRead(store)
+        if name == "list":
+            return {"tasks": tasks}
+        found: dict[str, Any] | None = next((t for t in tasks if t["id"] == task_id), None)
+        if found is None:  # the full CLI's "not found"
+            raise _FullRead(task_id)
+        return found
     from taskstore import compute_schedule, read_task_views
 
     schedule = compute_schedule(read_task_views(store))
     return ready_document(schedule) if name == "ready" else waves_document(schedule)
 
 
-def _parse(args: list[str]) -> tuple[str, Path] | None:
-    """(command, store path) for the accepted spellings, else None."""
+def _parse(args: list[str]) -> tuple[str, Path, str | None] | None:
+    """(command, store path, task id of ``show``) for the accepted spellings, else None."""
     if "task" not in args:
         return None
     split = args.index("task")
     root = _options(args[:split], flags={"--debug"})
     if root is None or len(args) < split + 2 or args[split + 1] not in _READS:
         return None
-    sub = _options(args[split + 2 :], flags={"--json"})
+    name, rest, task_id = args[split + 1], args[split + 2 :], None
+    if name == "show":  # its ID first, as people write it; any other spelling goes to click
+        if not rest or rest[0].startswith("-"):
+            return None
+        task_id, rest = rest[0], rest[1:]
+    sub = _options(rest, flags={"--json"})
     if sub is None or "--json" not in sub:
         return None
     try:
         store = resolve_store_path(sub.get("--store"), root.get("--store"), reading=True)
     except CliError:  # no store named and no repository: the full CLI says so
         return None
-    return args[split + 1], store
+    return name, store, task_id
 
 
 def _options(tokens: list[str], flags: set[str]) -> dict[str, Path | None] | None:

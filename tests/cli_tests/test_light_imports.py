@@ -39,6 +39,18 @@ def test_plain_read_imports_neither_click_nor_any_heavy_package(
     assert imported & (HEAVY | {"click"}) == set()
 
 
+@pytest.mark.parametrize("command", [("list", "--json"), ("show", "task_2", "--json")])
+def test_json_reads_of_a_store_rho_wrote_import_neither_click_nor_pydantic(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    store = tmp_path / "tasks.json"
+    for args in (["one"], ["two", "--blocked-by", "task_1", "--label", "x", "--priority", "1"]):
+        subprocess.run([str(RHO), "task", "add", *args, "--store", str(store)], check=True)
+    imported = _imported_packages("task", *command, "--store", str(store), cwd=tmp_path)
+    assert "taskstore" in imported
+    assert imported & (HEAVY | {"click"}) == set()
+
+
 def test_read_through_click_imports_no_heavy_package(tmp_path: Path) -> None:
     store = write_store(tmp_path / "tasks.json", DIAMOND)
     imported = _imported_packages("task", "ready", "--json", f"--store={store}", cwd=tmp_path)
