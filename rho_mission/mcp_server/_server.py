@@ -19,7 +19,7 @@ from mcp_types import CallToolResult, TextContent
 
 from taskstore import TaskList, TaskStore, TaskStoreError
 
-from .._errors import MissionError
+from .._errors import MissionError, quote
 
 __all__ = ["CORE_TOOLS", "TOOLS", "Tools", "build_server", "serve"]
 
@@ -30,6 +30,10 @@ _WRITES = frozenset({"TaskCreate", "TaskUpdate"})
 _LOG_TAIL = 40
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Refused(Exception):
+    """A tool's own refusal of its arguments (a claim without an owner...)."""
 
 
 def _tool_errors(function: F) -> F:
@@ -50,10 +54,6 @@ def _tool_errors(function: F) -> F:
             return tool_error(f"{exc.strerror or exc}{where}")
 
     return wrapper  # type: ignore[return-value]
-
-
-class _Refused(Exception):
-    """A tool's own refusal of its arguments (a claim without an owner...)."""
 
 
 def tool_error(message: str) -> CallToolResult:
@@ -199,7 +199,7 @@ class Tools:
 
         found = self._mission(mission)
         if task not in {f.id for f in found.features}:
-            raise _Refused(f"mission {found.id} has no task {_quote(task)}")
+            raise _Refused(f"mission {found.id} has no task {quote(task)}")
         if tail < 1:
             raise _Refused(f"tail must be at least 1, not {tail}")
         lines = read_tail(log_path(found, task), tail, output_only=True)
@@ -215,12 +215,6 @@ class Tools:
         from .._names import resolve_mission
 
         return Mission.load(resolve_mission(self._repo(), name))
-
-
-def _quote(value: str) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False)
 
 
 # Each tool's name, and the method of ``Tools`` that answers it.
