@@ -383,7 +383,9 @@ class _WaveRunner:
         cancellation left, record the join and save, with its verification ``running`` when
         the checks follow (``_verify`` then records it again)."""
         await self._merge_completed(ids)
-        merged = [i for i in ids if _merged_here(self.mission.feature(i))]
+        # The features this run completed with a commit of their own, now in the integration
+        # branch (a merge git refused has failed its feature).
+        merged = [i for i in ids if self.mission.feature(i).work_commit is not None]
         head = self.mission.integration_head
         assert head is not None  # settled in _start
         if merged:  # a wave of no-op features has no work to note (and no thread to wake)
@@ -481,8 +483,8 @@ class _WaveRunner:
         checked_out_checked = False
         for feature_id in sorted(ids):
             feature = self.mission.feature(feature_id)
-            commit = feature.handoff.commit_id if feature.handoff else None
-            if feature.status != "completed" or commit is None:
+            commit = feature.work_commit
+            if commit is None:
                 continue  # no new commit, or completed before the mission
             try:
                 merged = await anyio.to_thread.run_sync(self._merged_head, feature, head, commit)
@@ -539,12 +541,6 @@ class _WaveRunner:
 
 def _deadline(seconds: float | None) -> anyio.CancelScope:
     return anyio.move_on_after(seconds) if seconds is not None else anyio.CancelScope()
-
-
-def _merged_here(feature: Feature) -> bool:
-    """A feature this run completed with a commit of its own, now in the integration branch."""
-    handoff = feature.handoff
-    return feature.status == "completed" and handoff is not None and handoff.commit_id is not None
 
 
 def _reset(feature: Feature) -> None:

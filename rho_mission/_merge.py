@@ -126,11 +126,7 @@ def merge_mission(
 
 
 def _completed_with_work(mission: MissionDocument) -> list[str]:
-    return sorted(
-        f.id
-        for f in mission.features
-        if f.status == "completed" and f.handoff and f.handoff.commit_id
-    )
+    return sorted(f.id for f in mission.features if f.work_commit is not None)
 
 
 def _squashed(

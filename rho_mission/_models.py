@@ -112,6 +112,14 @@ class Feature(BaseModel):
             **data,
         )
 
+    @property
+    def work_commit(self) -> str | None:
+        """The commit of its own work, when it completed with one (a join merges it), else
+        None: not completed, completed before the mission, or it changed nothing."""
+        if self.status != "completed" or self.handoff is None:
+            return None
+        return self.handoff.commit_id
+
 
 VerificationStatus = Literal["skipped", "running", "passed", "failed", "cancelled"]
 

@@ -40,11 +40,7 @@ class TaskStep:
 def task_steps(repo: GitRepo, mission: MissionDocument, head: str) -> dict[str, TaskStep]:
     """Each merged task's step on the first-parent history from the base to *head*, oldest
     first."""
-    commits = {
-        feature.handoff.commit_id: feature.id
-        for feature in mission.features
-        if feature.status == "completed" and feature.handoff and feature.handoff.commit_id
-    }
+    commits = {f.work_commit: f.id for f in mission.features if f.work_commit is not None}
     out = repo.run("rev-list", "--first-parent", "--parents", f"{mission.base_commit}..{head}")
     newest_first: list[TaskStep] = []
     for line in out.splitlines():

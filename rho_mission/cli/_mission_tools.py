@@ -178,8 +178,8 @@ def _merge_lines(target: Mission, outcome: MergeOutcome) -> list[str]:
         f"merged mission {ident} into {branch}: {what}, "
         f"{len(outcome.files_changed)} file(s) changed"
     ]
-    done = {f.id for f in target.features if f.status == "completed"}
-    left = sorted(done - set(outcome.tasks) - _without_work(target))
+    with_work = {f.id for f in target.features if f.work_commit is not None}
+    left = sorted(with_work - set(outcome.tasks))
     if left:
         lines.append(f"not merged: {', '.join(left)} (merge them later, or drop them with clean)")
         return [*lines, f"next: rho mission merge {ident}"]
@@ -189,10 +189,6 @@ def _merge_lines(target: Mission, outcome: MergeOutcome) -> list[str]:
         )
     lines.append(f"next: rho mission clean {ident}")
     return lines
-
-
-def _without_work(target: Mission) -> set[str]:
-    return {f.id for f in target.features if not (f.handoff and f.handoff.commit_id)}
 
 
 # -- diff ------------------------------------------------------------------------------------
