@@ -31,9 +31,11 @@ from anyio.abc import Process
 from ._folders import open_private
 
 __all__ = [
+    "LOG_NOTE_PREFIX",
     "ProcessResult",
     "group_alive",
     "live_members",
+    "note_in_log",
     "open_log",
     "read_stat",
     "run_command",
@@ -156,6 +158,21 @@ async def _spawn(
     finally:
         # The child holds its own copies (fds 1 and 2); ours is no longer needed.
         os.close(log_fd)
+
+
+# How rho's own lines in a log begin (each attempt's start and end, a stage's outcome): readers
+# of a task's output leave them out (``cli._logs.read_tail``).
+LOG_NOTE_PREFIX = "== rho: "
+
+
+def note_in_log(log_path: Path, text: str) -> None:
+    """Append one line of rho's own, ``== rho: <text> ==``, to the log at *log_path*.
+
+    Raises:
+        UnsafePathError: a link (or a file) stands at the log or on the way to it.
+    """
+    with os.fdopen(open_log(log_path), "a", encoding="utf-8") as handle:
+        handle.write(f"{LOG_NOTE_PREFIX}{text} ==\n")
 
 
 def open_log(log_path: Path) -> int:

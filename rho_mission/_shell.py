@@ -20,7 +20,7 @@ from ._environ import child_environ
 from ._errors import FeatureFailedError
 from ._folders import open_private
 from ._git import GitRepo
-from ._process import open_log, run_command
+from ._process import note_in_log, run_command
 from .containment import require_pinned
 from .containment._wrapper import TaskPlace, task_wrapper
 
@@ -29,9 +29,7 @@ if TYPE_CHECKING:
     from ._seam import WorkerContext
 
 __all__ = [
-    "LOG_NOTE_PREFIX",
     "SUBJECT_ENV_LIMIT",
-    "note_in_log",
     "run_in_worktree",
     "shell_worker",
     "worker_environment",
@@ -65,15 +63,6 @@ async def shell_worker(ctx: WorkerContext) -> Handoff | None:
         raise
     note_in_log(ctx.log_path, f"{attempt} passed: exit code 0")
     return None
-
-
-LOG_NOTE_PREFIX = "== rho: "
-
-
-def note_in_log(log_path: Path, text: str) -> None:
-    """Append one line of rho's own (``== rho: ... ==``) to a task's log."""
-    with os.fdopen(open_log(log_path), "a", encoding="utf-8") as handle:
-        handle.write(f"{LOG_NOTE_PREFIX}{text} ==\n")
 
 
 async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str]) -> None:

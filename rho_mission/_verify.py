@@ -24,7 +24,6 @@ ends the stage's processes and propagates.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
@@ -42,7 +41,7 @@ from ._git import GitRepo
 from ._journal import Journal
 from ._models import Feature, MissionDocument, Verification, VerificationStatus
 from ._persist import save_mission
-from ._process import open_log
+from ._process import note_in_log
 from ._refs import RefHistory, mission_ref_prefix
 from ._seam import Worker, WorkerContext
 from ._stages import StageObserver, StageRun, Stages, StageStatus
@@ -208,9 +207,10 @@ class JoinChecks:
         self._tell(stage)
 
     def _log(self, stage: StageRun, text: str) -> None:
-        path = self.folder / "logs" / f"{stage.name}.log"
-        with os.fdopen(open_log(path), "w", encoding="utf-8") as handle:
-            handle.write(f"== rho: {stage.name} attempt {stage.attempt} {text} ==\n")
+        note_in_log(
+            self.folder / "logs" / f"{stage.name}.log",
+            f"{stage.name} attempt {stage.attempt} {text}",
+        )
 
     async def _merge_fix(self, run: VerificationRun, name: str, commit: str) -> str | None:
         """Merge the fix's *commit* into the integration branch: None, or why git refused."""

@@ -104,7 +104,7 @@ def read_tail(
     if rows and rows[-1] == "":
         rows.pop()
     if output_only:
-        from rho_mission._shell import LOG_NOTE_PREFIX
+        from rho_mission._process import LOG_NOTE_PREFIX
 
         rows = [row for row in rows if not row.startswith(LOG_NOTE_PREFIX)]
     return [_printable(row) for row in rows[-lines:]] if lines > 0 else []
@@ -237,7 +237,7 @@ def printed_nothing(path: Path) -> bool:
     Raises:
         UnsafePathError: the log is a symbolic link.
     """
-    from rho_mission._shell import LOG_NOTE_PREFIX
+    from rho_mission._process import LOG_NOTE_PREFIX
 
     head = read_at_most(path, _TAIL_BYTES)
     if head is None:
