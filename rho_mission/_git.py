@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import threading
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -456,33 +456,35 @@ class GitRepo:
         when it does not apply (a conflict). No work tree, index or ref is touched: the change
         goes through a private index file (three-way, as ``git apply --3way`` does).
         """
-        index = self.common_dir / f"rho-mission-pick-{os.getpid()}-{threading.get_ident()}.index"
-        own = {"GIT_INDEX_FILE": str(index)}
-        base = ["git", "-C", str(self.root), *_PLUMBING_CONFIG]
+        diff = self.run("diff", "--binary", "--full-index", "--no-renames", before, after)
+        # mkstemp opens with O_EXCL and the patch is written through that descriptor: a link
+        # planted at its name is never written through. git writes the index by a lock file and
+        # a rename, which replaces a link and never follows it.
+        fd, name = tempfile.mkstemp(
+            prefix="rho-mission-pick-", suffix=".patch", dir=self.common_dir
+        )
+        patch, index = Path(name), Path(name).with_suffix(".index")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(diff.encode("utf-8", "surrogateescape"))  # git's bytes, as read
+
+        def git(*args: str) -> tuple[int, str, str]:
+            command = ["git", "-C", str(self.root), *_PLUMBING_CONFIG, *args]
+            return _execute(command, None, {"GIT_INDEX_FILE": str(index)})
+
         try:
-            status, _, err = _execute([*base, "read-tree", onto], None, own)
+            status, _, err = git("read-tree", onto)
             if status != 0:
                 raise GitOperationError(["git", "read-tree"], status, err)
-            diff = [*base, "diff", "--binary", "--full-index", "--no-renames", before, after]
-            patch = subprocess.run(diff, env=child_environ(), capture_output=True, check=False)
-            if patch.returncode != 0:
-                raise GitOperationError(["git", "diff"], patch.returncode, _text(patch.stderr))
-            applied = subprocess.run(
-                [*base, "apply", "--cached", "--3way", "--whitespace=nowarn"],
-                env={**child_environ(), **own},
-                input=patch.stdout,
-                capture_output=True,
-                check=False,
-            )
-            if applied.returncode != 0:
+            if git("apply", "--cached", "--3way", "--whitespace=nowarn", str(patch))[0] != 0:
                 return None
-            status, out, err = _execute([*base, "write-tree"], None, own)
+            status, out, err = git("write-tree")
             if status != 0:
                 raise GitOperationError(["git", "write-tree"], status, err)
             return out.strip()
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                index.unlink()
+            for path in (index, patch):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
 
     def identity_env(self) -> dict[str, str]:
         """The variables that give rho's commits an author when the user configured none."""
