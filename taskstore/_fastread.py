@@ -102,12 +102,9 @@ def read_task_views(path: Path) -> list[TaskView] | list[Task]:
     Raises:
         StoreReadError: the file is unreadable, not JSON, or not a task store.
     """
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = _read(path)
+    if raw is None:
         return []
-    except OSError as exc:
-        raise StoreReadError(str(path), exc.strerror or str(exc)) from exc
     views = _views(decode_json(raw, str(path)))
     if views is not None:
         return views
@@ -124,12 +121,9 @@ def read_task_dicts(path: Path) -> list[dict[str, Any]] | None:
     Raises:
         StoreReadError: the file is unreadable or not JSON.
     """
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = _read(path)
+    if raw is None:
         return None  # the full read says what a missing store is
-    except OSError as exc:
-        raise StoreReadError(str(path), exc.strerror or str(exc)) from exc
     data = decode_json(raw, str(path))
     if _views(data) is None:
         return None
@@ -138,6 +132,20 @@ def read_task_dicts(path: Path) -> list[dict[str, Any]] | None:
     if len(set(ids)) != len(ids) or not all(map(_as_dumped, tasks)):
         return None
     return tasks
+
+
+def _read(path: Path) -> bytes | None:
+    """The store file's bytes, or None when there is no file.
+
+    Raises:
+        StoreReadError: it cannot be read.
+    """
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StoreReadError(str(path), exc.strerror or str(exc)) from exc
 
 
 def _as_dumped(task: dict[str, Any]) -> bool:

@@ -109,12 +109,17 @@ class TaskStore:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def mutate(self, change: Callable[[StoreDocument], R], *, only_if_changed: bool = False) -> R:
+    def mutate(
+        self,
+        change: Callable[[StoreDocument], R],
+        *,
+        unchanged: Callable[[R], bool] | None = None,
+    ) -> R:
         """Apply *change* to the document under the lock, then write it back atomically.
 
-        If *change* raises, nothing is written. The revision is bumped on every write. With
-        *only_if_changed*, a change that left the document as it was writes nothing (the cost
-        is one comparison of the whole document: for rare writes such as imports).
+        If *change* raises, nothing is written. The revision is bumped on every write. When
+        *unchanged* says of the change's result that it changed nothing, nothing is written
+        either (a change that can tell, such as an import of a file imported before).
 
         Raises:
             StoreReadError, StoreWriteError: the file cannot be read or replaced.
@@ -130,9 +135,8 @@ class TaskStore:
         try:
             document = self._unchanged_since_written() or self.load()
             self._written = None  # *change* edits it in place: kept again only once written
-            before = document.model_dump() if only_if_changed else None
             result = change(document)
-            if before is not None and document.model_dump() == before:
+            if unchanged is not None and unchanged(result):
                 return result
             document.revision += 1
             document.tasks.sort(key=lambda task: task.id)
@@ -414,7 +418,7 @@ class TaskStore:
             compute_schedule(document.tasks)
             return added, updated
 
-        return self.mutate(change, only_if_changed=True)
+        return self.mutate(change, unchanged=lambda result: not (result[0] or result[1]))
 
     def import_tasks(self, tasks: list[Task]) -> list[Task]:
         """Add *tasks* as they are (ids kept) and return them.
