@@ -43,7 +43,8 @@ def record_work(store: TaskStore, task_ids: Sequence[str], commit: str, mission_
 def check_blockers_in_base(
     repo: GitRepo, to_run: Sequence[Task], tasks: Sequence[Task], base: str
 ) -> None:
-    """Refuse a base that lacks the recorded work of a completed blocker of a task *to_run*.
+    """Refuse a base that lacks the recorded work of a completed blocker of a task *to_run*
+    (the tasks a mission will run: none of them completed).
 
     *tasks* is the whole store, where the blockers are looked up.
 
@@ -53,8 +54,6 @@ def check_blockers_in_base(
     by_id = {task.id: task for task in tasks}
     checked: dict[str, bool] = {}
     for task in sorted(to_run, key=lambda t: t.id):
-        if task.status == "completed":
-            continue
         for blocker_id in sorted(set(task.blocker_ids)):
             blocker = by_id.get(blocker_id)
             commit = blocker.metadata.get(COMMIT_KEY) if blocker else None

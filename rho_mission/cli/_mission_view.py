@@ -78,16 +78,19 @@ def _feature_row(feature: Feature, stopped: str | None) -> list[str | Text]:
     files = str(len(feature.handoff.files_changed)) if feature.handoff else ""
     note = feature.error or (feature.handoff.summary if feature.handoff else feature.description)
     shown = stopped if feature.status == "pending" and stopped else feature.status
-    ran = feature.attempts > 0 or feature.status != "pending"  # only then has it a branch
     return [
         escape(feature.id),
         status_text(shown),
         str(feature.attempts),
         _seconds(feature.started_at, feature.completed_at),
         files,
-        escape(feature.branch or "") if ran else "",
+        escape(feature.branch or "") if _ran(feature) else "",  # only then has it a branch
         escape(note),
     ]
+
+
+def _ran(feature: Feature) -> bool:
+    return feature.attempts > 0 or feature.status != "pending"
 
 
 def _feature_details(mission: Mission) -> list[Text]:
@@ -95,7 +98,7 @@ def _feature_details(mission: Mission) -> list[Text]:
     lines: list[Text] = []
     for feature_id in (i for wave in mission.waves for i in naturally(wave)):
         feature = mission.feature(feature_id)
-        if feature.attempts == 0 and feature.status == "pending":
+        if not _ran(feature):
             continue
         took = _seconds(feature.started_at, feature.completed_at)
         head = f"{feature.id}: {feature.status}, {feature.attempts} attempt(s)"
