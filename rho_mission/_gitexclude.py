@@ -21,7 +21,8 @@ RHO_PATTERN = ".rho/"
 
 def add_exclude_line(common_dir: Path, pattern: str) -> bool:
     """Add *pattern* as a line of ``<common_dir>/info/exclude`` unless it is there; whether
-    the file changed. The caller holds the repository's lock when other writers may run."""
+    the file changed. ``GitRepo.exclude`` calls it under the repository's lock; without it, two
+    writers at once may write the line twice, which excludes as well."""
     path = common_dir / "info" / "exclude"
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     if pattern in (line.strip() for line in text.splitlines()):

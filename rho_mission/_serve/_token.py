@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ._errors import TokenError
-
-if TYPE_CHECKING:
-    from rho_mission._git import GitRepo
 
 __all__ = ["MAX_TOKEN_CHARS", "MIN_TOKEN_CHARS", "TOKEN_FILE", "new_token", "read_token_file"]
 
@@ -36,23 +32,17 @@ def new_token(root: Path) -> tuple[str, Path]:
     """
     from rho_mission._folders import private_folder
     from rho_mission._git import GitRepo
+    from rho_mission._gitexclude import RHO_PATTERN, add_exclude_line
     from taskstore import write_atomic
 
     folder = private_folder(root / ".rho", root)
-    _exclude_rho(GitRepo.open(root))
+    # Without the repository's lock (which a running mission holds while it merges), as every
+    # `rho task` write does: a line written twice by two writers at once excludes as well.
+    add_exclude_line(GitRepo.open(root).common_dir, RHO_PATTERN)
     token = secrets.token_urlsafe(32)
     path = folder / TOKEN_FILE
     write_atomic(path, f"{token}\n".encode(), mode=0o600)
     return token, path
-
-
-def _exclude_rho(repo: GitRepo) -> None:
-    # ``exclude`` takes the repository's git lock, which a running mission holds while it
-    # merges; a look first spares the wait in the usual case (missions ran here already).
-    path = repo.common_dir / "info" / "exclude"
-    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-    if ".rho/" not in (line.strip() for line in lines):
-        repo.exclude(".rho/")
 
 
 def read_token_file(path: Path) -> str:
