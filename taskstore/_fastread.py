@@ -8,6 +8,7 @@ problem precisely; so both paths always agree, and the common case stays cheap.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -17,7 +18,14 @@ from ._errors import StoreReadError
 if TYPE_CHECKING:
     from ._model import Task
 
-__all__ = ["DUMP_ORDER", "DependencyView", "TaskView", "read_task_dicts", "read_task_views"]
+__all__ = [
+    "DUMP_ORDER",
+    "DependencyView",
+    "TaskView",
+    "dumped_tasks",
+    "read_task_dicts",
+    "read_task_views",
+]
 
 _DEPENDENCY_TYPES = frozenset({"blocks", "related", "parent-child"})
 _DOCUMENT_KEYS = frozenset({"schema_version", "revision", "next_id", "tasks"})
@@ -114,9 +122,9 @@ def read_task_views(path: Path) -> list[TaskView] | list[Task]:
 
 
 def read_task_dicts(path: Path) -> list[dict[str, Any]] | None:
-    """The store's tasks as JSON objects, in the file's order, when each is exactly what the
-    model's dump of it would be (so a read can print them as they are); None when not (the
-    caller then reads through the model, which also reports any problem).
+    """The store's tasks as JSON objects when each is exactly what the model's dump of it would
+    be, in the model's order (so a read can print them as they are); None when not (the caller
+    then reads through the model, which also reports any problem).
 
     Raises:
         StoreReadError: the file is unreadable or not JSON.
@@ -124,12 +132,20 @@ def read_task_dicts(path: Path) -> list[dict[str, Any]] | None:
     raw = _read(path)
     if raw is None:
         return None  # the full read says what a missing store is
-    data = decode_json(raw, str(path))
+    return dumped_tasks(decode_json(raw, str(path)))
+
+
+def dumped_tasks(data: Any) -> list[dict[str, Any]] | None:
+    """The tasks of store *data* (parsed JSON) when each is exactly its model's dump, and they
+    stand in the order the store writes them (by id, each id once); else None."""
     if _views(data) is None:
         return None
     tasks: list[dict[str, Any]] = data.get("tasks", [])
     ids = [task["id"] for task in tasks]
-    if len(set(ids)) != len(ids) or not all(map(_as_dumped, tasks)):
+    # Strictly increasing: unique, and in the order the model's read sorts them into.
+    if any(a >= b for a, b in pairwise(ids)):
+        return None
+    if not all(map(_as_dumped, tasks)):
         return None
     return tasks
 

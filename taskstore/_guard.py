@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from typing import Protocol
 
 from ._errors import (
     EmptyBlockerError,
@@ -16,13 +17,22 @@ from ._errors import (
     ScheduleLimitError,
     SelfBlockerError,
 )
-from ._model import Task
 from ._schedule import MAX_EDGES, MAX_TASKS
 
-__all__ = ["check_caps", "check_new_blockers"]
+__all__ = ["Blocking", "check_caps", "check_new_blockers"]
 
 
-def check_new_blockers(tasks: Sequence[Task], task: Task, target: str) -> None:
+class Blocking(Protocol):
+    """What these checks read of a task: a ``Task``, or the light write path's record of one."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def blocker_ids(self) -> list[str]: ...
+
+
+def check_new_blockers(tasks: Sequence[Blocking], task: Blocking, target: str) -> None:
     """Refuse making *target* a blocker of *task* if it is blank, itself, missing or cyclic.
 
     Raises:
@@ -65,7 +75,7 @@ def _unwind(previous: dict[str, str | None], goal: str) -> list[str]:
     return chain[::-1]
 
 
-def check_caps(tasks: Sequence[Task]) -> None:
+def check_caps(tasks: Sequence[Blocking]) -> None:
     """Refuse a store beyond 1,000 tasks or 10,000 unique blocking edges.
 
     Raises:

@@ -13,19 +13,16 @@ from dataclasses import dataclass
 from ._errors import InvalidTaskError, TaskInUseError, TaskNotFoundError, quote
 from ._guard import check_new_blockers
 from ._model import Dependency, StoreDocument, Task
+from ._rules import READS_AS, check_dependency_type
 from ._schedule import DEPENDENCY_TYPES
 
 __all__ = [
     "Deletion",
-    "check_dependency_type",
     "delete_task",
     "find_task",
     "link",
     "unlink",
 ]
-
-# How a link reads from the side of the task that holds it, for messages.
-_READS_AS = {"blocks": "blocked by", "related": "related to", "parent-child": "a subtask of"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,17 +45,6 @@ def find_task(document: StoreDocument, task_id: str) -> Task:
     raise TaskNotFoundError(task_id)
 
 
-def check_dependency_type(kind: str) -> None:
-    """Refuse a dependency type outside ``blocks``, ``related``, ``parent-child``.
-
-    Raises:
-        InvalidTaskError: an unknown type.
-    """
-    if kind not in DEPENDENCY_TYPES:
-        expected = ", ".join(sorted(DEPENDENCY_TYPES))
-        raise InvalidTaskError(f"unknown dependency type {quote(kind)}; expected one of {expected}")
-
-
 def link(document: StoreDocument, task: Task, target: str, kind: str) -> None:
     """Give *task* a dependency of type *kind* on *target* (trimmed); an existing one is kept.
 
@@ -78,7 +64,7 @@ def link(document: StoreDocument, task: Task, target: str, kind: str) -> None:
     else:
         target = find_task(document, target.strip()).id
         if target == task.id:
-            raise InvalidTaskError(f"task {quote(task.id)} cannot be {_READS_AS[kind]} itself")
+            raise InvalidTaskError(f"task {quote(task.id)} cannot be {READS_AS[kind]} itself")
         if kind == "parent-child":
             _adopt(document, task, target)
     if not any(d.target_id.strip() == target and d.type == kind for d in task.dependencies):
@@ -117,7 +103,7 @@ def unlink(task: Task, target: str, kind: str) -> None:
     kept = [d for d in task.dependencies if not (d.type == kind and d.target_id.strip() == target)]
     was_child = kind == "parent-child" and task.parent_id == target
     if len(kept) == len(task.dependencies) and not was_child:
-        raise InvalidTaskError(f"task {quote(task.id)} is not {_READS_AS[kind]} {quote(target)}")
+        raise InvalidTaskError(f"task {quote(task.id)} is not {READS_AS[kind]} {quote(target)}")
     task.dependencies = kept
     if was_child:
         task.parent_id = None

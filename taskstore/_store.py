@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
 from typing import TypeVar
@@ -23,10 +22,18 @@ from ._errors import (
     quote,
 )
 from ._guard import check_caps
-from ._limits import MAX_TASK_ID_CHARS, check_fields, check_imported, check_task_id
+from ._limits import check_fields, check_imported
 from ._links import Deletion, delete_task, find_task, link, unlink
 from ._model import Dependency, StoreDocument, Task
-from ._schedule import STATUSES, Schedule, compute_schedule
+from ._rules import (
+    check_status,
+    child_id,
+    counter_after,
+    next_number,
+    now_rfc3339,
+    require_text,
+)
+from ._schedule import Schedule, compute_schedule
 from ._triage import change_labels, check_triage, set_priority
 
 __all__ = ["StatusChange", "TaskStore", "now_rfc3339"]
@@ -42,11 +49,6 @@ class StatusChange:
     status: str
     attempts: int | None = None
     last_error: str | None = None
-
-
-def now_rfc3339() -> str:
-    """The current UTC time as RFC 3339 with second precision (``2026-11-29T21:30:00Z``)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class TaskStore:
@@ -189,7 +191,7 @@ class TaskStore:
             TaskNotFoundError: *parent* or a related id names no task.
             ScheduleError: a blocker that is missing, or a cap that would be exceeded.
         """
-        _require_text("subject", subject)
+        require_text("subject", subject)
         check_fields({"subject": subject, "description": description, "command": command})
 
         def change(document: StoreDocument) -> Task:
@@ -238,9 +240,9 @@ class TaskStore:
             ScheduleError: a new blocker that is itself, missing, or closes a cycle.
         """
         if status is not None:
-            _check_status(status)
+            check_status(status)
         if subject is not None:
-            _require_text("subject", subject)
+            require_text("subject", subject)
         check_fields(
             {
                 "subject": subject,
@@ -284,7 +286,7 @@ class TaskStore:
             InvalidTaskError: a blank owner.
             ClaimError: the task is claimed already, not pending, or waits for a blocker.
         """
-        _require_text("owner", owner)
+        require_text("owner", owner)
         check_fields({"owner": owner})
 
         def change(document: StoreDocument) -> Task:
@@ -365,7 +367,7 @@ class TaskStore:
             StoreReadError, StoreWriteError: the file cannot be read or replaced.
         """
         for change in changes:
-            _check_status(change.status)
+            check_status(change.status)
 
         def apply(document: StoreDocument) -> list[str]:
             by_id = {task.id: task for task in document.tasks}
@@ -408,7 +410,7 @@ class TaskStore:
                     document.tasks.append(task)
                     by_id[task.id] = task
                     added.append(task.id)
-                    document.next_id = max(document.next_id, _counter_after(task.id))
+                    document.next_id = max(document.next_id, counter_after(task.id))
                     continue
                 before = old.model_dump()
                 _merge_into(old, task, status_key)
@@ -444,7 +446,7 @@ class TaskStore:
                 known.add(task.id)
                 task.created_at = task.created_at or stamp
                 task.updated_at = task.updated_at or stamp
-                document.next_id = max(document.next_id, _counter_after(task.id))
+                document.next_id = max(document.next_id, counter_after(task.id))
             document.tasks.extend(tasks)
             compute_schedule(document.tasks)
             return tasks
@@ -483,18 +485,6 @@ def _refuse_claim(document: StoreDocument, task: Task) -> None:
         )
 
 
-def _check_status(status: str) -> None:
-    if status not in STATUSES:
-        raise InvalidTaskError(
-            f"invalid status {quote(status)}; expected one of {', '.join(sorted(STATUSES))}"
-        )
-
-
-def _require_text(field: str, value: str) -> None:
-    if not value.strip():
-        raise InvalidTaskError(f"task {field} must not be blank")
-
-
 def _new_task(
     document: StoreDocument,
     subject: str,
@@ -504,12 +494,12 @@ def _new_task(
 ) -> Task:
     stamp = now_rfc3339()
     if parent is None:
-        # An old or hand-written file may lack next_id (default 1) while holding task_<n> ids.
-        number = max([document.next_id, *(_counter_after(task.id) for task in document.tasks)])
+        number = next_number(document.next_id, (task.id for task in document.tasks))
         task_id = f"task_{number}"
         document.next_id = number + 1
     else:
-        task_id = _child_id(document, find_task(document, parent).id)
+        family = [(task.id, task.parent_id) for task in document.tasks]
+        task_id = child_id(find_task(document, parent).id, family)
     task = Task(
         id=task_id,
         parent_id=parent,
@@ -558,35 +548,6 @@ def _apply_triage(
     added, removed = list(add_labels), list(remove_labels)
     if added or removed:  # otherwise a hand-written labels value stays as it is
         change_labels(task.metadata, added, removed, task.id)
-
-
-def _child_id(document: StoreDocument, parent_id: str) -> str:
-    """``<parent>.<k>`` with k = child count + 1, moved past ids already taken (by an import).
-
-    Raises:
-        InvalidTaskError: that id would be longer than ``MAX_TASK_ID_CHARS`` or not a safe name
-            (the parent's own id, from a hand-written store, may be neither).
-    """
-    taken = {task.id for task in document.tasks}
-    k = sum(1 for task in document.tasks if task.parent_id == parent_id) + 1
-    while f"{parent_id}.{k}" in taken:
-        k += 1
-    child_id = f"{parent_id}.{k}"
-    if len(child_id) > MAX_TASK_ID_CHARS:
-        raise InvalidTaskError(
-            f"task {quote(parent_id)} cannot take a subtask: its id would be {len(child_id)}"
-            f" characters; the limit is {MAX_TASK_ID_CHARS}"
-        )
-    check_task_id(child_id)
-    return child_id
-
-
-def _counter_after(task_id: str) -> int:
-    head, _, number = task_id.partition("_")
-    # isdigit() alone admits digits such as "²" that int() refuses.
-    if head == "task" and number.isascii() and number.isdigit():
-        return int(number) + 1
-    return 1
 
 
 def _identity(path: Path) -> tuple[int, ...]:
