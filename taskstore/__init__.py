@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from ._fastread import TaskView as TaskView
     from ._fastread import read_task_dicts as read_task_dicts
     from ._fastread import read_task_views as read_task_views
+    from ._fastwrite import fast_add as fast_add
+    from ._fastwrite import fast_update as fast_update
     from ._limits import MAX_ACTIVE_FORM_CHARS as MAX_ACTIVE_FORM_CHARS
     from ._limits import MAX_COMMAND_CHARS as MAX_COMMAND_CHARS
     from ._limits import MAX_DESCRIPTION_CHARS as MAX_DESCRIPTION_CHARS
@@ -64,6 +66,8 @@ if TYPE_CHECKING:
     from ._triage import MAX_LABEL_CHARS as MAX_LABEL_CHARS
     from ._triage import MAX_LABELS as MAX_LABELS
     from ._triage import PRIORITIES as PRIORITIES
+    from ._triage import read_labels as read_labels
+    from ._triage import read_priority as read_priority
 
 _LOCATIONS = {
     "DEFAULT_PRIORITY": "_triage",
@@ -113,6 +117,10 @@ _LOCATIONS = {
     "open_beneath": "_beneath",
     "open_folder": "_beneath",
     "parse_document": "_document",
+    "read_labels": "_triage",
+    "read_priority": "_triage",
+    "fast_add": "_fastwrite",
+    "fast_update": "_fastwrite",
     "read_task_dicts": "_fastread",
     "read_task_views": "_fastread",
     "validate_document": "_document",

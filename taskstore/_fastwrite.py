@@ -34,7 +34,7 @@ from ._rules import (
 )
 from ._triage import change_labels, set_priority
 
-__all__ = ["add_task", "update_task"]
+__all__ = ["fast_add", "fast_update"]
 
 R = TypeVar("R")
 JsonTask = dict[str, Any]
@@ -49,7 +49,7 @@ class _Node(NamedTuple):
     blocker_ids: list[str]
 
 
-def add_task(
+def fast_add(
     path: Path,
     subject: str,
     *,
@@ -85,7 +85,7 @@ def add_task(
     return _mutate(path, change)
 
 
-def update_task(
+def fast_update(
     path: Path,
     task_id: str,
     *,

@@ -5,8 +5,8 @@ new ids and time stamps. No pydantic here: the light path imports this.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
-from datetime import UTC, datetime
 
 from ._errors import InvalidTaskError, quote
 from ._limits import MAX_TASK_ID_CHARS, check_task_id
@@ -29,7 +29,8 @@ READS_AS = {"blocks": "blocked by", "related": "related to", "parent-child": "a 
 
 def now_rfc3339() -> str:
     """The current UTC time as RFC 3339 with second precision (``2026-11-29T21:30:00Z``)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # time, not datetime: an agent's ``rho task update`` would pay a millisecond to import it.
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def check_status(status: str) -> None:

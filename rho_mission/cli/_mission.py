@@ -276,7 +276,7 @@ def _repo_root() -> Path:
 
 
 def _print_plan(planned: Mission, as_json: bool) -> int:
-    from ._render import naturally
+    from ._plain import naturally
 
     if as_json:
         sys.stdout.write(planned.model_dump_json(indent=2) + "\n")
@@ -297,7 +297,7 @@ def _print_plan(planned: Mission, as_json: bool) -> int:
 
 
 def _print_held(planned: Mission, *, err: bool = False) -> None:
-    from ._render import natural_key
+    from ._plain import natural_key
 
     if planned.held:
         click.echo(f"not run ({len(planned.held)} held by the store's statuses):", err=err)

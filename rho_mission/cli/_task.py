@@ -3,8 +3,9 @@
 The ``ready`` and ``waves`` commands read through ``taskstore.read_task_views`` and print JSON
 with the stdlib, so that agents polling ``rho task ready --json`` pay for neither pydantic nor
 rich (their plain spellings do not even load click: see ``_quick.py``, which builds the JSON
-documents for both lanes). Human output (rich tables), mutations and ``ready --sort priority``
-(priorities live in ``metadata``) load the full model.
+documents for both lanes). People's views are plain text built by ``_tasktext`` for both lanes;
+``add`` and ``update`` take the quick lane too when the store is one rho wrote. Everything else,
+and ``ready --sort priority`` (priorities live in ``metadata``), loads the full model.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from taskstore import DEPENDENCY_TYPES, PRIORITIES, STATUSES
 
 from ._errors import CliError
 from ._paths import command_store_path
-from ._quick import print_json, ready_document, waves_document
+from ._quick import list_title, print_json, ready_document, waves_document
+from ._tasktext import changed_line, ready_text, task_detail, task_table, waves_text
 
 if TYPE_CHECKING:
     from taskstore import Schedule, Task, TaskInUseError, TaskStore
@@ -175,10 +177,7 @@ def list_(
     if as_json:
         print_json({"tasks": [_dump(t) for t in tasks]})
         return
-    from ._render import print_task_table
-
-    shown = f"{len(tasks)} of {len(every)}" if len(tasks) < len(every) else str(len(tasks))
-    print_task_table(tasks, title=f"{shown} task(s)", wide=wide)
+    sys.stdout.write(task_table([_dump(t) for t in tasks], list_title(tasks, every), wide=wide))
 
 
 @task.command("show")
@@ -194,9 +193,7 @@ def show(task_id: str, store_path: Path | None, as_json: bool) -> None:
     if as_json:
         print_json(_dump(found))
         return
-    from ._render import print_task_detail
-
-    print_task_detail(found)
+    sys.stdout.write(task_detail(_dump(found)))
 
 
 @task.command("update")
@@ -355,9 +352,12 @@ def ready(sort: str, store_path: Path | None, as_json: bool) -> None:
     if as_json:
         print_json(ready_document(schedule))
         return
-    from ._render import print_ready
-
-    print_ready(schedule.ready, schedule.waves, priorities=sort == "priority")
+    ready_tasks = [task.summary() for task in schedule.ready]
+    if sort == "priority":
+        priorities = [task.priority for task in schedule.ready]
+        sys.stdout.write(ready_text(ready_tasks, schedule.waves, priorities))
+    else:
+        sys.stdout.write(ready_text(ready_tasks, schedule.waves))
 
 
 @task.command("waves")
@@ -374,8 +374,7 @@ def waves(store_path: Path | None, as_json: bool) -> None:
     if as_json:
         print_json(waves_document(schedule))
         return
-    for number, wave in enumerate(schedule.waves, start=1):
-        click.echo(f"wave {number}: {' '.join(wave)}")
+    sys.stdout.write(waves_text(schedule.waves))
 
 
 @task.command("graph")
@@ -569,4 +568,4 @@ def _emit_task(found: Task, as_json: bool, verb: str) -> None:
     if as_json:
         print_json(_dump(found))
     else:
-        click.echo(f"{verb} {found.id}: {found.subject}")
+        sys.stdout.write(changed_line(verb, _dump(found)))

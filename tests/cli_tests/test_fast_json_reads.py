@@ -1,10 +1,13 @@
-"""``rho task list --json`` and ``task show ID --json`` answer from the file's own objects when
+"""``rho task list``, ``show``, ``add`` and ``update`` answer from the file's own objects when
 the model's dump would be those objects, and otherwise through the model: the two lanes print
-the same bytes and the same errors (the click lane is reached with ``--store=PATH``)."""
+the same bytes and the same errors, and leave the same store (the click lane is reached with
+``--store=PATH``, which the quick lane leaves to click)."""
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -61,7 +64,19 @@ def _variants(tmp_path: Path) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize(
-    "command", [("list", "--json"), ("show", "task_1", "--json"), ("show", "nope", "--json")]
+    "command",
+    [
+        ("list", "--json"),
+        ("show", "task_1", "--json"),
+        ("show", "nope", "--json"),
+        ("list",),
+        ("list", "--wide", "--status", "pending", "--label", "a"),
+        ("list", "--priority", "0"),
+        ("show", "task_1"),
+        ("show", "task_1.1"),
+        ("ready",),
+        ("waves",),
+    ],
 )
 def test_both_lanes_answer_alike_on_every_kind_of_store(
     tmp_path: Path, command: tuple[str, ...]
@@ -69,6 +84,59 @@ def test_both_lanes_answer_alike_on_every_kind_of_store(
     for name, store in _variants(tmp_path).items():
         fast, full = _both(store, *command)
         assert fast == full, (name, command)
+
+
+_STAMPS = re.compile(rb'"(createdAt|updatedAt)": "[^"]*"')
+_WRITES = [
+    ("add", "three", "--blocked-by", "task_1", "--label", "ui", "--priority", "1"),
+    ("add", "child", "--parent", "task_1", "--related", "task_1.1", "--command", "make it"),
+    ("add", "--description", "text\nof two lines", "--json", "four"),
+    ("add", "bad", "--blocked-by", "ghost"),
+    ("add", " "),
+    ("update", "task_1.1", "--status", "completed", "--remove-blocker", "task_1"),
+    ("update", "task_1", "--label", "c", "--remove-label", "a", "--subject", "One", "--json"),
+    ("update", "task_1", "--add-blocker", "task_1.1"),
+    ("update", "task_1", "--status", "done"),
+    ("update", "nope", "--priority", "3"),
+]
+
+
+@pytest.mark.parametrize("command", _WRITES, ids=" ".join)
+def test_both_lanes_write_alike(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """Each lane on its own copy of one store: the same output and the same bytes after it,
+    but for the time stamps of the second the write ran in."""
+    for name, source in _variants(tmp_path).items():
+        copies = [tmp_path / lane / name / "s.json" for lane in ("fast", "full")]
+        for copy in copies:  # one relative name: the messages name the store alike
+            copy.parent.mkdir(parents=True)
+            shutil.copyfile(source, copy)
+        fast = _run_rho("task", *command, "--store", "s.json", cwd=copies[0].parent)
+        full = _run_rho("task", *command, "--store=s.json", cwd=copies[1].parent)
+        assert _stamps_out(fast) == _stamps_out(full), (name, command)
+        written = [_STAMPS.sub(b"", copy.read_bytes()) for copy in copies]
+        assert written[0] == written[1], (name, command)
+
+
+def _run_rho(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
+    done = subprocess.run([str(RHO), *args], capture_output=True, text=True, check=False, cwd=cwd)
+    return done.returncode, done.stdout, done.stderr
+
+
+def _stamps_out(result: tuple[int, str, str]) -> tuple[int, str, str]:
+    code, out, err = result
+    return code, _STAMPS.sub(b"", out.encode()).decode(), err
+
+
+def test_views_show_control_characters_as_escapes(tmp_path: Path) -> None:
+    store = tmp_path / "tasks.json"
+    TaskStore(store).add("red\x1b[31m\ttab\u202eevil", description="two\nlines\x07")
+    listed = _run_rho("task", "list", "--store", str(store))[1]
+    shown = _run_rho("task", "show", "task_1", "--store", str(store))[1]
+    assert "red\\x1b[31m\\ttab\\u202eevil" in listed
+    assert "\x1b" not in listed + shown
+    assert "\x07" not in shown
+    assert "two\n" in shown, "a description keeps its lines"
+    assert "lines\\x07" in shown
 
 
 def test_the_fast_read_takes_only_what_the_dump_would_write(tmp_path: Path) -> None:

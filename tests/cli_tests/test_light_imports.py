@@ -39,8 +39,19 @@ def test_plain_read_imports_neither_click_nor_any_heavy_package(
     assert imported & (HEAVY | {"click"}) == set()
 
 
-@pytest.mark.parametrize("command", [("list", "--json"), ("show", "task_2", "--json")])
-def test_json_reads_of_a_store_rho_wrote_import_neither_click_nor_pydantic(
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("list", "--json"),
+        ("show", "task_2", "--json"),
+        ("list",),
+        ("show", "task_2"),
+        ("ready",),
+        ("add", "three", "--blocked-by", "task_2", "--priority", "0"),
+        ("update", "task_2", "--status", "completed", "--label", "y"),
+    ],
+)
+def test_reads_and_writes_of_a_store_rho_wrote_import_neither_click_nor_pydantic(
     tmp_path: Path, command: tuple[str, ...]
 ) -> None:
     store = tmp_path / "tasks.json"

@@ -8,7 +8,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from ._rho import DIAMOND_WAVES, RunRho, task, write_store
+from ._rho import DIAMOND_WAVES, RunRho, table_rows, task, write_store
 
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
@@ -96,10 +96,10 @@ def test_list_shows_ids_statuses_priorities_subjects_blockers_and_wide_adds_comm
 ) -> None:
     result = rho("task", "list", "--store", str(diamond))
     wide = rho("task", "list", "--wide", "--store", str(diamond))
-    rows = [line.split("│")[1:-1] for line in result.stdout.splitlines() if "task_" in line]
-    cells = [[cell.strip() for cell in row] for row in rows]
-    wide_rows = [line.split("│")[1:-1] for line in wide.stdout.splitlines() if "task_" in line]
-    assert result.stdout.startswith("5 task(s)")
+    header, *cells = table_rows(result.stdout)
+    wide_rows = table_rows(wide.stdout)
+    assert result.stdout.startswith("5 task(s)\n")
+    assert header == ["id", "status", "pri", "subject", "blocked by"]
     assert cells == [
         ["task_1", "completed", "P2", "do task_1", ""],
         ["task_1.1", "pending", "P2", "do task_1.1", ""],
@@ -107,7 +107,8 @@ def test_list_shows_ids_statuses_priorities_subjects_blockers_and_wide_adds_comm
         ["task_3", "pending", "P2", "do task_3", "task_1"],
         ["task_4", "pending", "P2", "do task_4", "task_2, task_3"],
     ]
-    assert [[cell.strip() for cell in row][5:] for row in wide_rows] == [
+    assert [row[5:] for row in wide_rows] == [
+        ["labels", "command"],
         ["", "make one"],
         *[["", ""]] * 4,
     ]
@@ -220,7 +221,7 @@ def test_ready_and_waves_print_waves_for_people(rho: RunRho, diamond: Path) -> N
     assert waves == wave_lines
     assert ready[0].strip() == "3 ready task(s)"
     assert ready[-3:] == wave_lines
-    ready_ids = [line.split("│")[1].strip() for line in ready if line.startswith("│")]
+    ready_ids = [row[0] for row in table_rows("\n".join(ready))[1:]]
     assert ready_ids == ["task_1.1", "task_2", "task_3"]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._rho import RunRho, task, write_store
+from ._rho import RunRho, table_rows, task, write_store
 
 
 def _rows(stdout: str) -> dict[str, str]:
@@ -66,9 +66,7 @@ def test_show_names_each_blocker_once_and_the_parent_in_its_own_row(
 def test_list_heads_the_blockers_column_blocked_by(rho: RunRho, tmp_path: Path) -> None:
     store = write_store(tmp_path / "tasks.json", [task("task_1"), task("task_2", "task_1")])
     table = rho("task", "list", "--store", str(store)).stdout
-    header = next(line for line in table.splitlines() if "subject" in line)
-    assert [cell.strip() for cell in header.strip("┃ ").split("┃")] == [
-        "id", "status", "pri", "subject", "blocked by",
-    ]  # fmt: skip
-    row = next(line for line in table.splitlines() if line.startswith("│ task_2"))
-    assert [cell.strip() for cell in row.strip("│ ").split("│")][4] == "task_1"
+    header, _, row = table_rows(table)
+    assert header == ["id", "status", "pri", "subject", "blocked by"]
+    assert row[0] == "task_2"
+    assert row[4] == "task_1"

@@ -23,9 +23,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from taskstore import StoreDocument, Task, TaskStore, TaskStoreError, dump_document
-from taskstore import _fastwrite, _store
-from taskstore._fastwrite import add_task, update_task
+from taskstore import (
+    StoreDocument,
+    Task,
+    TaskStore,
+    TaskStoreError,
+    _fastwrite,
+    _store,
+    dump_document,
+)
+from taskstore._fastwrite import fast_add, fast_update
 
 STAMP = "2026-12-01T12:00:00Z"
 SEEDED = "2026-11-30T08:00:00Z"  # earlier: a write that forgets ``updatedAt`` shows
@@ -38,8 +45,8 @@ PRIORITIES = st.none() | st.integers(-1, 5)
 @contextmanager
 def frozen_clock(stamp: str = STAMP) -> Iterator[None]:
     with (
-        mock.patch.object(_store, "now_rfc3339", lambda: stamp),
-        mock.patch.object(_fastwrite, "now_rfc3339", lambda: stamp),
+        mock.patch.object(_store, "now_rfc3339", return_value=stamp),
+        mock.patch.object(_fastwrite, "now_rfc3339", return_value=stamp),
     ):
         yield
 
@@ -118,7 +125,7 @@ def test_add_matches_the_store(subject: str, options: dict[str, Any]) -> None:
         both(
             tmp,
             lambda store: store.add(subject, **options),
-            lambda path: add_task(path, subject, **options),
+            lambda path: fast_add(path, subject, **options),
         )
 
 
@@ -129,7 +136,7 @@ def test_update_matches_the_store(task_id: str, options: dict[str, Any]) -> None
         both(
             tmp,
             lambda store: store.update(task_id, **options),
-            lambda path: update_task(path, task_id, **options),
+            lambda path: fast_update(path, task_id, **options),
         )
 
 
@@ -168,8 +175,8 @@ def test_other_stores_are_left_to_the_model(
 ) -> None:
     path = seeded(tmp_path)
     raw = _rewrite(path, change)
-    assert add_task(path, "more") is None
-    assert update_task(path, "task_1", status="completed") is None
+    assert fast_add(path, "more") is None
+    assert fast_update(path, "task_1", status="completed") is None
     assert path.read_bytes() == raw
 
 
@@ -182,13 +189,13 @@ def _nested(levels: int) -> Any:
 
 def test_a_missing_store_is_left_to_the_model(tmp_path: Path) -> None:
     path = tmp_path / ".rho" / "tasks.json"
-    assert add_task(path, "first") is None
+    assert fast_add(path, "first") is None
     assert not path.exists()
 
 
 def test_the_light_write_is_what_the_model_reads(tmp_path: Path) -> None:
     path = seeded(tmp_path)
-    added = add_task(path, "more", blocked_by=["task_3"], priority=0, labels=["ui"])
+    added = fast_add(path, "more", blocked_by=["task_3"], priority=0, labels=["ui"])
     assert added is not None
     document = StoreDocument.model_validate_json(path.read_bytes())
     assert path.read_bytes() == dump_document(document)
@@ -201,10 +208,10 @@ def test_light_writers_and_the_store_share_one_lock(tmp_path: Path) -> None:
     program = (
         "import sys; from pathlib import Path\n"
         "from taskstore import TaskStore\n"
-        "from taskstore._fastwrite import add_task\n"
+        "from taskstore._fastwrite import fast_add\n"
         "path, lane = Path(sys.argv[1]), sys.argv[2]\n"
         "for n in range(15):\n"
-        "    if lane == 'light': assert add_task(path, f'light {n}') is not None\n"
+        "    if lane == 'light': assert fast_add(path, f'light {n}') is not None\n"
         "    else: TaskStore(path).add(f'full {n}')\n"
     )
     writers = [
@@ -221,8 +228,8 @@ def test_the_light_path_imports_no_pydantic(tmp_path: Path) -> None:
     path = seeded(tmp_path)
     program = (
         "import sys; from pathlib import Path\n"
-        "from taskstore._fastwrite import add_task\n"
-        "assert add_task(Path(sys.argv[1]), 'x') is not None\n"
+        "from taskstore._fastwrite import fast_add\n"
+        "assert fast_add(Path(sys.argv[1]), 'x') is not None\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'filelock')))\n"
     )
     found = subprocess.run(
@@ -237,5 +244,5 @@ def test_the_caps_hold_on_the_light_path(tmp_path: Path) -> None:
     TaskStore(path).import_tasks(tasks)
     before = path.read_bytes()
     with pytest.raises(TaskStoreError, match="1000"):
-        add_task(path, "one too many")
+        fast_add(path, "one too many")
     assert path.read_bytes() == before

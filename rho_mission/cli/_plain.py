@@ -1,0 +1,115 @@
+"""Plain text for people and agents alike: aligned columns, escaped control characters, the
+natural order of ids, colour only on a terminal. Standard library only.
+
+The task views (``rho task list``, ``show``, ``ready``) print through here rather than through
+rich: an agent polls them, and rich's import alone costs more than the whole command may
+(see docs/decisions.md, "Agents' calls as processes"). Text from the store is the user's (or
+a tracker's): a control character in it is shown as an escape (``\\x1b``), never sent to the
+terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterable, Sequence
+
+__all__ = [
+    "Cell",
+    "clip",
+    "columns",
+    "natural_key",
+    "naturally",
+    "painted",
+    "shown",
+]
+
+_DIGITS = re.compile(r"(\d+)")
+# C0 and C1 controls, DEL, the line and paragraph separators, and the bidirectional overrides
+# and isolates (text that reorders what follows it on screen).
+_ESCAPED = [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F)]
+_ESCAPED += [*range(0x2066, 0x206A)]
+_SHORT = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_ESCAPES = {
+    code: _SHORT.get(chr(code), f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    for code in _ESCAPED
+}
+_COLOURS = {
+    "completed": "32",
+    "failed": "31",
+    "in_progress": "33",
+    "cancelled": "35",
+    "skipped": "2",
+    "blocked": "35",
+    "not run": "2",
+}
+
+# (text, status to colour it by, or None).
+Cell = tuple[str, str | None]
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that reads numbers as numbers: task_2 before task_10 (for people's views;
+    files keep the spec's plain order)."""
+    return tuple(
+        (1, int(part)) if part.isdigit() else (0, part) for part in _DIGITS.split(text) if part
+    )
+
+
+def naturally(ids: Iterable[str]) -> list[str]:
+    """*ids* in `natural_key` order."""
+    return sorted(ids, key=natural_key)
+
+
+def shown(text: str) -> str:
+    """*text* with every control character written as an escape: one line, nothing hidden."""
+    return text.translate(_ESCAPES)
+
+
+def clip(text: str, limit: int) -> str:
+    """At most *limit* characters, the last one an ellipsis if cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def painted(text: str, status: str | None) -> str:
+    """*text* in the colour of *status* when standard output is a terminal that takes colour."""
+    code = _COLOURS.get(status or "")
+    if code is None or not _colour():
+        return text
+    return f"\x1b[{code}m{text}\x1b[0m"
+
+
+def _colour() -> bool:
+    # https://no-color.org; a dumb terminal prints escapes as text.
+    if "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
+        return False
+    return sys.stdout.isatty()
+
+
+def _width(text: str) -> int:
+    """Terminal columns of *text*: wide East Asian characters take two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    import unicodedata  # here: most tables are ASCII, and this import costs a few milliseconds
+
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
+
+
+def columns(headers: Sequence[str], rows: Sequence[Sequence[Cell]]) -> list[str]:
+    """*rows* under *headers*, each column as wide as its widest cell, two spaces apart; no
+    trailing spaces. Cells are shown as they are: escape them first (``shown``)."""
+    widths = [_width(header) for header in headers]
+    for row in rows:
+        widths = [max(width, _width(text)) for width, (text, _) in zip(widths, row, strict=True)]
+    lines = []
+    for row in [[(header, None) for header in headers], *rows]:
+        cells = [
+            painted(text, status) + " " * (width - _width(text))
+            for width, (text, status) in zip(widths, row, strict=True)
+        ]
+        lines.append("  ".join(cells).rstrip())
+    return lines

@@ -1,0 +1,78 @@
+"""A click-free lane for the commands agents call in loops: ``rho task ready``, ``waves``,
+``list``, ``show``, ``add`` and ``update``, on a store rho wrote.
+
+Importing click costs about a third of a whole ``rho task ready --json``, and pydantic with rich
+several times the whole of it. This lane answers the plain spellings of those commands
+(``_argv``) without either. ``list``, ``show``, ``add`` and ``update`` answer only when every
+task in the file is exactly what the model's dump of it would be (``taskstore.read_task_dicts``,
+``fast_add``, ``fast_update``): a store rho wrote. Any other command line, any other store and
+every failure returns None before anything is printed or written, and the full click CLI then
+runs the same command line: both lanes print the same text (``_tasktext``), the same documents
+(built here, and used by ``_task.py`` too) and the same errors (the full CLI's).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._answers import answer
+from ._argv import parse
+
+if TYPE_CHECKING:
+    from taskstore import Schedule
+
+__all__ = ["list_title", "print_json", "quick_run", "ready_document", "waves_document"]
+
+
+def ready_document(schedule: Schedule[Any]) -> dict[str, Any]:
+    """``{"tasks": [{id, subject, status, owner, dependencies}], "waves": [[...]]}``."""
+    return {"tasks": [task.summary() for task in schedule.ready], "waves": schedule.waves}
+
+
+def waves_document(schedule: Schedule[Any]) -> dict[str, Any]:
+    """``{"waves": [[...]]}``."""
+    return {"waves": schedule.waves}
+
+
+def json_text(document: Any) -> str:
+    """*document* as one indented JSON document and a newline."""
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def print_json(document: Any) -> None:
+    """Print *document* as one indented JSON document on stdout."""
+    sys.stdout.write(json_text(document))
+
+
+def list_title(shown: Sequence[Any], every: Sequence[Any]) -> str:
+    """``4 task(s)``, or ``2 of 4 task(s)`` when a filter left some out."""
+    count = f"{len(shown)} of {len(every)}" if len(shown) < len(every) else str(len(shown))
+    return f"{count} task(s)"
+
+
+def quick_run(args: list[str]) -> int | None:
+    """Answer *args* if the lane can; None to use the full CLI.
+
+    Never raises for bad input: any failure returns None before anything is printed or written,
+    so that the full CLI reports it in its own words. Only a failure to write the output is
+    reported here.
+    """
+    call = parse(args)
+    if call is None:
+        return None
+    try:
+        text = answer(call)
+    except Exception:  # the full CLI runs the same command again and reports the failure
+        return None
+    if text is None:
+        return None
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as exc:  # e.g. a closed pipe; the full CLI would say the same
+        sys.stderr.write(f"error: {exc.strerror or exc}\n")
+        return 2
+    return 0
