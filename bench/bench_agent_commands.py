@@ -5,9 +5,11 @@ repository with one finished mission, every command is a whole process, run ``--
 (alternating, after a warm-up); the table gives each median and its ratio to ``python -c pass``
 of the same interpreter, measured in the same run (these machines are noisy: read the ratios).
 Targets (issue 24): every ``rho task`` read and write at most 3x, ``rho mission show/list`` at
-most 4x. The last line compares ``rho mcp`` answering ``TaskList ready`` on the caps graph
-(1,000 tasks, 10,000 edges), per call over one connection, with the fast lane's in-process
-time for the same answer (target: at most 2x). Nothing here asserts on speed.
+most 4x. The second row is the floor of any command written in Python with the standard
+library: ``import json, pathlib, typing`` and nothing else. The last line compares ``rho mcp``
+answering ``TaskList ready`` on the caps graph (1,000 tasks, 10,000 edges), per call over one
+connection, with the fast lane's in-process time for the same answer (target: at most 2x).
+Nothing here asserts on speed.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ def _scratch(folder: Path) -> Path:
 def _commands() -> dict[str, list[str]]:
     return {
         "python -c pass": [sys.executable, "-c", "pass"],
+        # What any such command imports first, before one line of rho: the floor of a lane.
+        "python: json+pathlib": [sys.executable, "-c", "import json, pathlib, typing"],
         "task ready --json": [RHO, "task", "ready", "--json"],
         "task list": [RHO, "task", "list"],
         "task list --json": [RHO, "task", "list", "--json"],

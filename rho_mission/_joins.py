@@ -29,7 +29,6 @@ __all__ = [
     "final_status",
     "first_unfinished",
     "join_record",
-    "stopped_ids",
 ]
 
 _ENDED_BADLY = ("failed", "cancelled")
@@ -96,15 +95,6 @@ def blocked_downstream(
             if any(b in bad or b in blocked for b in feature.blocked_by):
                 blocked.add(feature_id)
     return blocked
-
-
-def stopped_ids(joins: Iterable[WaveJoin]) -> dict[str, str]:
-    """For people's views: ``blocked`` or ``not run`` per pending feature a join listed so."""
-    shown: dict[str, str] = {}
-    for join in joins:
-        shown.update(dict.fromkeys(join.not_run_ids, "not run"))
-        shown.update(dict.fromkeys(join.blocked_ids, "blocked"))
-    return shown
 
 
 def join_record(

@@ -53,10 +53,6 @@ if TYPE_CHECKING:
     from ._model import Dependency as Dependency
     from ._model import StoreDocument as StoreDocument
     from ._model import Task as Task
-    from ._schedule import DEPENDENCY_TYPES as DEPENDENCY_TYPES
-    from ._schedule import MAX_EDGES as MAX_EDGES
-    from ._schedule import MAX_TASKS as MAX_TASKS
-    from ._schedule import STATUSES as STATUSES
     from ._schedule import Schedule as Schedule
     from ._schedule import compute_schedule as compute_schedule
     from ._store import StatusChange as StatusChange
@@ -68,10 +64,14 @@ if TYPE_CHECKING:
     from ._triage import PRIORITIES as PRIORITIES
     from ._triage import read_labels as read_labels
     from ._triage import read_priority as read_priority
+    from ._vocabulary import DEPENDENCY_TYPES as DEPENDENCY_TYPES
+    from ._vocabulary import MAX_EDGES as MAX_EDGES
+    from ._vocabulary import MAX_TASKS as MAX_TASKS
+    from ._vocabulary import STATUSES as STATUSES
 
 _LOCATIONS = {
     "DEFAULT_PRIORITY": "_triage",
-    "DEPENDENCY_TYPES": "_schedule",
+    "DEPENDENCY_TYPES": "_vocabulary",
     "Deletion": "_links",
     "Dependency": "_model",
     "EmptyBlockerError": "_errors",
@@ -81,17 +81,17 @@ _LOCATIONS = {
     "MAX_ACTIVE_FORM_CHARS": "_limits",
     "MAX_COMMAND_CHARS": "_limits",
     "MAX_DESCRIPTION_CHARS": "_limits",
-    "MAX_EDGES": "_schedule",
+    "MAX_EDGES": "_vocabulary",
     "MAX_LABELS": "_triage",
     "MAX_LABEL_CHARS": "_triage",
     "MAX_METADATA_DEPTH": "_limits",
     "MAX_OWNER_CHARS": "_limits",
     "MAX_SUBJECT_CHARS": "_limits",
-    "MAX_TASKS": "_schedule",
+    "MAX_TASKS": "_vocabulary",
     "MAX_TASK_ID_CHARS": "_limits",
     "MissingBlockerError": "_errors",
     "PRIORITIES": "_triage",
-    "STATUSES": "_schedule",
+    "STATUSES": "_vocabulary",
     "Schedule": "_schedule",
     "ScheduleCycleError": "_errors",
     "ScheduleError": "_errors",

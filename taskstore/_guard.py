@@ -17,7 +17,7 @@ from ._errors import (
     ScheduleLimitError,
     SelfBlockerError,
 )
-from ._schedule import MAX_EDGES, MAX_TASKS
+from ._vocabulary import MAX_EDGES, MAX_TASKS
 
 __all__ = ["Blocking", "check_caps", "check_new_blockers"]
 

@@ -14,7 +14,7 @@ from ._errors import InvalidTaskError, TaskInUseError, TaskNotFoundError, quote
 from ._guard import check_new_blockers
 from ._model import Dependency, StoreDocument, Task
 from ._rules import READS_AS, check_dependency_type
-from ._schedule import DEPENDENCY_TYPES
+from ._vocabulary import DEPENDENCY_TYPES
 
 __all__ = [
     "Deletion",

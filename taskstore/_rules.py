@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from ._errors import InvalidTaskError, quote
 from ._limits import MAX_TASK_ID_CHARS, check_task_id
-from ._schedule import DEPENDENCY_TYPES, STATUSES
+from ._vocabulary import DEPENDENCY_TYPES, STATUSES
 
 __all__ = [
     "READS_AS",

@@ -27,6 +27,7 @@ from ._errors import (
     TaskIdentityError,
     TaskStatusError,
 )
+from ._vocabulary import BLOCKS, DEPENDENCY_TYPES, MAX_EDGES, MAX_TASKS, STATUSES
 
 __all__ = [
     "DEPENDENCY_TYPES",
@@ -37,15 +38,6 @@ __all__ = [
     "Schedule",
     "compute_schedule",
 ]
-
-MAX_TASKS = 1000
-MAX_EDGES = 10000
-STATUSES = frozenset(
-    {"pending", "in_progress", "reviewing", "completed", "failed", "skipped", "cancelled"}
-)
-_BLOCKS = "blocks"
-# The three dependency types of rho.tasks/v1 (``_model.DependencyType``); only the first schedules.
-DEPENDENCY_TYPES = (_BLOCKS, "related", "parent-child")
 
 
 class _DependencyLike(Protocol):
@@ -156,7 +148,7 @@ def _quick_graph(ordered: list[T], ids: list[str]) -> _Graph | None:
         for position, task in enumerate(ordered):
             count = 0
             for dependency in task.dependencies:
-                if dependency.type == _BLOCKS:
+                if dependency.type == BLOCKS:
                     add_dependent[index[dependency.target_id]](position)
                     count += 1
             counts.append(count)
@@ -186,7 +178,7 @@ def _resolve_blockers(ordered: list[T]) -> list[list[int]]:
             raise TaskStatusError(task_id, task.status)
         mine: list[int] = []
         for dependency in task.dependencies:
-            if dependency.type != _BLOCKS:
+            if dependency.type != BLOCKS:
                 continue
             target = dependency.target_id.strip()
             if not target:

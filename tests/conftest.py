@@ -9,6 +9,7 @@ can never skip them.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 
 import pytest
@@ -29,3 +30,25 @@ def require_system(what: str, problem: str | None) -> None:
 def system_requirement() -> Callable[[str, str | None], None]:
     """``system_requirement(what, problem)``: skip (or, in CI, fail) when *problem* is set."""
     return require_system
+
+
+def table_rows(text: str, first: str = "id") -> list[list[str]]:
+    """The rows of the first plain table in *text* whose header starts with the column *first*
+    (its header included), cut into cells where the header's columns start (headers are one or
+    two words, two spaces apart); the table ends at a blank line or at a line of another shape."""
+    lines = text.splitlines()
+    at = next(n for n, line in enumerate(lines) if line.startswith(f"{first}  "))
+    starts = [match.start() for match in re.finditer(r"(?:^|(?<=  ))\S", lines[at])]
+    bounds = [*starts[1:], None]
+    rows = [[lines[at][a:b].strip() for a, b in zip(starts, bounds, strict=True)]]
+    for line in lines[at + 1 :]:
+        if not line.strip() or line.startswith(("wave ", "interrupted: ")) or ":" in line[:12]:
+            break
+        rows.append([line[a:b].strip() for a, b in zip(starts, bounds, strict=True)])
+    return rows
+
+
+@pytest.fixture(scope="session")
+def plain_table() -> Callable[..., list[list[str]]]:
+    """``table_rows``: the rows of a plain table that ``rho`` printed."""
+    return table_rows

@@ -11,8 +11,9 @@ __all__ = ["main"]
 def main(argv: Sequence[str] | None = None) -> None:
     """Run ``rho`` and exit with its code: 0 ok, 1 failed work, 2 bad input, 130 cancelled.
 
-    The reads agents poll in loops (``rho task ready|waves --json``) take a lane that does not
-    import click (``_quick.py``); every other command line, and every failure, runs the full CLI.
+    The commands agents call in loops (``rho task ready|waves|list|show|add|update``, ``rho
+    mission show|list``) take a lane that imports neither click, pydantic nor rich (``_quick``);
+    every other command line, and every failure, runs the full CLI.
     """
     args = list(sys.argv[1:] if argv is None else argv)
     from ._output import guarded_output

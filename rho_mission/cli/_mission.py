@@ -473,9 +473,9 @@ def show(name: str, as_json: bool, fmt: str) -> int:
         return 0
     from rho_mission._mission import mission_state
 
-    from ._mission_view import print_mission
+    from ._mission_view import mission_text
 
-    print_mission(target, mission_state(target))
+    sys.stdout.write(mission_text(target.model_dump(mode="json"), mission_state(target)))
     return 0
 
 
@@ -489,25 +489,13 @@ def list_(as_json: bool) -> int:
     from rho_mission import list_missions
     from rho_mission._mission import mission_state
 
-    found = [(m, mission_state(m)) for m in list_missions(_repo_root())]
-    if as_json:
-        rows = [
-            {
-                "id": m.id,
-                "status": m.status,
-                "state": state,
-                "dir": m.dir,
-                "started_at": m.started_at,
-                "completed_at": m.completed_at,
-                "features": len(m.features),
-            }
-            for m, state in found
-        ]
-        sys.stdout.write(json.dumps({"missions": rows}, indent=2) + "\n")
-        return 0
-    from ._mission_view import print_mission_list
+    found = [(m.model_dump(mode="json"), mission_state(m)) for m in list_missions(_repo_root())]
+    from ._mission_view import mission_list_text, mission_rows
 
-    print_mission_list(found)
+    if as_json:
+        sys.stdout.write(json.dumps(mission_rows(found), indent=2) + "\n")
+        return 0
+    sys.stdout.write(mission_list_text(found))
     return 0
 
 

@@ -1,151 +1,184 @@
-"""``rho mission show`` and ``rho mission list``: rich views of mission folders."""
+"""What ``rho mission show`` and ``rho mission list`` print for people, built from missions as
+mission.json holds them (JSON objects; ``dir`` where the folder is now).
+
+Both lanes print through here: the full CLI dumps its validated ``Mission`` (``model_dump`` in
+JSON mode: the keys and values of mission.json), the quick lane has the file's objects. Plain
+text, standard library only: see ``_plain``.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
+from ._plain import Cell, columns, natural_key, naturally, painted, shown
 
-from rho_mission._joins import stopped_ids
+__all__ = ["mission_list_text", "mission_rows", "mission_text"]
 
-from ._logs import log_path
-from ._render import console, natural_key, naturally, status_text
-
-if TYPE_CHECKING:
-    from rho_mission._mission import Mission
-    from rho_mission._models import Feature, WaveJoin
-
-__all__ = ["print_mission", "print_mission_list"]
+JsonMission = Mapping[str, Any]
 
 
 def _seconds(start: str | None, end: str | None) -> str:
     if not start or not end:
         return ""
+    from datetime import datetime  # here: the lane's other views need no datetime
+
     delta = datetime.fromisoformat(end) - datetime.fromisoformat(start)
     return f"{delta.total_seconds():.1f}s"
 
 
-def print_mission(mission: Mission, state: str) -> None:
+def _log_line(mission: JsonMission, name: str) -> str:
+    path = os.path.join(mission["dir"], "logs", f"{name}.log")
+    return f"  log: {shown(path)}" + ("" if os.path.lexists(path) else " (none written)")
+
+
+def mission_text(mission: JsonMission, state: str) -> str:
     """Header, one table of features by wave, then the joins.
 
     *state* is the mission's status, or ``interrupted`` (see ``mission_state``).
     """
-    out = console()
-    out.print(Text.assemble(("mission " + mission.id, "bold"), "  ", status_text(state)))
+    lines = [f"mission {shown(mission['id'])}  {painted(state, state)}"]
     if state == "interrupted":
-        out.print(  # soft_wrap: a command to copy must not be cut into lines
+        lines.append(
             "no process runs this mission any more (it was killed or crashed): "
-            f"resume it with 'rho mission resume {escape(mission.dir)}'",
-            soft_wrap=True,
+            f"resume it with 'rho mission resume {shown(mission['dir'])}'"
         )
-    out.print(f"prompt: {escape(mission.prompt)}")
-    out.print(f"base {mission.base_commit[:12]}  integration {escape(mission.integration_branch)}")
-    out.print(
-        f"started {mission.started_at or '-'}  completed {mission.completed_at or '-'}  "
-        f"took {_seconds(mission.started_at, mission.completed_at) or '-'}"
-    )
-    out.print(_feature_table(mission))
-    for line in _feature_details(mission):
-        out.print(line, soft_wrap=True)
-    for join in mission.wave_joins:
-        out.print(f"{join.summary}  ({_seconds(join.started_at, join.completed_at)})")
-        for line in _verification_lines(mission, join):
-            out.print(line, soft_wrap=True)
-    if mission.held:
-        out.print(f"not run: {len(mission.held)} task(s) held by the task store's statuses")
-        for held in sorted(mission.held, key=lambda h: natural_key(h.id)):
-            out.print(f"  {escape(held.id)}: {escape(held.reason)}", soft_wrap=True)
+    started, completed = mission["started_at"], mission["completed_at"]
+    lines += [
+        f"prompt: {shown(mission['prompt'])}",
+        f"base {shown(mission['base_commit'][:12])}  "
+        f"integration {shown(mission['integration_branch'])}",
+        f"started {started or '-'}  completed {completed or '-'}  "
+        f"took {_seconds(started, completed) or '-'}",
+        "features",
+        *_feature_table(mission),
+        *_feature_details(mission),
+    ]
+    for join in mission["wave_joins"]:
+        took = _seconds(join["started_at"], join["completed_at"])
+        lines.append(f"{shown(join['summary'])}  ({took})")
+        lines += _verification_lines(mission, join)
+    if mission["held"]:
+        lines.append(f"not run: {len(mission['held'])} task(s) held by the task store's statuses")
+        for held in sorted(mission["held"], key=lambda h: natural_key(h["id"])):
+            lines.append(f"  {shown(held['id'])}: {shown(held['reason'])}")
+    return "\n".join(lines) + "\n"
 
 
-def _feature_table(mission: Mission) -> Table:
-    table = Table(title="features", title_justify="left")
-    for column in ("wave", "task", "status", "tries", "took", "files", "branch", "note"):
-        table.add_column(column, overflow="fold")
-    stopped = stopped_ids(mission.wave_joins)
-    for number, wave in enumerate(mission.waves, start=1):
+def _stopped(joins: Sequence[JsonMission]) -> dict[str, str]:
+    """``blocked`` or ``not run`` per pending feature a join listed so."""
+    found: dict[str, str] = {}
+    for join in joins:
+        found.update(dict.fromkeys(join["not_run_ids"], "not run"))
+        found.update(dict.fromkeys(join["blocked_ids"], "blocked"))
+    return found
+
+
+def _feature_table(mission: JsonMission) -> list[str]:
+    headers = ["wave", "task", "status", "tries", "took", "files", "branch", "note"]
+    stopped = _stopped(mission["wave_joins"])
+    by_id = {feature["id"]: feature for feature in mission["features"]}
+    rows = []
+    for number, wave in enumerate(mission["waves"], start=1):
         for feature_id in naturally(wave):
-            feature = mission.feature(feature_id)
-            table.add_row(str(number), *_feature_row(feature, stopped.get(feature_id)))
-    return table
+            feature = by_id[feature_id]
+            rows.append([(str(number), None), *_feature_row(feature, stopped.get(feature_id))])
+    return columns(headers, rows)
 
 
-def _feature_row(feature: Feature, stopped: str | None) -> list[str | Text]:
-    files = str(len(feature.handoff.files_changed)) if feature.handoff else ""
-    note = feature.error or (feature.handoff.summary if feature.handoff else feature.description)
-    shown = stopped if feature.status == "pending" and stopped else feature.status
+def _feature_row(feature: JsonMission, stopped: str | None) -> list[Cell]:
+    handoff = feature["handoff"]
+    files = str(len(handoff["files_changed"])) if handoff else ""
+    note = feature["error"] or (handoff["summary"] if handoff else feature["description"])
+    status = stopped if feature["status"] == "pending" and stopped else feature["status"]
+    branch = (feature["branch"] or "") if _ran(feature) else ""  # only then has it a branch
     return [
-        escape(feature.id),
-        status_text(shown),
-        str(feature.attempts),
-        _seconds(feature.started_at, feature.completed_at),
-        files,
-        escape(feature.branch or "") if _ran(feature) else "",  # only then has it a branch
-        escape(note),
+        (shown(feature["id"]), None),
+        (shown(status), status),
+        (str(feature["attempts"]), None),
+        (_seconds(feature["started_at"], feature["completed_at"]), None),
+        (files, None),
+        (shown(branch), None),
+        (shown(note or ""), None),
     ]
 
 
-def _ran(feature: Feature) -> bool:
-    return feature.attempts > 0 or feature.status != "pending"
+def _ran(feature: JsonMission) -> bool:
+    return bool(feature["attempts"] > 0 or feature["status"] != "pending")
 
 
-def _feature_details(mission: Mission) -> list[Text]:
+def _feature_details(mission: JsonMission) -> list[str]:
     """Per feature that ran: status, attempts, duration and error, then where its log is."""
-    lines: list[Text] = []
-    for feature_id in (i for wave in mission.waves for i in naturally(wave)):
-        feature = mission.feature(feature_id)
+    by_id = {feature["id"]: feature for feature in mission["features"]}
+    lines: list[str] = []
+    for feature_id in (i for wave in mission["waves"] for i in naturally(wave)):
+        feature = by_id[feature_id]
         if not _ran(feature):
             continue
-        took = _seconds(feature.started_at, feature.completed_at)
-        head = f"{feature.id}: {feature.status}, {feature.attempts} attempt(s)"
+        took = _seconds(feature["started_at"], feature["completed_at"])
+        head = f"{feature['id']}: {feature['status']}, {feature['attempts']} attempt(s)"
         head += f", {took}" if took else ""
-        head += f": {feature.error}" if feature.error else ""
-        lines.append(Text(head))
-        path = log_path(mission, feature.id)
-        lines.append(Text(f"  log: {path}" + ("" if os.path.lexists(path) else " (none written)")))
+        head += f": {feature['error']}" if feature["error"] else ""
+        lines += [shown(head), _log_line(mission, feature["id"])]
     return lines
 
 
-def _verification_lines(mission: Mission, join: WaveJoin) -> list[Text]:
+def _verification_lines(mission: JsonMission, join: JsonMission) -> list[str]:
     """What the checks of a verified join said (``--verify``), and where their logs are."""
-    checked = join.verification
-    if checked.status == "skipped":
+    checked = join["verification"]
+    if checked["status"] == "skipped":
         return []
-    head = f"  verification: {checked.status}, {checked.attempts} check(s)"
-    if checked.fix_attempts:
-        head += f", {checked.fix_attempts} fix attempt(s)"
-    if checked.status != "running":
-        head += f", {checked.duration_ms / 1000:.1f}s"
-    head += f": {checked.error}" if checked.error and checked.status == "failed" else ""
-    lines = [Text(head)]
-    if checked.fix_error:
-        lines.append(Text(f"  last fix: {checked.fix_error}"))
-    names = [f"verify-{join.wave}"] + ([f"fix-{join.wave}"] if checked.fix_attempts else [])
-    for name in names:
-        path = log_path(mission, name)
-        lines.append(Text(f"  log: {path}" + ("" if os.path.lexists(path) else " (none written)")))
-    return lines
+    head = f"  verification: {checked['status']}, {checked['attempts']} check(s)"
+    if checked["fix_attempts"]:
+        head += f", {checked['fix_attempts']} fix attempt(s)"
+    if checked["status"] != "running":
+        head += f", {checked['duration_ms'] / 1000:.1f}s"
+    head += f": {checked['error']}" if checked["error"] and checked["status"] == "failed" else ""
+    lines = [shown(head)]
+    if checked["fix_error"]:
+        lines.append(shown(f"  last fix: {checked['fix_error']}"))
+    names = [f"verify-{join['wave']}"] + (
+        [f"fix-{join['wave']}"] if checked["fix_attempts"] else []
+    )
+    return lines + [_log_line(mission, name) for name in names]
 
 
-def print_mission_list(missions: Sequence[tuple[Mission, str]]) -> None:
+def mission_list_text(missions: Sequence[tuple[JsonMission, str]]) -> str:
     """One row per (mission, state): id, state, counts, start, folder."""
-    table = Table(title=f"{len(missions)} mission(s)", title_justify="left")
-    for column in ("id", "status", "features", "completed", "started", "dir"):
-        table.add_column(column, overflow="fold")
+    headers = ["id", "status", "features", "completed", "started", "dir"]
+    rows = []
     for mission, state in missions:
-        done = sum(1 for f in mission.features if f.status == "completed")
-        table.add_row(
-            mission.id,
-            status_text(state),
-            str(len(mission.features)),
-            str(done),
-            mission.started_at or "",
-            escape(mission.dir),
+        done = sum(1 for f in mission["features"] if f["status"] == "completed")
+        rows.append(
+            [
+                (shown(mission["id"]), None),
+                (shown(state), state),
+                (str(len(mission["features"])), None),
+                (str(done), None),
+                (mission["started_at"] or "", None),
+                (shown(mission["dir"]), None),
+            ]
         )
-    console().print(table)
+    lines = [f"{len(missions)} mission(s)", *columns(headers, rows)]
     if any(state == "interrupted" for _, state in missions):
-        console().print("interrupted: killed or crashed; resume with 'rho mission resume DIR'")
+        lines.append("interrupted: killed or crashed; resume with 'rho mission resume DIR'")
+    return "\n".join(lines) + "\n"
+
+
+def mission_rows(missions: Sequence[tuple[JsonMission, str]]) -> dict[str, Any]:
+    """``rho mission list --json``: ``{"missions": [{id, status, state, dir, ...}]}``."""
+    return {
+        "missions": [
+            {
+                "id": m["id"],
+                "status": m["status"],
+                "state": state,
+                "dir": m["dir"],
+                "started_at": m["started_at"],
+                "completed_at": m["completed_at"],
+                "features": len(m["features"]),
+            }
+            for m, state in missions
+        ]
+    }

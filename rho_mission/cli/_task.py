@@ -2,7 +2,7 @@
 
 The ``ready`` and ``waves`` commands read through ``taskstore.read_task_views`` and print JSON
 with the stdlib, so that agents polling ``rho task ready --json`` pay for neither pydantic nor
-rich (their plain spellings do not even load click: see ``_quick.py``, which builds the JSON
+rich (their plain spellings do not even load click: see ``_quick``, which builds the JSON
 documents for both lanes). People's views are plain text built by ``_tasktext`` for both lanes;
 ``add`` and ``update`` take the quick lane too when the store is one rho wrote. Everything else,
 and ``ready --sort priority`` (priorities live in ``metadata``), loads the full model.

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -109,19 +108,3 @@ DIAMOND: list[dict[str, Any]] = [
     task("task_4", "task_3", "task_2"),
 ]
 DIAMOND_WAVES = [["task_1", "task_1.1"], ["task_2", "task_3"], ["task_4"]]
-
-
-def table_rows(text: str) -> list[list[str]]:
-    """The rows of the first plain table in *text* (its header included), cut into cells where
-    the header's columns start (headers are one or two words, two spaces apart)."""
-    lines = text.splitlines()
-    at = next(n for n, line in enumerate(lines) if line.startswith("id  "))
-    header = lines[at]
-    starts = [match.start() for match in re.finditer(r"(?:^|(?<=  ))\S", header)]
-    rows = []
-    for line in lines[at:]:
-        if not line.strip() or line.startswith("wave "):
-            break
-        bounds = [*starts[1:], None]
-        rows.append([line[a:b].strip() for a, b in zip(starts, bounds, strict=True)])
-    return rows

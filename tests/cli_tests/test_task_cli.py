@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from ._rho import DIAMOND_WAVES, RunRho, table_rows, task, write_store
+from ._rho import DIAMOND_WAVES, RunRho, task, write_store
 
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
@@ -92,12 +93,12 @@ def test_list_json_prints_every_task_as_stored(rho: RunRho, diamond: Path) -> No
 
 
 def test_list_shows_ids_statuses_priorities_subjects_blockers_and_wide_adds_commands(
-    rho: RunRho, diamond: Path
+    rho: RunRho, diamond: Path, plain_table: Callable[..., list[list[str]]]
 ) -> None:
     result = rho("task", "list", "--store", str(diamond))
     wide = rho("task", "list", "--wide", "--store", str(diamond))
-    header, *cells = table_rows(result.stdout)
-    wide_rows = table_rows(wide.stdout)
+    header, *cells = plain_table(result.stdout)
+    wide_rows = plain_table(wide.stdout)
     assert result.stdout.startswith("5 task(s)\n")
     assert header == ["id", "status", "pri", "subject", "blocked by"]
     assert cells == [
@@ -214,14 +215,16 @@ def test_waves_json_is_only_the_waves(rho: RunRho, diamond: Path) -> None:
     assert (result.code, result.json()) == (0, {"waves": DIAMOND_WAVES})
 
 
-def test_ready_and_waves_print_waves_for_people(rho: RunRho, diamond: Path) -> None:
+def test_ready_and_waves_print_waves_for_people(
+    rho: RunRho, diamond: Path, plain_table: Callable[..., list[list[str]]]
+) -> None:
     ready = rho("task", "ready", "--store", str(diamond)).stdout.splitlines()
     waves = rho("task", "waves", "--store", str(diamond)).stdout.splitlines()
     wave_lines = ["wave 1: task_1 task_1.1", "wave 2: task_2 task_3", "wave 3: task_4"]
     assert waves == wave_lines
     assert ready[0].strip() == "3 ready task(s)"
     assert ready[-3:] == wave_lines
-    ready_ids = [row[0] for row in table_rows("\n".join(ready))[1:]]
+    ready_ids = [row[0] for row in plain_table("\n".join(ready))[1:]]
     assert ready_ids == ["task_1.1", "task_2", "task_3"]
 
 

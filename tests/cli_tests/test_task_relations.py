@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from ._rho import RunRho, table_rows, task, write_store
+from ._rho import RunRho, task, write_store
 
 
 def _rows(stdout: str) -> dict[str, str]:
@@ -63,10 +64,12 @@ def test_show_names_each_blocker_once_and_the_parent_in_its_own_row(
     assert "child of" not in shown
 
 
-def test_list_heads_the_blockers_column_blocked_by(rho: RunRho, tmp_path: Path) -> None:
+def test_list_heads_the_blockers_column_blocked_by(
+    rho: RunRho, tmp_path: Path, plain_table: Callable[..., list[list[str]]]
+) -> None:
     store = write_store(tmp_path / "tasks.json", [task("task_1"), task("task_2", "task_1")])
     table = rho("task", "list", "--store", str(store)).stdout
-    header, _, row = table_rows(table)
+    header, _, row = plain_table(table)
     assert header == ["id", "status", "pri", "subject", "blocked by"]
     assert row[0] == "task_2"
     assert row[4] == "task_1"

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ._rho import RunRho, assert_bad_input, run_rho, table_rows
+from ._rho import RunRho, assert_bad_input, run_rho
 
 # Nine tasks as a user writes them: short subjects, long shell commands.
 NINE = [
@@ -118,22 +119,26 @@ def test_ready_sorts_by_priority_then_id_only_when_asked(rho: RunRho, nine: Path
     assert list(by_priority["tasks"][0]) == ["id", "subject", "status", "owner", "dependencies"]
 
 
-def test_ready_for_people_shows_priorities_when_sorted_by_them(rho: RunRho, nine: Path) -> None:
+def test_ready_for_people_shows_priorities_when_sorted_by_them(
+    rho: RunRho, nine: Path, plain_table: Callable[..., list[list[str]]]
+) -> None:
     table = rho("task", "ready", "--sort", "priority", "--store", "s.json").stdout
-    assert table_rows(table) == [
+    assert plain_table(table) == [
         ["id", "pri", "subject"],
         ["task_3", "P0", "Write the parser"],
         ["task_5", "P2", "Lexer tests"],
     ]
 
 
-def test_nine_tasks_list_in_eleven_lines_within_80_columns(rho: RunRho, nine: Path) -> None:
+def test_nine_tasks_list_in_eleven_lines_within_80_columns(
+    rho: RunRho, nine: Path, plain_table: Callable[..., list[list[str]]]
+) -> None:
     text = rho("task", "list", "--store", "s.json").stdout
     lines = text.splitlines()
     wide = rho("task", "list", "--wide", "--store", "s.json").stdout.splitlines()
     assert len(lines) == 11, "a title, a header, one line per task"
     assert max(map(len, lines)) <= 80
-    rows = table_rows(text)[1:]
+    rows = plain_table(text)[1:]
     assert [row[0] for row in rows] == [f"task_{n}" for n in range(1, 10)]
     assert rows[2][2:4] == ["P0", "Write the parser"]
     assert "--self-test" in "".join(wide), "--wide shows the commands"

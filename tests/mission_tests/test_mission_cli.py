@@ -69,11 +69,6 @@ def _mission_json(folder: Path) -> dict[str, Any]:
     return data
 
 
-def _table_rows(text: str) -> list[list[str]]:
-    """The body rows (not the header) of the rich tables in *text*, as stripped cells."""
-    return [[c.strip() for c in line.split("│")[1:-1]] for line in text.splitlines() if "│" in line]
-
-
 def _add(project: Path, *args: str) -> None:
     result = run_rho("task", "add", *args, cwd=project)
     assert result.code == 0, result.stderr
@@ -164,7 +159,9 @@ def test_from_tasks_completes_every_task_and_merges_their_files(project: Path) -
     }
 
 
-def test_show_and_list_describe_a_finished_mission(project: Path) -> None:
+def test_show_and_list_describe_a_finished_mission(
+    project: Path, plain_table: Callable[..., list[list[str]]]
+) -> None:
     import_tasks(project, [spec("task_1", "echo one > one.txt")])
     assert run_rho("mission", "--from-tasks", cwd=project).code == 0
     folder = mission_dir(project).resolve()
@@ -183,10 +180,10 @@ def test_show_and_list_describe_a_finished_mission(project: Path) -> None:
         f"base {document['base_commit'][:12]}  integration rho-mission/{ident}/integration",
     ]
     row = ["1", "task_1", "completed", "1", "1", f"rho-mission/{ident}/task_1", "1 file(s) changed"]
-    assert [cells[:4] + cells[5:] for cells in _table_rows(shown.stdout)] == [row]
+    assert [cells[:4] + cells[5:] for cells in plain_table(shown.stdout, "wave")[1:]] == [row]
     assert shown.stdout_lines[-1].startswith("wave 1 joined 1 feature(s), 1 completed, 0 failed  (")
     assert as_json.json() == document
-    assert _table_rows(listed.stdout) == [
+    assert plain_table(listed.stdout)[1:] == [
         [ident, "completed", "1", "1", document["started_at"], str(folder)]
     ]
     assert listed_json.json() == {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ._argv import Call
@@ -16,7 +17,16 @@ def answer(call: Call) -> str | None:
     Raises:
         Exception: any failure; the caller leaves the command to the full CLI, which reports it.
     """
+    if call.name.startswith("mission "):
+        from ._missions import answer_mission
+
+        return answer_mission(call)
     return _ANSWERS[call.name](call)
+
+
+def _store(call: Call) -> Path:
+    assert call.store is not None, "a rho task command names its store"
+    return call.store
 
 
 def _schedule(call: Call) -> str | None:
@@ -25,7 +35,7 @@ def _schedule(call: Call) -> str | None:
     from .._tasktext import ready_text, waves_text  # a few hundred microseconds
     from . import json_text, ready_document, waves_document
 
-    schedule = compute_schedule(read_task_views(call.store))
+    schedule = compute_schedule(read_task_views(_store(call)))
     as_json = "--json" in call.flags
     if call.name == "waves":
         return json_text(waves_document(schedule)) if as_json else waves_text(schedule.waves)
@@ -38,7 +48,7 @@ def _list(call: Call) -> str | None:
 
     from . import json_text, list_title
 
-    every = read_task_dicts(call.store)
+    every = read_task_dicts(_store(call))
     if every is None:
         return None
     statuses, labels = call.lists["--status"], set(call.lists["--label"])
@@ -68,7 +78,7 @@ def _show(call: Call) -> str | None:
 
     from . import json_text
 
-    tasks = read_task_dicts(call.store)
+    tasks = read_task_dicts(_store(call))
     found = next((t for t in tasks or () if t["id"] == call.argument), None)
     if found is None:  # not a store rho wrote, or no such task: the full CLI's words
         return None
@@ -85,7 +95,7 @@ def _add(call: Call) -> str | None:
     _exclude_rho(call)
     assert call.argument is not None
     added = fast_add(
-        call.store,
+        _store(call),
         call.argument,
         description=call.values.get("--description", ""),
         blocked_by=call.lists["--blocked-by"],
@@ -104,7 +114,7 @@ def _update(call: Call) -> str | None:
     _exclude_rho(call)
     assert call.argument is not None
     changed = fast_update(
-        call.store,
+        _store(call),
         call.argument,
         status=call.values.get("--status"),
         subject=call.values.get("--subject"),
@@ -123,7 +133,7 @@ def _update(call: Call) -> str | None:
 def _exclude_rho(call: Call) -> None:
     from rho_mission._gitexclude import exclude_rho_of_store
 
-    exclude_rho_of_store(call.store)  # as the full CLI does before its first write there
+    exclude_rho_of_store(_store(call))  # as the full CLI does before its first write there
 
 
 def _written(call: Call, verb: str, task: dict[str, Any]) -> str:

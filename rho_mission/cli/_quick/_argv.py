@@ -1,6 +1,6 @@
 """The command lines the quick lane answers, parsed as click would parse them, or not at all.
 
-Accepted: ``rho [--store PATH] [--debug] task COMMAND ...`` where COMMAND's options are the
+Accepted: ``rho [--store PATH] [--debug] task|mission COMMAND ...`` where COMMAND's options are the
 plain spellings of the table below (``--name value``, in any order, a single-valued option at
 most once, its one argument anywhere among them). Anything else (``--name=value``, ``--help``,
 ``--``, a value or an argument that starts with ``-``, a repeated single option, a value click
@@ -31,6 +31,7 @@ class _Spec(NamedTuple):
     single: dict[str, Callable[[str], Any]]
     multiple: frozenset[str]  # repeatable options, each value a plain string
     writes: bool = False
+    takes_store: bool = True  # --store PATH
 
 
 def _text(value: str) -> str:
@@ -82,6 +83,12 @@ _SPECS = {
         writes=True,
     ),
 }
+# ``rho mission show MISSION`` (its tables only: --json and --format go to click) and ``list``.
+_MISSION_SPECS = {
+    "show": _Spec(True, frozenset(), {}, frozenset(), takes_store=False),
+    "list": _Spec(False, frozenset({"--json"}), {}, frozenset(), takes_store=False),
+}
+_NOUNS = {"task": _SPECS, "mission": _MISSION_SPECS}
 _ROOT = _Spec(False, frozenset({"--debug"}), {}, frozenset())  # rho's own options, and --store
 _CHOICES = {"--status": _status}  # list's --status is a choice; update's is checked by the store
 
@@ -89,8 +96,8 @@ _CHOICES = {"--status": _status}  # list's --status is a choice; update's is che
 class Call(NamedTuple):
     """A command line the quick lane answers."""
 
-    name: str
-    store: Path
+    name: str  # ``ready`` ... ``update`` of ``rho task``; ``mission show`` and ``mission list``
+    store: Path | None  # the task store of a ``rho task`` command
     argument: str | None
     flags: frozenset[str]
     values: dict[str, Any]  # single-valued options given
@@ -99,18 +106,21 @@ class Call(NamedTuple):
 
 def parse(args: list[str]) -> Call | None:
     """The quick lane's reading of *args*, or None to leave them to click."""
-    if "task" not in args:
+    split = next((n for n, arg in enumerate(args) if arg in _NOUNS), None)
+    if split is None or len(args) < split + 2:
         return None
-    split = args.index("task")
     root = _command_options(args[:split], _ROOT, "")
-    if root is None or len(args) < split + 2 or args[split + 1] not in _SPECS:
+    specs = _NOUNS[args[split]]
+    if root is None or args[split + 1] not in specs:
         return None
     name = args[split + 1]
-    spec = _SPECS[name]
+    spec = specs[name]
     found = _command_options(args[split + 2 :], spec, name)
     if found is None:
         return None
     argument, flags, values, lists = found
+    if specs is _MISSION_SPECS:
+        return Call(f"mission {name}", None, argument, frozenset(flags), values, lists)
     store = values.pop("--store", None)
     try:
         path = resolve_store_path(store, root[2].get("--store"), reading=not spec.writes)
@@ -135,7 +145,11 @@ def _command_options(
             argument = token
         elif token in spec.flags and token not in flags:
             flags.add(token)
-        elif token in spec.multiple or token in spec.single or token == "--store":
+        elif (
+            token in spec.multiple
+            or token in spec.single
+            or (token == "--store" and spec.takes_store)
+        ):
             if not tokens or tokens[0].startswith("-") or token in values:
                 return None
             value = _converted(token, tokens.pop(0), spec, name)
