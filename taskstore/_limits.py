@@ -89,7 +89,7 @@ def check_fields(fields: Mapping[str, str | None], task_id: str | None = None) -
 
     Raises:
         FieldLimitError: a field longer than its limit.
-        InvalidTaskError: a field holding a NUL character.
+        InvalidTaskError: a field holding a NUL character, or a lone surrogate (not UTF-8).
     """
     for field, value in fields.items():
         if value is None:
@@ -97,9 +97,21 @@ def check_fields(fields: Mapping[str, str | None], task_id: str | None = None) -
         limit = _CHAR_LIMITS.get(field)
         if limit is not None and len(value) > limit:
             raise FieldLimitError(field, len(value), limit, task_id=task_id)
+        who = "task" if task_id is None else f"task {quote(task_id)}"
         if "\0" in value:
-            who = "task" if task_id is None else f"task {quote(task_id)}"
             raise InvalidTaskError(f"{who} {field} contains a NUL character")
+        if not value.isascii() and not _utf8(value):
+            # A command-line argument of bytes that are not UTF-8 arrives as lone surrogates,
+            # which no JSON writer can write.
+            raise InvalidTaskError(f"{who} {field} is not UTF-8 text")
+
+
+def _utf8(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_imported(task: Task) -> None:

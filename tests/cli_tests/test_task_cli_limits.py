@@ -225,3 +225,29 @@ def test_world_writable_leftovers_become_private_under_umask_0(repo: Path) -> No
     rho_under_umask_0(repo, "task", "add", "first")
     expected = {".rho": 0o700, ".rho/tasks.json": 0o600, ".rho/tasks.json.lock": 0o600}
     assert modes(repo) == expected | {"probe": 0o666}
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        ([b"add", b"\xff parser"], "subject"),
+        ([b"add", b"ok", b"--description", b"caf\xe9"], "description"),
+        ([b"update", b"task_1", b"--command", b"echo \xfe"], "command"),
+    ],
+)
+def test_bytes_that_are_not_utf8_are_bad_input(
+    tmp_path: Path, args: list[bytes], field: str
+) -> None:
+    """An argument of bytes that are not UTF-8 is refused with one line, store unchanged."""
+    store = tmp_path / "tasks.json"
+    run_rho("task", "add", "first", "--store", str(store), cwd=tmp_path)
+    before = store.read_bytes()
+    done = subprocess.run(
+        [os.fsencode(RHO), b"task", *args, b"--store", os.fsencode(store)],
+        capture_output=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert done.stderr.decode() == f"error: task {field} is not UTF-8 text\n"
+    assert store.read_bytes() == before
