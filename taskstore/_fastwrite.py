@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeVar
 
 from ._atomic import ensure_private_dir, ensure_private_file, write_atomic
-from ._decode import decode_json
 from ._errors import InvalidTaskError, TaskNotFoundError, quote
 from ._fastread import DUMP_ORDER, dumped_tasks
 from ._guard import check_caps, check_new_blockers
-from ._limits import MAX_METADATA_DEPTH, check_fields
+from ._limits import MAX_METADATA_DEPTH, check_fields, json_depth
 from ._rules import (
     READS_AS,
     check_status,
@@ -146,7 +145,10 @@ def _mutate(path: Path, change: Callable[[dict[str, Any]], R]) -> R | None:
             raw = path.read_bytes()
         except FileNotFoundError:
             return None  # a new store: TaskStore makes it
-        document = decode_json(raw, str(path))
+        try:
+            document = json.loads(raw, parse_float=_refuse_float, parse_constant=_refuse_float)
+        except (ValueError, RecursionError):  # a float, or not JSON: TaskStore says which
+            return None
         if not _written_by_rho(document):
             return None
         result = change(document)
@@ -159,31 +161,21 @@ def _mutate(path: Path, change: Callable[[dict[str, Any]], R]) -> R | None:
         os.close(lock)
 
 
-def _written_by_rho(document: Any) -> bool:
-    """Whether *document* is a model dump whose values ``json.dumps`` writes as pydantic does.
+def _refuse_float(text: str) -> Any:
+    # ``json.dumps`` and pydantic write some floats apart (``1e+16`` against ``1e16``).
+    raise ValueError(f"a float: {text}")
 
-    Floats are left out (``1e+16`` against ``1e16``), and so is nesting deep enough that one
-    serializer may refuse it where the other does not.
+
+def _written_by_rho(document: Any) -> bool:
+    """Whether *document* (parsed without floats) is a model dump that ``json.dumps`` writes as
+    pydantic does: not nested so deep that one serializer may refuse it where the other does not.
     """
     if type(document) is not dict or list(document) != _DOCUMENT_ORDER:
         return False
-    tasks = dumped_tasks(document)
-    return tasks is not None and all(_plain(task) for task in tasks)
-
-
-def _plain(value: Any) -> bool:
-    depth, level = 0, [value]
-    while level:
-        if any(type(item) is float for item in level) or depth > MAX_METADATA_DEPTH:
-            return False
-        containers = [item for item in level if isinstance(item, dict | list)]
-        level = [
-            child
-            for item in containers
-            for child in (item.values() if isinstance(item, dict) else item)
-        ]
-        depth += 1
-    return True
+    tasks = dumped_tasks(document)  # only metadata may nest in such tasks
+    return tasks is not None and all(
+        json_depth(task["metadata"]) <= MAX_METADATA_DEPTH for task in tasks
+    )
 
 
 def _new_task(

@@ -29,6 +29,7 @@ __all__ = [
     "check_imported",
     "check_nesting",
     "check_task_id",
+    "json_depth",
 ]
 
 MAX_TASK_ID_CHARS = 100
@@ -154,14 +155,14 @@ def check_nesting(task: Task) -> None:
     values: dict[str, Any] = {"metadata": task.metadata}
     values.update((f"field {quote(key)}", value) for key, value in (task.model_extra or {}).items())
     for field, value in values.items():
-        depth = _json_depth(value)
+        depth = json_depth(value)
         if depth > MAX_METADATA_DEPTH:
             raise FieldLimitError(
                 field, depth, MAX_METADATA_DEPTH, task_id=task.id, unit="levels deep"
             )
 
 
-def _json_depth(value: Any) -> int:
+def json_depth(value: Any) -> int:
     """Levels of lists and objects in JSON data: 0 for a scalar, 1 for ``[]`` or ``{"a": 1}``.
 
     Counted level by level, not by recursion, so any depth the parser produced can be measured.
