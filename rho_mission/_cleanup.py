@@ -43,6 +43,7 @@ from ._persist import folder_anchor
 from ._recover import end_mission_processes
 from ._refs import RefHistory, mission_ref_prefix
 from ._runlock import run_lock
+from ._worktrees import SHARED_POOL, drop_pooled, held_by
 
 __all__ = [
     "FINISHED_STATUSES",
@@ -90,6 +91,7 @@ class _Plan:
     folder: Path  # <repo>/.rho/worktrees/<id>
     worktrees: list[Path]
     refs: dict[str, str]
+    pooled: list[Path]  # worktrees of the shared pool a crashed run of it still held
 
 
 @contextmanager
@@ -200,13 +202,14 @@ def _plan(repo: GitRepo, mission: MissionDocument, *, force: bool, purge: bool) 
     for path in trees:
         if os.path.islink(path):
             raise UnsafePathError(path, "is a symbolic link")
+    pooled = held_by(repo, repo.root / ".rho" / "worktrees" / SHARED_POOL, mission.id)
     refs = repo.refs_under(mission_ref_prefix(mission.id))
-    _refuse_checked_out(repo, mission, refs, folder)
+    _refuse_checked_out(repo, mission, refs, folder, pooled)
     if not force:
         _refuse_unmerged(repo, mission, refs.get(mission.integration_branch))
     if purge:
         _check_purge(repo, Path(os.path.abspath(mission.dir)))
-    return _Plan(folder, sorted(trees), refs)
+    return _Plan(folder, sorted(trees), refs, pooled)
 
 
 def _below(path: Path, folder: Path) -> bool:
@@ -215,10 +218,11 @@ def _below(path: Path, folder: Path) -> bool:
 
 
 def _refuse_checked_out(
-    repo: GitRepo, mission: MissionDocument, refs: dict[str, str], folder: Path
+    repo: GitRepo, mission: MissionDocument, refs: dict[str, str], folder: Path, pooled: list[Path]
 ) -> None:
     for tree in repo.worktrees():
-        if tree.branch in refs and not _below(tree.path, folder):
+        ours = _below(tree.path, folder) or Path(os.path.abspath(tree.path)) in pooled
+        if tree.branch in refs and not ours:
             raise CleanRefusedError(
                 f"branch {quote(tree.branch)} of mission {mission.id} is checked out at "
                 f"{tree.path}; switch that work tree to another branch first"
@@ -253,7 +257,7 @@ def _remove_worktrees(repo: GitRepo, plan: _Plan) -> list[Path]:
             shutil.rmtree(path)
     if plan.worktrees:
         repo.run("worktree", "prune")
-    removed = plan.worktrees + _remove_leftovers(plan.folder)
+    removed = plan.worktrees + drop_pooled(repo, plan.pooled) + _remove_leftovers(plan.folder)
     with suppress(OSError):  # missing, or not empty: someone else's files, left alone
         plan.folder.rmdir()
     return sorted(removed)

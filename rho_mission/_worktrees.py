@@ -13,11 +13,23 @@ stays on its branch until the next ``acquire`` checks another one out over it.
 Each worktree is registered *locked*, with the reason ``rho-mission <mission> pid <pid>``: git's
 own ``worktree prune`` leaves it alone, and ``prune_stale`` can tell a worktree that a live
 process is using from one that a crashed process left behind.
+
+A *shared* pool (``shared=True``, the engine's ``<repo>/.rho/worktrees/pool``) outlives its
+mission: ``close`` gives its healthy idle worktrees back to the folder, detached and locked with
+the reason ``rho-pool idle``, up to ``limit`` worktrees in the folder in all. A later mission of the
+repository (or a resume) reclaims one instead of checking out every file again: only a worktree
+given back that way, whose claim lock (``<git common dir>/rho-pool-<name>.lock``, ``flock``)
+nobody holds, and that passes the checks a new one passes (``pin_worktree``: a real folder whose
+``.git`` names its own git directory, which points back; nothing unfinished in it). Then the
+start commit is checked out over it and it is cleaned, as any reused worktree is. One that
+fails is deleted without running git on it. A worktree whose holder died without giving it back
+is never reclaimed (what the holder started may still write there); ``prune_pool`` removes it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import secrets
@@ -36,9 +48,37 @@ from ._folders import check_own_folder, private_folder
 from ._git import GitRepo, WorktreeInfo, ref_moved
 from .containment import PinnedWorktree, pinned, unpin
 
-__all__ = ["WorktreePool", "prune_stale"]
+__all__ = [
+    "DEFAULT_POOL_LIMIT",
+    "SHARED_POOL",
+    "WorktreePool",
+    "drop_pooled",
+    "held_by",
+    "pool_limit",
+    "prune_pool",
+    "prune_stale",
+]
 
 _LOCK_REASON = re.compile(r"^rho-mission \S+ pid (\d+)$")
+IDLE_REASON = "rho-pool idle"
+SHARED_POOL = "pool"  # the shared pool's folder, in <repo>/.rho/worktrees
+# Worktrees a shared pool keeps between missions: one per worker of a usual --workers 4 and as
+# many spare (RHO_WORKTREE_POOL=N to change it; 0 keeps none).
+DEFAULT_POOL_LIMIT = 8
+
+
+def pool_limit() -> int:
+    """``$RHO_WORKTREE_POOL`` as a count of worktrees, or ``DEFAULT_POOL_LIMIT``.
+
+    Raises:
+        InvalidMissionError: the variable is set to anything but a whole number >= 0.
+    """
+    value = os.environ.get("RHO_WORKTREE_POOL", "").strip()
+    if not value:
+        return DEFAULT_POOL_LIMIT
+    if not value.isdigit() or not value.isascii():
+        raise InvalidMissionError(f"RHO_WORKTREE_POOL must be a whole number >= 0, not {value!r}")
+    return int(value)
 
 
 class _Unset:
@@ -74,7 +114,14 @@ class WorktreePool:
     """
 
     def __init__(
-        self, repo: GitRepo, folder: str | os.PathLike[str], mission_id: str, *, keep: bool = False
+        self,
+        repo: GitRepo,
+        folder: str | os.PathLike[str],
+        mission_id: str,
+        *,
+        keep: bool = False,
+        shared: bool = False,
+        limit: int = DEFAULT_POOL_LIMIT,
     ) -> None:
         if not _MISSION_ID.match(mission_id):
             raise InvalidMissionError(f"invalid mission id {mission_id!r}")
@@ -85,6 +132,10 @@ class WorktreePool:
         self._folder_checked = False
         self.mission_id = mission_id
         self._keep = keep
+        self._shared = shared and not keep  # a kept worktree is the user's to inspect
+        self._limit = limit
+        # The claim locks this pool holds on shared worktrees: path -> descriptor.
+        self._claims: dict[Path, int] = {}
         self._state = threading.Lock()
         self._idle: list[Path] = []
         self._busy: set[Path] = set()
@@ -139,6 +190,8 @@ class WorktreePool:
         if isinstance(expected, _Unset):
             expected = self.repo.branch_commit(branch)
         path, spotless = self._take_idle()
+        if path is None and self._shared:
+            path = self._reclaim()  # one a mission before this gave back: cleaned below
         if path is not None:
             failed = False
             try:
@@ -216,10 +269,13 @@ class WorktreePool:
                 return
             self._closed = True
             doomed, kept = [*self._idle, *self._busy], list(self._kept)
+            idle = list(self._idle)
             self._idle.clear()
             self._busy.clear()
         try:
             with self.repo.locked():
+                given = self._give_to_pool(idle) if self._shared else []
+                doomed = [path for path in doomed if path not in given]
                 removed = [_remove_worktree(self.repo, path) for path in doomed]
                 for path in kept:
                     self.repo.run_status("worktree", "unlock", str(path))
@@ -227,6 +283,7 @@ class WorktreePool:
                     self.repo.run("worktree", "prune")
         finally:
             _forget(*doomed, *kept)
+            self._drop_claims(*self._claims)
         if not kept:
             with contextlib.suppress(OSError):  # not empty: someone else's files, left alone
                 self.folder.rmdir()
@@ -246,18 +303,120 @@ class WorktreePool:
             self._spotless.discard(path)
             return path, spotless
 
+    def _reclaim(self) -> Path | None:
+        """A worktree of the shared folder that a mission gave back, claimed and checked; None
+        when there is none free."""
+        with self.repo.locked():
+            for tree in self.repo.worktrees():
+                path = Path(os.path.abspath(tree.path))
+                if path.parent != self.folder or tree.locked != IDLE_REASON:
+                    continue
+                with self._state:
+                    if self._closed:
+                        raise RuntimeError("worktree pool is closed")
+                    if path in self._busy or path in self._idle:
+                        continue
+                if not self._claim(path):
+                    continue  # another mission's now
+                if self._adopt(path):
+                    return path
+        return None
+
+    def _adopt(self, path: Path) -> bool:
+        # Checked as strictly as a new worktree, then marked as this process's.
+        with self._state:
+            self._busy.add(path)
+        with _LIVE_GUARD:
+            _LIVE.add(path)
+        try:
+            self.repo.pin_worktree(path)
+        except WorktreeTamperedError:  # no git runs on it: its .git may name any repository
+            with self._state:
+                self._busy.discard(path)
+            try:
+                _drop_unverified(self.repo, path)
+            finally:
+                _forget(path)
+                self._drop_claims(path)
+            return False
+        if not _reusable(path):
+            self._discard(path)
+            return False
+        if _someone_works_in(path):  # a process left behind: its worktree is not for reuse
+            with self._state:
+                self._busy.discard(path)
+            _forget(path)
+            self._drop_claims(path)
+            return False
+        self._relock(path, self._reason())
+        return True
+
+    def _give_to_pool(self, idle: list[Path]) -> list[Path]:
+        """Detach, mark idle and let go of up to the pool's room of *idle*; the ones given."""
+        others = [
+            tree
+            for tree in self.repo.worktrees()
+            if Path(os.path.abspath(tree.path)).parent == self.folder
+            and Path(os.path.abspath(tree.path)) not in self._claims
+        ]
+        given: list[Path] = []
+        for path in idle[: max(0, self._limit - len(others))]:
+            try:
+                if not _reusable(path):
+                    continue
+                # Detached, so that its last branch can be deleted or checked out elsewhere.
+                self.repo.run("update-ref", "--no-deref", "HEAD", "HEAD", cwd=path)
+                self._relock(path, IDLE_REASON)
+            except (GitOperationError, WorktreeTamperedError):
+                continue
+            given.append(path)
+        _forget(*given)
+        self._drop_claims(*given)
+        return given
+
+    def _reason(self) -> str:
+        return f"rho-mission {self.mission_id} pid {os.getpid()}"
+
+    def _relock(self, path: Path, reason: str) -> None:
+        self.repo.run("worktree", "unlock", str(path))
+        self.repo.run("worktree", "lock", "--reason", reason, str(path))
+
+    def _claim(self, path: Path) -> bool:
+        """Take *path*'s claim lock, or False when another process holds it."""
+        fd = _try_claim(self.repo, path)
+        if fd is None:
+            return False
+        with self._state:
+            self._claims[path] = fd
+        return True
+
+    def _drop_claims(self, *paths: Path) -> None:
+        with self._state:
+            fds = [self._claims.pop(path) for path in paths if path in self._claims]
+        for fd in fds:
+            os.close(fd)  # lets go of the flock
+
     def _create(self, start: str) -> Path:
         with self.repo.locked():
             if not self._folder_checked:  # under the lock: once, whichever thread comes first
                 _checked_folder(self.repo, self.folder)
                 self._folder_checked = True
             path, stale = self._free_path()
+            if self._shared and not self._claim(path):  # a fresh name: nobody can hold it
+                raise InvalidMissionError(f"worktree {path} is claimed by another process")
             in_the_way = stale is not None or path.exists()
             if in_the_way and not _remove_worktree(self.repo, path):
                 self.repo.run("worktree", "prune")
             private_folder(self.folder, _anchor(self.repo, self.folder))
-            reason = f"rho-mission {self.mission_id} pid {os.getpid()}"
-            add = ("worktree", "add", "--detach", "--no-checkout", "--lock", "--reason", reason)
+            add = (
+                "worktree",
+                "add",
+                "--detach",
+                "--no-checkout",
+                "--lock",
+                "--reason",
+                self._reason(),
+            )
             with self._state:
                 if self._closed:  # closed by another thread while this one waited for the lock
                     raise RuntimeError("worktree pool is closed")
@@ -283,7 +442,8 @@ class WorktreePool:
         registered = self._registered
         with self._state:
             while True:
-                path = self.folder / f"{self.mission_id}-{self._run}-{self._next}"
+                name = "pool" if self._shared else self.mission_id
+                path = self.folder / f"{name}-{self._run}-{self._next}"
                 self._next += 1
                 entry = registered.get(path)
                 if entry is None or not _in_use(entry):
@@ -344,6 +504,103 @@ class WorktreePool:
                     self.repo.run("worktree", "prune")
         finally:
             _forget(path)
+            if path in self._claims:
+                _drop_lock_file(self.repo, path)
+            self._drop_claims(path)
+
+
+def prune_pool(
+    repo: GitRepo, folder: str | os.PathLike[str], *, idle_too: bool = False
+) -> list[Path]:
+    """Remove the worktrees of the shared pool at *folder* that nobody holds; their paths.
+
+    Those whose holder died without giving them back go (what it started may still write
+    there), and so do folders git does not know. Idle ones given back stay unless *idle_too*
+    (``rho worktrees prune``). No git runs in any of them.
+
+    Raises:
+        InvalidMissionError: *folder* is the work tree, holds it, or lies in it unignored.
+        GitOperationError: git could not list, unlock or prune its worktrees.
+    """
+    root = _checked_folder(repo, folder)
+    removed: list[Path] = []
+    with repo.locked():
+        trees = repo.worktrees()
+        for tree in trees:
+            path = Path(os.path.abspath(tree.path))
+            if path.parent != root or (tree.locked == IDLE_REASON and not idle_too):
+                continue
+            fd = _try_claim(repo, path)
+            if fd is None:
+                continue  # in use by a live mission
+            try:
+                _drop_unverified(repo, path)
+            finally:
+                os.close(fd)
+            _drop_lock_file(repo, path)
+            removed.append(path)
+        registered = {Path(os.path.abspath(t.path)) for t in trees}.difference(removed)
+        removed += _remove_unregistered(root, registered)
+        if root.is_dir() and not any(root.iterdir()):
+            root.rmdir()
+    return sorted(removed)
+
+
+def held_by(repo: GitRepo, folder: Path, mission_id: str) -> list[Path]:
+    """The worktrees of the shared pool at *folder* locked for a run of *mission_id*."""
+    found = []
+    for tree in repo.worktrees():
+        reason = tree.locked or ""
+        path = Path(os.path.abspath(tree.path))
+        if _LOCK_REASON.match(reason) and path.parent == folder and reason.split()[1] == mission_id:
+            found.append(path)
+    return sorted(found)
+
+
+def drop_pooled(repo: GitRepo, paths: list[Path]) -> list[Path]:
+    """Remove pooled worktrees nobody holds (as ``prune_pool`` does); the ones removed."""
+    removed = []
+    with repo.locked():
+        for path in paths:
+            fd = _try_claim(repo, path)
+            if fd is None:
+                continue
+            try:
+                _drop_unverified(repo, path)
+            finally:
+                os.close(fd)
+            _drop_lock_file(repo, path)
+            removed.append(path)
+    return removed
+
+
+def _claim_path(repo: GitRepo, path: Path) -> Path:
+    return repo.common_dir / f"rho-pool-{path.name}.lock"
+
+
+def _try_claim(repo: GitRepo, path: Path) -> int | None:
+    """The descriptor of *path*'s claim lock, now held; None when another process holds it."""
+    fd = os.open(
+        _claim_path(repo, path), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+    )
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _drop_lock_file(repo: GitRepo, path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(_claim_path(repo, path))
+
+
+def _drop_unverified(repo: GitRepo, path: Path) -> None:
+    # Deleted as a tampered worktree is (no git in it), then git's record unlocked and pruned.
+    _remove_tampered(path, None)
+    repo.run_status("worktree", "unlock", str(path))
+    repo.run("worktree", "prune")
 
 
 def prune_stale(repo: GitRepo, folder: str | os.PathLike[str]) -> list[Path]:
@@ -479,6 +736,30 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True  # someone else's process
     return True
+
+
+def _someone_works_in(path: Path) -> bool:
+    """Whether a live process has its working folder in *path* (``/proc/<pid>/cwd``).
+
+    A pooled worktree is given back only after its mission ended its processes, and a task
+    could forge the ``rho-pool idle`` lock reason; so one that a process still works in is
+    left alone.
+    """
+    inside = str(path)
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:
+        return False  # no /proc: the claim lock and the lock reason are what there is
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry.name}/cwd")
+        except OSError:
+            continue  # gone, or another user's
+        if cwd == inside or cwd.startswith(inside + os.sep):
+            return True
+    return False
 
 
 def _reusable(path: Path) -> bool:

@@ -28,6 +28,7 @@ _NOUNS = {
     "mission": "rho_mission.cli._mission:mission",
     "serve": "rho_mission.cli._serve:serve",
     "task": "rho_mission.cli._task:task",
+    "worktrees": "rho_mission.cli._worktrees:worktrees",
 }
 
 

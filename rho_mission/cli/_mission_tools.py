@@ -241,7 +241,8 @@ def clean(name: str | None, finished: bool, purge: bool, force: bool) -> int:
     A running mission is refused; so is one whose integration branch holds work no other
     branch has (merge it first, or pass --force). --purge deletes its folder too. --finished
     cleans every completed, failed, partial or cancelled mission, skipping (with a line each)
-    those it must refuse.
+    those it must refuse, and then removes the repository's pooled worktrees that no running
+    mission holds (as 'rho worktrees prune' does).
 
     MISSION is a folder, a mission id, a unique prefix of one, or 'latest'.
 
@@ -275,6 +276,9 @@ def _clean_finished(*, force: bool, purge: bool) -> int:
             click.echo(f"skipped mission {target.id}: {exc}")
             continue
         _print_clean(report)
+    from ._worktrees import prune_shared_pool
+
+    prune_shared_pool()
     return 0
 
 

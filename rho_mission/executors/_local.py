@@ -11,17 +11,20 @@ from .._folders import private_folder
 from .._git import GitRepo
 from .._models import MissionDocument
 from .._seam import Attempt, AttemptResult
-from .._worktrees import WorktreePool, prune_stale
+from .._worktrees import SHARED_POOL, WorktreePool, pool_limit, prune_pool, prune_stale
 from ._attempt import attempt_in_pool
 
 __all__ = ["LocalExecutor", "close_pool"]
 
 
 class LocalExecutor:
-    """Runs features in worktrees under ``<repo>/.rho/worktrees/<mission>/`` (the default).
+    """Runs features in worktrees of this machine (the default).
 
-    Worktrees are pooled: a wave's next feature reuses an idle, healthy worktree of the pool;
-    ``close`` removes them unless the mission keeps them (``keep_worktrees``).
+    Worktrees are pooled: a wave's next feature reuses an idle, healthy worktree of the pool.
+    The pool is the repository's shared one, ``<repo>/.rho/worktrees/pool/``: ``close`` gives
+    its worktrees back for the next mission (up to ``$RHO_WORKTREE_POOL``, default 8; see
+    ``_worktrees``). A mission that keeps its worktrees (``keep_worktrees``) has a pool of its
+    own under ``<repo>/.rho/worktrees/<mission>/``, left in place for the user.
     """
 
     def __init__(self) -> None:
@@ -36,12 +39,20 @@ class LocalExecutor:
             GitOperationError: git refused to prune.
         """
         repo = GitRepo.open(Path(mission.repo))
-        folder = repo.root / ".rho" / "worktrees" / mission.id
+        worktrees = repo.root / ".rho" / "worktrees"
+        folder = worktrees / mission.id
         repo.exclude(".rho/")
-        private_folder(folder.parent, repo.root)
-        prune_stale(repo, folder)
+        private_folder(worktrees, repo.root)
+        prune_stale(repo, folder)  # a crashed run's own pool (kept worktrees, or older rho)
+        keep = mission.config.keep_worktrees
+        limit = pool_limit()
         self._repo = repo
-        self._pool = WorktreePool(repo, folder, mission.id, keep=mission.config.keep_worktrees)
+        if keep or limit == 0:
+            self._pool = WorktreePool(repo, folder, mission.id, keep=keep)
+            return
+        shared = worktrees / SHARED_POOL
+        prune_pool(repo, shared)  # what a crashed holder left there
+        self._pool = WorktreePool(repo, shared, mission.id, shared=True, limit=limit)
 
     async def prepare_wave(self, head: str) -> None:
         """Nothing to do: the head is in this repository already."""

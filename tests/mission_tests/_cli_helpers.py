@@ -248,10 +248,15 @@ def branches(repo: Path) -> set[str]:
     return set(_git(repo, "branch", "--format=%(refname:short)").split())
 
 
-def worktree_paths(repo: Path) -> list[str]:
-    """The paths of every worktree git has registered, the main one first."""
-    lines = _git(repo, "worktree", "list", "--porcelain").splitlines()
-    return [line.removeprefix("worktree ") for line in lines if line.startswith("worktree ")]
+def worktree_paths(repo: Path, *, pooled: bool = False) -> list[str]:
+    """The paths of the worktrees git has registered, the main one first: those in use or left
+    behind; the ones given back to the shared pool (locked ``rho-pool idle``) only if *pooled*."""
+    blocks = _git(repo, "worktree", "list", "--porcelain").split("\n\n")
+    return [
+        block.splitlines()[0].removeprefix("worktree ")
+        for block in blocks
+        if block.startswith("worktree ") and (pooled or "locked rho-pool idle" not in block)
+    ]
 
 
 def tree_files(repo: Path, ref: str) -> dict[str, str]:

@@ -126,11 +126,14 @@ def without_times(joins: Iterable[WaveJoin]) -> list[dict[str, Any]]:
     return [join.model_dump(exclude={"started_at", "completed_at"}) for join in joins]
 
 
-def worktree_paths(repo: Path) -> list[Path]:
-    """Every worktree registered in *repo*, the main one first, as git lists them."""
-    out = git_out(repo, "worktree", "list", "--porcelain")
+def worktree_paths(repo: Path, *, pooled: bool = False) -> list[Path]:
+    """The worktrees registered in *repo*, the main one first: those in use or left behind; the
+    ones given back to the shared pool (locked ``rho-pool idle``) only if *pooled*."""
+    blocks = git_out(repo, "worktree", "list", "--porcelain").split("\n\n")
     return [
-        Path(line[len("worktree ") :]) for line in out.splitlines() if line.startswith("worktree ")
+        Path(block.splitlines()[0].removeprefix("worktree "))
+        for block in blocks
+        if block.startswith("worktree ") and (pooled or "locked rho-pool idle" not in block)
     ]
 
 

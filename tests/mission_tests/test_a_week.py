@@ -64,8 +64,9 @@ def _agree(repo: Path) -> None:
     statuses = {i: t["status"] for i, t in store_tasks(repo).items()}
     for feature in latest["features"]:
         assert statuses[feature["id"]] == feature["status"], feature["id"]
-    worktrees = run_git(repo, "worktree", "list", "--porcelain").count("worktree ")
-    assert worktrees == 1
+    listed = run_git(repo, "worktree", "list", "--porcelain").split("\n\n")
+    in_use = [block for block in listed if block and "locked rho-pool idle" not in block]
+    assert len(in_use) == 1, "only the main checkout; the pool's idle ones are given back"
     assert run_git(repo, "status", "--porcelain") == ""
 
 

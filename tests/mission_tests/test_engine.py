@@ -147,7 +147,7 @@ async def test_the_context_names_feature_worktree_attempt_and_wave_start(repo_pa
     for feature_id, call in calls.items():
         branch = f"rho-mission/{mission.id}/{feature_id}"
         assert seen[feature_id] == (True, True, call.base_commit, branch)
-        assert call.worktree.parent == Path(mission.repo, ".rho", "worktrees", mission.id)
+        assert call.worktree.parent == Path(mission.repo, ".rho", "worktrees", "pool")  # shared
         assert call.attempt == 1
 
 

@@ -500,7 +500,7 @@ async def test_the_shell_worker_gives_the_command_its_environment(
     lines = git_out(repo_path, "show", f"{feature.branch}:env.txt").splitlines()
     env = dict(line.split("=", 1) for line in lines)
     worktree = Path(env.pop("RHO_WORKTREE"))
-    assert worktree.parent == Path(mission.repo, ".rho", "worktrees", mission.id)
+    assert worktree.parent == Path(mission.repo, ".rho", "worktrees", "pool")  # shared
     prompt_file = Path(mission.dir, "prompts", "a.md")
     assert env == {
         "RHO_ATTEMPT": "1",

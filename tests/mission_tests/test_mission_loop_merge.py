@@ -8,7 +8,6 @@ index's stat cache).
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from ._cli_helpers import (
     tree_files,
     wait_file_cmd,
     wait_until,
+    worktree_paths,
 )
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
@@ -303,6 +303,6 @@ def test_merge_and_clean_refuse_a_running_mission(
     _refused(merged, running_line)
     _refused(cleaned, running_line)
     assert _checkout_bytes(project) == before
-    assert os.path.isdir(project / ".rho" / "worktrees" / ident)
+    assert worktree_paths(project)[1:], "the running mission's worktrees are in place"
     go.touch()
     assert runs.wait(running).code == 0
