@@ -94,13 +94,17 @@ class WorktreeStatus:
 
     ``head`` is HEAD's commit (None on a branch with no commit yet), ``branch`` the short name
     of the branch HEAD is on (None when detached); ``changed``: something to stage (a tracked
-    change or an untracked file); ``spotless``: nothing listed at all, not even an ignored file.
+    change or an untracked file); ``spotless``: nothing listed at all, not even an ignored file;
+    ``stageable``: every entry is a plain file change or untracked file that ``add --all``
+    stages whole (no ignored file, no submodule, no conflict, no untracked folder git does not
+    walk, such as a nested repository): once all is committed, nothing is left beyond HEAD.
     """
 
     head: str | None
     branch: str | None
     changed: bool
     spotless: bool
+    stageable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +141,7 @@ def parse_status(out: str) -> WorktreeStatus:
     head: str | None = None
     branch: str | None = None
     kinds: set[str] = set()
+    whole = True  # every entry is one add --all stages entirely
     records = iter(out.split("\0"))
     for record in records:
         if record.startswith("# branch.oid "):
@@ -147,9 +152,20 @@ def parse_status(out: str) -> WorktreeStatus:
             branch = None if value in _NO_BRANCH else value
         elif record and not record.startswith("#"):
             kinds.add(record[0])
+            whole = whole and _stageable(record)
             if record[0] == "2":
                 next(records, None)  # a rename's original path is a record of its own
-    return WorktreeStatus(head, branch, bool(kinds - {"!"}), not kinds)
+    return WorktreeStatus(head, branch, bool(kinds - {"!"}), not kinds, whole)
+
+
+def _stageable(record: str) -> bool:
+    # "1 XY N... ..." and "2 XY N... ...": an ordinary change (a submodule's is "S..."); "? path":
+    # an untracked file (with --untracked-files=all, a folder is listed only when git does not
+    # walk it: a nested repository). Ignored ("!") and unmerged ("u") entries are not.
+    if record[0] in "12":
+        fields = record.split(" ", 3)
+        return len(fields) > 2 and fields[2].startswith("N")
+    return record[0] == "?" and not record.endswith("/")
 
 
 def commit_worktree(
@@ -190,7 +206,10 @@ def commit_worktree(
     if not on_branch and branch is not None:
         with repo.locked():
             repo.move_branch(branch, head, repo.branch_commit(branch), message)
-    return WorktreeResult(head, _changed_files(repo, start, head), head, known, status.spotless)
+    # Everything listed was staged whole and committed: the worktree now holds HEAD and nothing
+    # else, so its next use skips the clean and the second checkout.
+    tidy = status.spotless or (committed is not None and status.stageable)
+    return WorktreeResult(head, _changed_files(repo, start, head), head, known, tidy)
 
 
 def _commit_changes(repo: Repository, worktree: Path, message: str) -> str | None:

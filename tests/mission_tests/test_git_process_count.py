@@ -129,6 +129,31 @@ def test_a_worktree_is_cleaned_for_the_next_feature_unless_it_came_back_spotless
     assert len(cleans) == 1
 
 
+def test_work_committed_whole_needs_no_clean_and_no_second_checkout(
+    repo_path: Path, shim_log: Path
+) -> None:
+    """a's new file is committed whole, so b reuses the worktree with one checkout (its branch)
+    and no clean; b sees a's work (merged) and nothing else."""
+    seen: dict[str, list[str]] = {}
+
+    async def worker(ctx: WorkerContext) -> None:
+        seen[ctx.feature.id] = sorted(p.name for p in ctx.worktree.iterdir() if p.name != ".git")
+        if ctx.feature.id == "a":
+            (ctx.worktree / "new.txt").write_text("a's work\n", encoding="utf-8")
+            (ctx.worktree / "also.txt").write_text("more\n", encoding="utf-8")
+            run_git(ctx.worktree, "rm", "--quiet", "file0002.txt")
+
+    mission = plan(repo_path, ["a", "b"], max_workers=1)
+    shim_log.unlink(missing_ok=True)
+    mission.run_staged_sync(worker, waves=[["a"], ["b"]])
+    assert mission.status == "completed"
+    base = ["file0000.txt", "file0001.txt", "file0002.txt"]
+    assert seen == {"a": base, "b": ["also.txt", "file0000.txt", "file0001.txt", "new.txt"]}
+    calls = [subcommand(call) for call in logged_calls(shim_log)]
+    assert calls.count("clean") == 0, calls
+    assert calls.count("checkout") == 3, "a: the fill and its branch; b: its branch only"
+
+
 def test_a_new_feature_branch_is_never_taken_from_someone_else(repo: GitRepo) -> None:
     start = repo.head_commit()
     # A commit of someone else's, made without touching the user's checkout.
@@ -180,29 +205,42 @@ def test_the_branch_holds_rhos_commit_of_what_the_worker_left(repo: GitRepo) -> 
 
     start, result = _commit_in(repo, leave)
     assert result.commit_id not in (None, start)
-    assert result == WorktreeResult(result.commit_id, ["new.txt"], result.commit_id, True, False)
+    # Committed whole: the worktree holds its HEAD and nothing else, so its next use skips
+    # the clean and the detached checkout.
+    assert result == WorktreeResult(result.commit_id, ["new.txt"], result.commit_id, True, True)
     assert repo.branch_commit("m/a") == result.commit_id
 
 
 @pytest.mark.parametrize(
     ("records", "expected"),
     [
-        (["# branch.oid abc", "# branch.head m/a"], WorktreeStatus("abc", "m/a", False, True)),
+        (
+            ["# branch.oid abc", "# branch.head m/a"],
+            WorktreeStatus("abc", "m/a", False, True, True),
+        ),
         (
             ["# branch.oid abc", "# branch.head (detached)"],
-            WorktreeStatus("abc", None, False, True),
+            WorktreeStatus("abc", None, False, True, True),
         ),
-        (["# branch.oid (initial)", "# branch.head o"], WorktreeStatus(None, "o", False, True)),
-        (["# branch.oid abc", "! build/"], WorktreeStatus("abc", None, False, False)),
-        (["# branch.oid abc", "? new.txt"], WorktreeStatus("abc", None, True, False)),
-        (["1 .M N... 100644 100644 100644 a b f"], WorktreeStatus(None, None, True, False)),
+        (
+            ["# branch.oid (initial)", "# branch.head o"],
+            WorktreeStatus(None, "o", False, True, True),
+        ),
+        (["# branch.oid abc", "! build/"], WorktreeStatus("abc", None, False, False, False)),
+        (["# branch.oid abc", "? new.txt"], WorktreeStatus("abc", None, True, False, True)),
+        (["# branch.oid abc", "? nested/"], WorktreeStatus("abc", None, True, False, False)),
+        (["1 .M N... 100644 100644 100644 a b f"], WorktreeStatus(None, None, True, False, True)),
+        (
+            ["1 .M S.M. 160000 160000 160000 a b sub"],
+            WorktreeStatus(None, None, True, False, False),
+        ),
         (
             ["2 R. N... 100644 100644 100644 a b R100 new", "# old"],
-            WorktreeStatus(None, None, True, False),
+            WorktreeStatus(None, None, True, False, True),
         ),
         (
             ["u UU N... 100644 100644 100644 100644 a b c f"],
-            WorktreeStatus(None, None, True, False),
+            WorktreeStatus(None, None, True, False, False),
         ),
     ],
 )
