@@ -45,7 +45,7 @@ from ._errors import (
     WorktreeTamperedError,
 )
 from ._folders import check_own_folder, private_folder
-from ._git import GitRepo, WorktreeInfo, ref_moved
+from ._git import PARALLEL_CHECKOUT, GitRepo, WorktreeInfo, ref_moved
 from .containment import PinnedWorktree, pinned, unpin
 
 __all__ = [
@@ -466,7 +466,8 @@ class WorktreePool:
         # outside the lock (HEAD, index and files of a linked worktree are its own) and the
         # branch step under it has little left to write; a spotless one goes straight there.
         if fill:
-            self.repo.run("checkout", "--quiet", "--detach", "--force", start, cwd=path)
+            args = ("checkout", "--quiet", "--detach", "--force", start)
+            self.repo.run(*PARALLEL_CHECKOUT, *args, cwd=path)
         if clean:
             self.repo.run("clean", "-ffdxq", cwd=path)
         if expected is None:
@@ -477,7 +478,7 @@ class WorktreePool:
         # --ignore-other-worktrees, like the "symbolic-ref HEAD" of before: a stale record of a
         # crashed run's worktree that had the branch checked out must not stop a retry.
         checkout = ("checkout", "--quiet", "--force", "--ignore-other-worktrees")
-        self.repo.run(*checkout, branch, "--", cwd=path)
+        self.repo.run(*PARALLEL_CHECKOUT, *checkout, branch, "--", cwd=path)
 
     def _branch_after_failure(self, branch: str, start: str, expected: str | None) -> str | None:
         # What a retry's move must expect after git failed mid-switch: the start commit if the
