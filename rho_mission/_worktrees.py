@@ -136,6 +136,7 @@ class WorktreePool:
         self._limit = limit
         # The claim locks this pool holds on shared worktrees: path -> descriptor.
         self._claims: dict[Path, int] = {}
+        self._reclaimable = True  # until a look at the pool's folder found none free
         self._state = threading.Lock()
         self._idle: list[Path] = []
         self._busy: set[Path] = set()
@@ -190,8 +191,9 @@ class WorktreePool:
         if isinstance(expected, _Unset):
             expected = self.repo.branch_commit(branch)
         path, spotless = self._take_idle()
-        if path is None and self._shared:
+        if path is None and self._shared and self._reclaimable:
             path = self._reclaim()  # one a mission before this gave back: cleaned below
+            self._reclaimable = path is not None  # none left: later ones are made new
         if path is not None:
             failed = False
             try:
@@ -378,8 +380,22 @@ class WorktreePool:
         return f"rho-mission {self.mission_id} pid {os.getpid()}"
 
     def _relock(self, path: Path, reason: str) -> None:
-        self.repo.run("worktree", "unlock", str(path))
-        self.repo.run("worktree", "lock", "--reason", reason, str(path))
+        # What "git worktree unlock" then "lock --reason" leave, the file <git dir>/locked,
+        # written by rename in the pinned git dir (checked first): two git processes fewer per
+        # worktree at each claim and give-back. A link planted at "locked" is replaced, never
+        # followed.
+        pin = pinned(path)
+        if pin is None:
+            raise WorktreeTamperedError(path, "is no worktree rho made")
+        pin.check()
+        temp = pin.git_dir / f".locked.{os.getpid()}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(temp, flags, 0o644)
+        try:
+            os.write(fd, reason.encode())
+        finally:
+            os.close(fd)
+        os.replace(temp, pin.git_dir / "locked")
 
     def _claim(self, path: Path) -> bool:
         """Take *path*'s claim lock, or False when another process holds it."""
