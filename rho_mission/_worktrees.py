@@ -141,8 +141,9 @@ class WorktreePool:
         self._idle: list[Path] = []
         self._busy: set[Path] = set()
         self._kept: list[Path] = []
-        # Idle worktrees known to hold nothing but their HEAD's files: no "git clean" needed.
-        self._spotless: set[Path] = set()
+        # Idle worktrees known to hold nothing but their HEAD's files (no "git clean" needed),
+        # and that HEAD's commit when the caller said it (then a checkout of it writes nothing).
+        self._spotless: dict[Path, str | None] = {}
         # Worktrees git had registered when this pool first added one (listed once: later names
         # of this pool are new, see _free_path).
         self._registered: dict[Path, WorktreeInfo] | None = None
@@ -190,7 +191,7 @@ class WorktreePool:
         start = self.repo.commit_id(start_commit)
         if isinstance(expected, _Unset):
             expected = self.repo.branch_commit(branch)
-        path, spotless = self._take_idle()
+        path, spotless, head = self._take_idle()
         if path is None and self._shared and self._reclaimable:
             path = self._reclaim()  # one a mission before this gave back: cleaned below
             self._reclaimable = path is not None  # none left: later ones are made new
@@ -199,7 +200,11 @@ class WorktreePool:
             try:
                 if _reusable(path):
                     dirty = not spotless
-                    self._switch(path, branch, start, expected, fill=dirty, clean=dirty)
+                    # Nothing to write when it already stands at the start: -b under the lock.
+                    written = dirty or head == start
+                    self._switch(
+                        path, branch, start, expected, fill=dirty, clean=dirty, written=written
+                    )
                     return path
             except RefMovedError:
                 self._give_back(path)  # healthy: the branch is what was refused
@@ -211,13 +216,13 @@ class WorktreePool:
                 expected = self._branch_after_failure(branch, start, expected)
         path = self._create(start)
         try:
-            self._switch(path, branch, start, expected, fill=True, clean=False)
+            self._switch(path, branch, start, expected, fill=True, clean=False, written=True)
         except BaseException:
             self._discard(path)
             raise
         return path
 
-    def release(self, path: Path, *, spotless: bool = False) -> None:
+    def release(self, path: Path, *, spotless: bool = False, head: str | None = None) -> None:
         """Give back a worktree that ``acquire`` returned; its branch stays as the worker left it.
 
         The worktree stays on its branch, without a git process: its next ``acquire`` checks
@@ -255,7 +260,7 @@ class WorktreePool:
         with self._state:
             (self._kept if self._keep else self._idle).append(path)
             if spotless and not self._keep:
-                self._spotless.add(path)
+                self._spotless[path] = head
 
     def close(self) -> None:
         """Remove every worktree of the pool (in use or idle) and its folder; idempotent.
@@ -292,18 +297,18 @@ class WorktreePool:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _take_idle(self) -> tuple[Path | None, bool]:
-        # The worktree, and whether it came back spotless (the knowledge goes with it).
+    def _take_idle(self) -> tuple[Path | None, bool, str | None]:
+        # The worktree, whether it came back spotless, and its HEAD's commit if known (the
+        # knowledge goes with it).
         with self._state:
             if self._closed:
                 raise RuntimeError("worktree pool is closed")
             if not self._idle:
-                return None, False
+                return None, False, None
             path = self._idle.pop()
             self._busy.add(path)
             spotless = path in self._spotless
-            self._spotless.discard(path)
-            return path, spotless
+            return path, spotless, self._spotless.pop(path, None)
 
     def _reclaim(self) -> Path | None:
         """A worktree of the shared folder that a mission gave back, claimed and checked; None
@@ -474,6 +479,7 @@ class WorktreePool:
         *,
         fill: bool,
         clean: bool,
+        written: bool,
     ) -> None:
         # The same end state as "checkout --force -B <branch> <start>" + "clean -ffdx", but the
         # branch moves by compare-and-swap: created by "checkout -b" (git's "must not exist"),
@@ -486,10 +492,17 @@ class WorktreePool:
             self.repo.run(*PARALLEL_CHECKOUT, *args, cwd=path)
         if clean:
             self.repo.run("clean", "-ffdxq", cwd=path)
-        if expected is None:
+        if expected is None and written:
+            # The files are written (or none differ): "checkout -b" under the repository lock
+            # has little to do.
             self.repo.check_out_new_branch(path, branch, start)
             return
-        if expected != start:
+        if expected is None:
+            # A spotless worktree goes from its last HEAD to the start in one checkout, and that
+            # checkout writes the files that differ: outside the lock, so that other workers do
+            # not wait for it. The branch is made first, by compare-and-swap (must not exist).
+            self.repo.move_branch(branch, start, None, "start of a feature attempt")
+        elif expected != start:
             self.repo.move_branch(branch, start, expected, "start of a feature attempt")
         # --ignore-other-worktrees, like the "symbolic-ref HEAD" of before: a stale record of a
         # crashed run's worktree that had the branch checked out must not stop a retry.
@@ -512,7 +525,7 @@ class WorktreePool:
     def _discard(self, path: Path) -> None:
         with self._state:
             self._busy.discard(path)
-            self._spotless.discard(path)
+            self._spotless.pop(path, None)
             with contextlib.suppress(ValueError):
                 self._idle.remove(path)
         try:

@@ -57,7 +57,9 @@ async def attempt_in_pool(repo: GitRepo, pool: WorktreePool, attempt: Attempt) -
         with anyio.CancelScope(shield=True):
             found = await _settle(repo, branch, head, attempt, result)
             spotless = result is not None and result.spotless
-            await anyio.to_thread.run_sync(partial(pool.release, worktree, spotless=spotless))
+            left_at = result.branch_head if result is not None else None  # the worktree's HEAD
+            release = partial(pool.release, worktree, spotless=spotless, head=left_at)
+            await anyio.to_thread.run_sync(release)
     if isinstance(outcome, Handoff):
         return AttemptResult(handoff=outcome, branch_head=found)
     return AttemptResult(error=outcome, branch_head=found)
