@@ -553,22 +553,15 @@ def prune_pool(
         GitOperationError: git could not list, unlock or prune its worktrees.
     """
     root = _checked_folder(repo, folder)
-    removed: list[Path] = []
     with repo.locked():
         trees = repo.worktrees()
-        for tree in trees:
-            path = Path(os.path.abspath(tree.path))
-            if path.parent != root or (tree.locked == IDLE_REASON and not idle_too):
-                continue
-            fd = _try_claim(repo, path)
-            if fd is None:
-                continue  # in use by a live mission
-            try:
-                _drop_unverified(repo, path)
-            finally:
-                os.close(fd)
-            _drop_lock_file(repo, path)
-            removed.append(path)
+        candidates = [
+            Path(os.path.abspath(tree.path))
+            for tree in trees
+            if Path(os.path.abspath(tree.path)).parent == root
+            and (idle_too or tree.locked != IDLE_REASON)
+        ]
+        removed = drop_pooled(repo, candidates)  # those a live mission holds stay
         registered = {Path(os.path.abspath(t.path)) for t in trees}.difference(removed)
         removed += _remove_unregistered(root, registered)
         if root.is_dir() and not any(root.iterdir()):
@@ -589,12 +582,12 @@ def held_by(repo: GitRepo, folder: Path, mission_id: str) -> list[Path]:
 
 def drop_pooled(repo: GitRepo, paths: list[Path]) -> list[Path]:
     """Remove pooled worktrees nobody holds (as ``prune_pool`` does); the ones removed."""
-    removed = []
+    removed: list[Path] = []
     with repo.locked():
         for path in paths:
             fd = _try_claim(repo, path)
             if fd is None:
-                continue
+                continue  # in use by a live mission
             try:
                 _drop_unverified(repo, path)
             finally:
