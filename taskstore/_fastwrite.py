@@ -22,14 +22,13 @@ from ._atomic import ensure_private_dir, ensure_private_file, write_atomic
 from ._errors import InvalidTaskError, TaskNotFoundError, quote
 from ._fastread import DUMP_ORDER, dumped_tasks
 from ._guard import check_caps, check_new_blockers
-from ._limits import MAX_METADATA_DEPTH, check_fields, json_depth
+from ._limits import MAX_METADATA_DEPTH, json_depth
 from ._rules import (
     READS_AS,
-    check_status,
+    check_changes,
     child_id,
     next_number,
     now_rfc3339,
-    require_text,
 )
 from ._triage import change_labels, set_priority
 
@@ -66,8 +65,7 @@ def fast_add(
         TaskStoreError: what ``TaskStore.add`` refuses, for the same reasons.
         OSError: the store, its folder or its lock cannot be read or written.
     """
-    require_text("subject", subject)
-    check_fields({"subject": subject, "description": description, "command": command})
+    check_changes({"subject": subject, "description": description, "command": command})
 
     def change(document: dict[str, Any]) -> JsonTask:
         tasks: list[JsonTask] = document["tasks"]
@@ -105,11 +103,7 @@ def fast_update(
         TaskStoreError: what ``TaskStore.update`` refuses, for the same reasons.
         OSError: the store, its folder or its lock cannot be read or written.
     """
-    if status is not None:
-        check_status(status)
-    if subject is not None:
-        require_text("subject", subject)
-    check_fields({"subject": subject, "description": description, "command": command})
+    check_changes({"subject": subject, "description": description, "command": command}, status)
 
     def change(document: dict[str, Any]) -> JsonTask:
         tasks: list[JsonTask] = document["tasks"]

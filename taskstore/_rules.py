@@ -6,14 +6,15 @@ new ids and time stamps. No pydantic here: the light path imports this.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from ._errors import InvalidTaskError, quote
-from ._limits import MAX_TASK_ID_CHARS, check_task_id
+from ._limits import MAX_TASK_ID_CHARS, check_fields, check_task_id
 from ._vocabulary import DEPENDENCY_TYPES, STATUSES
 
 __all__ = [
     "READS_AS",
+    "check_changes",
     "check_dependency_type",
     "check_status",
     "child_id",
@@ -43,6 +44,22 @@ def check_status(status: str) -> None:
         raise InvalidTaskError(
             f"invalid status {quote(status)}; expected one of {', '.join(sorted(STATUSES))}"
         )
+
+
+def check_changes(texts: Mapping[str, str | None], status: str | None = None) -> None:
+    """The checks of an ``add`` or ``update`` before the store is read: *status* known, the
+    subject (in *texts*, when given) not blank, every text within its limits.
+
+    Raises:
+        InvalidTaskError: an unknown status, a blank subject, a NUL or a text that is not UTF-8.
+        FieldLimitError: a text longer than its limit.
+    """
+    if status is not None:
+        check_status(status)
+    subject = texts.get("subject")
+    if subject is not None:
+        require_text("subject", subject)
+    check_fields(texts)
 
 
 def require_text(field: str, value: str) -> None:

@@ -26,6 +26,7 @@ from ._limits import check_fields, check_imported
 from ._links import Deletion, delete_task, find_task, link, unlink
 from ._model import Dependency, StoreDocument, Task
 from ._rules import (
+    check_changes,
     check_status,
     child_id,
     counter_after,
@@ -191,8 +192,7 @@ class TaskStore:
             TaskNotFoundError: *parent* or a related id names no task.
             ScheduleError: a blocker that is missing, or a cap that would be exceeded.
         """
-        require_text("subject", subject)
-        check_fields({"subject": subject, "description": description, "command": command})
+        check_changes({"subject": subject, "description": description, "command": command})
 
         def change(document: StoreDocument) -> Task:
             task = _new_task(document, subject, description, parent, command)
@@ -239,19 +239,8 @@ class TaskStore:
             FieldLimitError: a text or label longer than its limit, or too many labels.
             ScheduleError: a new blocker that is itself, missing, or closes a cycle.
         """
-        if status is not None:
-            check_status(status)
-        if subject is not None:
-            require_text("subject", subject)
-        check_fields(
-            {
-                "subject": subject,
-                "description": description,
-                "command": command,
-                "lastError": last_error,
-                "owner": owner,
-            }
-        )
+        texts = {"subject": subject, "description": description, "command": command}
+        check_changes(texts | {"lastError": last_error, "owner": owner}, status)
 
         def change(document: StoreDocument) -> Task:
             task = find_task(document, task_id)
