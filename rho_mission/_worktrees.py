@@ -314,9 +314,8 @@ class WorktreePool:
         """A worktree of the shared folder that a mission gave back, claimed and checked; None
         when there is none free."""
         with self.repo.locked():
-            for tree in self.repo.worktrees():
-                path = Path(os.path.abspath(tree.path))
-                if path.parent != self.folder or tree.locked != IDLE_REASON:
+            for path, reason in _pooled(self.repo, self.folder):
+                if reason != IDLE_REASON:
                     continue
                 with self._state:
                     if self._closed:
@@ -338,34 +337,30 @@ class WorktreePool:
         try:
             self.repo.pin_worktree(path)
         except WorktreeTamperedError:  # no git runs on it: its .git may name any repository
-            with self._state:
-                self._busy.discard(path)
             try:
                 _drop_unverified(self.repo, path)
             finally:
-                _forget(path)
-                self._drop_claims(path)
+                self._let_go(path)
             return False
         if not _reusable(path):
             self._discard(path)
             return False
         if _someone_works_in(path):  # a process left behind: its worktree is not for reuse
-            with self._state:
-                self._busy.discard(path)
-            _forget(path)
-            self._drop_claims(path)
+            self._let_go(path)
             return False
         self._relock(path, self._reason())
         return True
 
+    def _let_go(self, path: Path) -> None:
+        # No longer this pool's: neither in use nor pinned nor claimed (the worktree stays).
+        with self._state:
+            self._busy.discard(path)
+        _forget(path)
+        self._drop_claims(path)
+
     def _give_to_pool(self, idle: list[Path]) -> list[Path]:
         """Detach, mark idle and let go of up to the pool's room of *idle*; the ones given."""
-        others = [
-            tree
-            for tree in self.repo.worktrees()
-            if Path(os.path.abspath(tree.path)).parent == self.folder
-            and Path(os.path.abspath(tree.path)) not in self._claims
-        ]
+        others = [path for path, _ in _pooled(self.repo, self.folder) if path not in self._claims]
         given: list[Path] = []
         for path in idle[: max(0, self._limit - len(others))]:
             try:
@@ -555,12 +550,8 @@ def prune_pool(
     root = _checked_folder(repo, folder)
     with repo.locked():
         trees = repo.worktrees()
-        candidates = [
-            Path(os.path.abspath(tree.path))
-            for tree in trees
-            if Path(os.path.abspath(tree.path)).parent == root
-            and (idle_too or tree.locked != IDLE_REASON)
-        ]
+        pooled = _pooled(repo, root, trees)
+        candidates = [path for path, reason in pooled if idle_too or reason != IDLE_REASON]
         removed = drop_pooled(repo, candidates)  # those a live mission holds stay
         registered = {Path(os.path.abspath(t.path)) for t in trees}.difference(removed)
         removed += _remove_unregistered(root, registered)
@@ -571,13 +562,21 @@ def prune_pool(
 
 def held_by(repo: GitRepo, folder: Path, mission_id: str) -> list[Path]:
     """The worktrees of the shared pool at *folder* locked for a run of *mission_id*."""
-    found = []
-    for tree in repo.worktrees():
-        reason = tree.locked or ""
-        path = Path(os.path.abspath(tree.path))
-        if _LOCK_REASON.match(reason) and path.parent == folder and reason.split()[1] == mission_id:
-            found.append(path)
-    return sorted(found)
+    return sorted(
+        path
+        for path, reason in _pooled(repo, folder)
+        if _LOCK_REASON.match(reason or "") and (reason or "").split()[1] == mission_id
+    )
+
+
+def _pooled(
+    repo: GitRepo, folder: Path, trees: list[WorktreeInfo] | None = None
+) -> list[tuple[Path, str | None]]:
+    """The registered worktrees right under the pool's *folder* (of *trees*, default git's
+    list), each with its lock reason."""
+    listed = repo.worktrees() if trees is None else trees
+    found = [(Path(os.path.abspath(tree.path)), tree.locked) for tree in listed]
+    return [(path, reason) for path, reason in found if path.parent == folder]
 
 
 def drop_pooled(repo: GitRepo, paths: list[Path]) -> list[Path]:

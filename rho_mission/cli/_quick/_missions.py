@@ -80,7 +80,6 @@ def _missions_here() -> list[tuple[dict[str, Any], str]] | None:
     """Every mission of this repository with its state, newest first; None to leave it to the
     full CLI (no repository, or a mission folder this lane cannot read)."""
     from rho_mission._gitexclude import common_dir_of
-    from rho_mission._runlock import is_running_in
 
     root = find_repo_root()
     common = None if root is None else common_dir_of(root)
@@ -94,11 +93,14 @@ def _missions_here() -> list[tuple[dict[str, Any], str]] | None:
             return None
         missions.append(mission)
     missions.sort(key=lambda m: (m["started_at"] or "", m["id"]), reverse=True)
-    return [(m, _state(m, lambda ident: is_running_in(common, ident))) for m in missions]
+    return [(m, _state(m, common)) for m in missions]
 
 
-def _state(mission: dict[str, Any], running: Any) -> str:
-    if mission["status"] == "executing" and not running(mission["id"]):
+def _state(mission: dict[str, Any], common_dir: Path) -> str:
+    """``mission_state``: the status, or ``interrupted`` for an executing one nobody runs."""
+    from rho_mission._runlock import is_running_in
+
+    if mission["status"] == "executing" and not is_running_in(common_dir, mission["id"]):
         return "interrupted"
     return str(mission["status"])
 
