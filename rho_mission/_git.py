@@ -345,9 +345,13 @@ class GitRepo:
         Raises:
             MergeConflictError: the two conflict; ``.files`` names the files.
         """
-        if self._is_ancestor(commit, head):
+        # One "merge-base" answers both questions: when one commit contains the other, it is
+        # their only best common ancestor (two "--is-ancestor" calls cost a process more).
+        head, commit = self.commit_id(head), self.commit_id(commit)  # compared as full ids
+        base = self._merge_base(head, commit)
+        if base == commit:
             return head
-        if self._is_ancestor(head, commit):
+        if base == head:
             return commit
         return self._merge_commit(head, commit, message, names)
 
@@ -442,6 +446,13 @@ class GitRepo:
         if status > 1:
             raise GitOperationError(["git", "merge-base", "--is-ancestor"], status, err)
         return status == 0
+
+    def _merge_base(self, one: str, other: str) -> str | None:
+        # None when the two share no history (git exits 1 and prints nothing).
+        status, out, err = self.run_status("merge-base", one, other)
+        if status > 1:
+            raise GitOperationError(["git", "merge-base"], status, err)
+        return out.strip() or None
 
     def _merge_commit(self, ours: str, theirs: str, message: str, names: tuple[str, str]) -> str:
         args = ("merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", ours, theirs)

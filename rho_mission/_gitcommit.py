@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
-from ._errors import FeatureResultError
+from ._errors import FeatureResultError, GitOperationError
 
 __all__ = [
     "CommitResult",
@@ -98,6 +98,8 @@ class WorktreeStatus:
     ``stageable``: every entry is a plain file change or untracked file that ``add --all``
     stages whole (no ignored file, no submodule, no conflict, no untracked folder git does not
     walk, such as a nested repository): once all is committed, nothing is left beyond HEAD.
+    ``unstaged``: when stageable and nothing is staged (the index is HEAD's), the paths listed:
+    what ``add --all`` stages, and exactly the paths a commit of everything changes; else None.
     """
 
     head: str | None
@@ -105,6 +107,7 @@ class WorktreeStatus:
     changed: bool
     spotless: bool
     stageable: bool = False
+    unstaged: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +145,8 @@ def parse_status(out: str) -> WorktreeStatus:
     branch: str | None = None
     kinds: set[str] = set()
     whole = True  # every entry is one add --all stages entirely
+    listed: list[str] | None = []  # while every entry is stageable by name: their paths
+    index_is_head = True  # no entry has a staged change
     records = iter(out.split("\0"))
     for record in records:
         if record.startswith("# branch.oid "):
@@ -153,9 +158,25 @@ def parse_status(out: str) -> WorktreeStatus:
         elif record and not record.startswith("#"):
             kinds.add(record[0])
             whole = whole and _stageable(record)
+            path = _record_path(record) if whole else None
+            if path is None:
+                listed = None
+            elif listed is not None:
+                listed.append(path)
+            index_is_head = index_is_head and not (record[0] == "1" and record[2] != ".")
             if record[0] == "2":
                 next(records, None)  # a rename's original path is a record of its own
-    return WorktreeStatus(head, branch, bool(kinds - {"!"}), not kinds, whole)
+    unstaged = tuple(listed) if listed is not None and index_is_head else None
+    return WorktreeStatus(head, branch, bool(kinds - {"!"}), not kinds, whole, unstaged)
+
+
+def _record_path(record: str) -> str | None:
+    # "? path" or "1 XY sub mH mI mW hH hI path"; None for any other entry (a rename, "2",
+    # which "--no-renames" leaves out, would need its original path staged too).
+    if record[0] == "?":
+        return record[2:]
+    fields = record.split(" ", 8)
+    return fields[8] if record[0] == "1" and len(fields) == 9 else None
 
 
 def _stageable(record: str) -> bool:
@@ -194,7 +215,7 @@ def commit_worktree(
     if not on_branch:
         # rho's commit must move no branch of the worker's: detach HEAD where it stands.
         repo.run("update-ref", "--no-deref", "HEAD", status.head, cwd=worktree)
-    committed = _commit_changes(repo, worktree, message) if status.changed else None
+    committed = _commit_changes(repo, worktree, message, status) if status.changed else None
     head = committed or status.head
     known = branch is not None
     if head == start:
@@ -209,17 +230,63 @@ def commit_worktree(
     # Everything listed was staged whole and committed: the worktree now holds HEAD and nothing
     # else, so its next use skips the clean and the second checkout.
     tidy = status.spotless or (committed is not None and status.stageable)
-    return WorktreeResult(head, _changed_files(repo, start, head), head, known, tidy)
+    if committed and status.head == start and status.unstaged is not None:
+        # The commit holds what the status listed, on top of the start: no diff to run.
+        files = sorted({path_text(name) for name in status.unstaged})
+    else:
+        files = _changed_files(repo, start, head)
+    return WorktreeResult(head, files, head, known, tidy)
 
 
-def _commit_changes(repo: Repository, worktree: Path, message: str) -> str | None:
-    """Stage everything and commit it; the new HEAD, or None when nothing was staged."""
-    repo.run("add", "--all", cwd=worktree)
-    if repo.run_status("diff", "--cached", "--quiet", cwd=worktree)[0] != 1:
+def _commit_changes(
+    repo: Repository, worktree: Path, message: str, status: WorktreeStatus
+) -> str | None:
+    """Stage everything and commit it; the new HEAD, or None when nothing was staged.
+
+    When every entry of *status* is one ``add --all`` stages (``stageable``), something is
+    staged for sure: the commit goes ahead without asking git first, and only a refused
+    commit asks whether it had anything to commit.
+    """
+    _stage(repo, worktree, status)
+    if not status.stageable and not _staged(repo, worktree):
         return None  # only what cannot be staged (a submodule's own changes)
-    with repo.locked():
-        repo.run(*_commit_args(message), cwd=worktree, env=repo.identity_env())
+    try:
+        with repo.locked():
+            repo.run(*_commit_args(message), cwd=worktree, env=repo.identity_env())
+    except GitOperationError:
+        if not _staged(repo, worktree):
+            return None
+        raise
     return repo.run("rev-parse", "--verify", "HEAD^{commit}", cwd=worktree).strip()
+
+
+# The most argument bytes that name the paths to stage; beyond, "add --all" walks the tree.
+_PATHS_BYTES = 64 * 1024
+# Every name literal: a listed "*.txt" or ":(top)x" is that one file, never a pattern. The other
+# global pathspec settings are switched off, as git refuses them together with this one.
+_LITERAL = {
+    "GIT_LITERAL_PATHSPECS": "1",
+    "GIT_GLOB_PATHSPECS": "0",
+    "GIT_NOGLOB_PATHSPECS": "0",
+    "GIT_ICASE_PATHSPECS": "0",
+}
+
+
+def _stage(repo: Repository, worktree: Path, status: WorktreeStatus) -> None:
+    """Stage what *status* listed: by name when it is all unstaged changes and new files (git
+    then looks at those paths only, not at the whole tree a second time), else ``add --all``.
+    A change the worker staged itself may be a removal from the index, which no name matches."""
+    paths = status.unstaged
+    size = sum(len(path) + 1 for path in paths) if paths is not None else _PATHS_BYTES
+    if paths is None or size >= _PATHS_BYTES:
+        repo.run("add", "--all", cwd=worktree)
+        return
+    # "git add <path>" of a deleted file stages its removal.
+    repo.run("add", "--", *paths, cwd=worktree, env=_LITERAL)
+
+
+def _staged(repo: Repository, worktree: Path) -> bool:
+    return repo.run_status("diff", "--cached", "--quiet", cwd=worktree)[0] == 1
 
 
 def _changed_files(repo: Repository, start: str, head: str) -> list[str]:

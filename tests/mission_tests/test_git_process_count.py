@@ -11,6 +11,8 @@ they are per worktree, not per feature. ``bench/bench_git_processes.py`` prints 
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +23,13 @@ import pytest
 from rho_mission import WorkerContext
 from rho_mission._errors import RefMovedError
 from rho_mission._git import GitRepo
-from rho_mission._gitcommit import WorktreeResult, WorktreeStatus, commit_worktree, parse_status
+from rho_mission._gitcommit import (
+    WorktreeResult,
+    WorktreeStatus,
+    commit_worktree,
+    parse_status,
+    path_text,
+)
 from rho_mission._worktrees import WorktreePool
 
 from ._cli_helpers import branches, import_tasks, kill_leftover_groups, run_rho, spec
@@ -216,20 +224,35 @@ def test_the_branch_holds_rhos_commit_of_what_the_worker_left(repo: GitRepo) -> 
     [
         (
             ["# branch.oid abc", "# branch.head m/a"],
-            WorktreeStatus("abc", "m/a", False, True, True),
+            WorktreeStatus("abc", "m/a", False, True, True, ()),
         ),
         (
             ["# branch.oid abc", "# branch.head (detached)"],
-            WorktreeStatus("abc", None, False, True, True),
+            WorktreeStatus("abc", None, False, True, True, ()),
         ),
         (
             ["# branch.oid (initial)", "# branch.head o"],
-            WorktreeStatus(None, "o", False, True, True),
+            WorktreeStatus(None, "o", False, True, True, ()),
         ),
         (["# branch.oid abc", "! build/"], WorktreeStatus("abc", None, False, False, False)),
-        (["# branch.oid abc", "? new.txt"], WorktreeStatus("abc", None, True, False, True)),
+        (
+            ["# branch.oid abc", "? new.txt"],
+            WorktreeStatus("abc", None, True, False, True, ("new.txt",)),
+        ),
         (["# branch.oid abc", "? nested/"], WorktreeStatus("abc", None, True, False, False)),
-        (["1 .M N... 100644 100644 100644 a b f"], WorktreeStatus(None, None, True, False, True)),
+        (
+            ["1 .M N... 100644 100644 100644 a b f", "1 .D N... 100644 100644 000000 a b g h"],
+            WorktreeStatus(None, None, True, False, True, ("f", "g h")),
+        ),
+        # Staged by the worker: the commit's change is read from git, not from the status.
+        (
+            ["1 M. N... 100644 100644 100644 a b f", "? new.txt"],
+            WorktreeStatus(None, None, True, False, True, None),
+        ),
+        (
+            ["1 D. N... 100644 000000 000000 a b gone"],
+            WorktreeStatus(None, None, True, False, True, None),
+        ),
         (
             ["1 .M S.M. 160000 160000 160000 a b sub"],
             WorktreeStatus(None, None, True, False, False),
@@ -246,3 +269,86 @@ def test_the_branch_holds_rhos_commit_of_what_the_worker_left(repo: GitRepo) -> 
 )
 def test_git_status_is_read_in_one_pass(records: list[str], expected: WorktreeStatus) -> None:
     assert parse_status("\0".join(records) + "\0") == expected
+
+
+def _since(log: Path, mark: int) -> list[str]:
+    return [subcommand(call) for call in logged_calls(log)[mark:]]
+
+
+def test_committing_plain_changes_takes_four_git_processes(repo: GitRepo, shim_log: Path) -> None:
+    """status, add, commit, rev-parse: what add stages whole needs no "diff --cached" first, and
+    the changed files come from the status, not from a "diff" afterwards."""
+    start = repo.head_commit()
+    with WorktreePool(repo, repo.root / ".rho" / "worktrees" / "abc", "abc") as pool:
+        path = pool.acquire("m/a", start, None)
+        (path / "new.txt").write_text("new\n", encoding="utf-8")
+        (path / "file0000.txt").write_text("changed\n", encoding="utf-8")
+        (path / "file0001.txt").unlink()
+        repo.identity_env()  # once per repository (a "git config"), not per commit
+        mark = len(logged_calls(shim_log))
+        result = commit_worktree(repo, path, "m/a", base=start, branch="m/a")
+        assert _since(shim_log, mark) == ["status", "add", "commit", "rev-parse"]
+    assert result.files_changed == ["file0000.txt", "file0001.txt", "new.txt"]
+    assert result.spotless
+
+
+def _mixed_changes(path: Path) -> None:
+    (path / "with space.txt").write_text("a\n", encoding="utf-8")
+    (path / "sub" / "deeper").mkdir(parents=True)
+    (path / "sub" / "deeper" / "f.txt").write_text("b\n", encoding="utf-8")
+    (path / os.fsdecode(b"bad\xff.txt")).write_bytes(b"c\n")
+    (path / "file0000.txt").unlink()
+    (path / "file0001.txt").chmod(0o755)
+    (path / "link").symlink_to("file0001.txt")
+    # Names that are pathspec magic or patterns to git: staged by name, they are literal.
+    (path / "*.txt").write_text("star\n", encoding="utf-8")
+    (path / ":(exclude)x").write_text("magic\n", encoding="utf-8")
+
+
+def _staged_rename(path: Path) -> None:
+    run_git(path, "mv", "file0000.txt", "renamed.txt")
+    (path / "new.txt").write_text("new\n", encoding="utf-8")
+
+
+def _changed_back(path: Path) -> None:
+    # Staged, then changed back in the work tree: listed by status, not in the commit.
+    original = (path / "file0000.txt").read_bytes()
+    (path / "file0000.txt").write_text("other\n", encoding="utf-8")
+    run_git(path, "add", "file0000.txt")
+    (path / "file0000.txt").write_bytes(original)
+    (path / "kept.txt").write_text("kept\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("work", [_mixed_changes, _staged_rename, _changed_back])
+def test_the_changed_files_are_the_ones_git_diff_names(
+    repo: GitRepo, work: Callable[[Path], None]
+) -> None:
+    start, result = _commit_in(repo, work)
+    assert result.commit_id is not None
+    diff = ["git", "diff", "--name-only", "--no-renames", "-z", start, result.commit_id]
+    out = subprocess.run(diff, cwd=repo.root, check=True, capture_output=True).stdout
+    names = out.decode("utf-8", "surrogateescape").split("\0")
+    assert result.files_changed == sorted(path_text(name) for name in names if name)
+
+
+def test_a_merge_asks_git_for_the_merge_base_once(repo: GitRepo, shim_log: Path) -> None:
+    base = repo.head_commit()
+    tree = f"{base}^{{tree}}"
+    ours = run_git(repo.root, "commit-tree", tree, "-p", base, "-m", "ours").strip()
+    theirs = run_git(repo.root, "commit-tree", tree, "-p", base, "-m", "theirs").strip()
+    repo.identity_env()
+    cases = [
+        ((base, ours), ours, ["merge-base"]),  # behind: a fast-forward
+        ((ours, base), ours, ["merge-base"]),  # contained already
+        ((ours, ours), ours, ["merge-base"]),
+        ((ours, theirs), None, ["merge-base", "merge-tree", "commit-tree"]),
+    ]
+    for (head, commit), expected, calls in cases:
+        mark = len(logged_calls(shim_log))
+        merged = repo.merge_commit(head, commit, "merge")
+        assert _since(shim_log, mark) == calls
+        if expected is not None:
+            assert merged == expected
+        else:
+            parents = run_git(repo.root, "rev-list", "--parents", "-n", "1", merged).split()
+            assert parents[1:] == [ours, theirs]
