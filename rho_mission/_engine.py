@@ -30,7 +30,7 @@ from graph import sha256_hex as digest
 
 from ._clock import now_rfc3339
 from ._errors import MissionError
-from ._git import GitRepo
+from ._git import GitRepo, MergeChain
 from ._joins import blocked_downstream, final_status, first_unfinished, join_record
 from ._journal import Journal
 from ._models import (
@@ -382,7 +382,7 @@ class _WaveRunner:
         """The wave's join: merge its completed work, note where the work is, end what a
         cancellation left, record the join and save, with its verification ``running`` when
         the checks follow (``_verify`` then records it again)."""
-        await self._merge_completed(ids)
+        await self._merge_completed(number, ids)
         # The features this run completed with a commit of their own, now in the integration
         # branch (a merge git refused has failed its feature).
         merged = [i for i in ids if self.mission.feature(i).work_commit is not None]
@@ -472,44 +472,55 @@ class _WaveRunner:
             self._joined(final)
         return final
 
-    async def _merge_completed(self, ids: list[str]) -> None:
+    async def _merge_completed(self, number: int, ids: list[str]) -> None:
         """Merge the wave's completed work, by commit, into the integration branch.
 
-        Each move compares against the head rho recorded; a merge git refuses fails its
-        feature: its work is not in the integration branch, so it has not completed.
+        The merges are computed one after another without moving the branch; it then moves
+        once, from the head rho recorded to the last merge (compared and swapped, noted in the
+        journal first). A merge git refuses fails its feature: its work is not in the
+        integration branch, so it has not completed.
         """
-        head = self.mission.integration_head
-        assert head is not None  # settled in _start
-        checked_out_checked = False
-        for feature_id in sorted(ids):
+        start = self.mission.integration_head
+        assert start is not None  # settled in _start
+        commits = {i: c for i in sorted(ids) if (c := self.mission.feature(i).work_commit)}
+        if not commits:
+            return  # no new commit, or completed before the mission
+        parents = await anyio.to_thread.run_sync(self.repo.parents, sorted(set(commits.values())))
+        join = MergeChain(self.repo, start, parents)
+        riding: list[Feature] = []  # the features whose work is in the join's head alone
+        for feature_id, commit in commits.items():
             feature = self.mission.feature(feature_id)
-            commit = feature.work_commit
-            if commit is None:
-                continue  # no new commit, or completed before the mission
             try:
-                merged = await anyio.to_thread.run_sync(self._merged_head, feature, head, commit)
-                if merged != head:
-                    if not checked_out_checked:
-                        await anyio.to_thread.run_sync(
-                            self.repo.refuse_checked_out, self._integration
-                        )
-                        checked_out_checked = True
-                    await self._move_integration(merged, head, feature.id)
-                    head = merged
+                await anyio.to_thread.run_sync(self._merge_one, join, feature, commit)
             except MissionError as exc:
-                feature.handoff = None
-                await self._end(feature, "failed", str(exc))
-        self.mission.integration_head = head
+                await self._merge_failed(feature, exc)
+                continue
+            if join.head != start:
+                riding.append(feature)
+        if join.head != start:
+            label = f"wave {number} ({len(join.merged)} feature(s))"
+            try:
+                await anyio.to_thread.run_sync(self.repo.refuse_checked_out, self._integration)
+                await self._move_integration(join.head, start, label)
+            except MissionError as exc:  # none of their work reached the integration branch
+                for feature in riding:
+                    await self._merge_failed(feature, exc)
+                return
+        self.mission.integration_head = join.head
 
-    def _merged_head(self, feature: Feature, head: str, commit: str) -> str:
+    async def _merge_failed(self, feature: Feature, exc: MissionError) -> None:
+        feature.handoff = None
+        await self._end(feature, "failed", str(exc))
+
+    def _merge_one(self, join: MergeChain, feature: Feature, commit: str) -> None:
         message = f"rho-mission {self.mission.id}: merge {feature.id}"
         names = (self._integration, feature.branch or feature.id)
-        return self.repo.merge_commit(head, commit, message, names)
+        join.add(commit, message, names)
 
-    async def _move_integration(self, new: str, old: str, feature_id: str) -> None:
+    async def _move_integration(self, new: str, old: str, what: str) -> None:
         """Move the integration branch from *old* to *new*, noted in the journal first."""
         self.history.note(self._integration, new, "join")
-        message = f"rho-mission {self.mission.id}: merge {feature_id}"
+        message = f"rho-mission {self.mission.id}: merge {what}"
         await anyio.to_thread.run_sync(self.repo.move_branch, self._integration, new, old, message)
 
     async def _finish(self) -> None:

@@ -41,7 +41,14 @@ from ._gitexclude import add_exclude_line
 from ._repolock import repo_lock
 from .containment import PinnedWorktree, pin_worktree, pinned, require_pinned
 
-__all__ = ["PARALLEL_CHECKOUT", "CommitResult", "GitRepo", "WorktreeInfo", "ref_moved"]
+__all__ = [
+    "PARALLEL_CHECKOUT",
+    "CommitResult",
+    "GitRepo",
+    "MergeChain",
+    "WorktreeInfo",
+    "ref_moved",
+]
 
 LOCK_FILE_NAME = "rho-mission.lock"
 
@@ -355,6 +362,26 @@ class GitRepo:
             return commit
         return self._merge_commit(head, commit, message, names)
 
+    def merge_trees(
+        self, head: str, commit: str, message: str, names: tuple[str, str] = ("", "")
+    ) -> str:
+        """A new merge commit of *head* and *commit* (parents in that order); no ref moves.
+
+        For two commits known to be such that neither contains the other (``MergeChain``).
+
+        Raises:
+            MergeConflictError: the two conflict; ``.files`` names the files.
+        """
+        return self._merge_commit(head, commit, message, names)
+
+    def parents(self, commits: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """Each of *commits* (full ids) and its parents, from one ``git rev-list``."""
+        if not commits:
+            return {}
+        out = self.run("rev-list", "--no-walk=unsorted", "--parents", *commits, "--")
+        lines = (line.split() for line in out.splitlines() if line)
+        return {fields[0]: tuple(fields[1:]) for fields in lines}
+
     def move_branch(self, name: str, new: str, expected: str | None, message: str = "") -> None:
         """Point branch *name* at *new* if it still holds *expected* (None: if it does not exist).
 
@@ -521,6 +548,48 @@ class GitRepo:
             fallback = {k: v for k, v in _FALLBACK_IDENTITY.items() if not os.environ.get(k)}
             self._identity = {} if configured else fallback
         return self._identity
+
+
+class MergeChain:
+    """Commits merged one after another onto *start* without moving a ref: ``head`` so far.
+
+    ``GitRepo.merge_commit`` asks git whether one side already contains the other (one
+    ``merge-base``). For rho's usual commit, whose only parent is *start* (what a worker left
+    on the wave's start), the answer is known as long as every commit merged before was such a
+    commit too: it is not in the head (which holds *start*, other such commits and merge
+    commits made after them), and it holds the head only while the head is *start* (then it
+    is a fast-forward). So a wave's join asks git only for the merges themselves.
+    """
+
+    def __init__(self, repo: GitRepo, start: str, parents: Mapping[str, tuple[str, ...]]) -> None:
+        self.repo = repo
+        self.start = start
+        self.head = start
+        self.merged: list[str] = []  # the commits that moved the head, in order
+        self._parents = parents
+        self._known = True  # the head's history is start's, plus commits whose parent is start
+
+    def add(self, commit: str, message: str, names: tuple[str, str] = ("", "")) -> None:
+        """Merge *commit* into the head (nothing when the head contains it already).
+
+        Raises:
+            MergeConflictError: the two conflict; the head stays as it was.
+        """
+        if commit in self.merged:
+            return
+        if self._known and self._parents.get(commit) == (self.start,):
+            new = (
+                commit
+                if self.head == self.start
+                else self.repo.merge_trees(self.head, commit, message, names)
+            )
+        else:
+            new = self.repo.merge_commit(self.head, commit, message, names)
+            # Unless the head held it already, its history (unknown here) is in the head now.
+            self._known = self._known and new == self.head
+        if new != self.head:
+            self.merged.append(commit)
+            self.head = new
 
 
 def _execute(

@@ -544,6 +544,33 @@ async def test_a_join_that_git_refuses_fails_the_feature_and_resume_merges_it(
     assert {"a.txt", "b.txt"} <= set(files)
 
 
+async def test_a_refused_move_of_the_join_fails_every_feature_it_carried(
+    repo_path: Path, tmp_path: Path
+) -> None:
+    """The wave's merges move the integration branch once: when git refuses that move, no
+    feature of the wave has its work there, so each of them is failed (and resume merges them)."""
+    mission = plan(repo_path, ["a", "b"])
+    holder = tmp_path / "holder"
+
+    async def hold_integration(ctx: WorkerContext) -> Handoff | None:
+        git_out(repo_path, "worktree", "add", "-q", str(holder), mission.integration_branch)
+        (ctx.worktree / "a.txt").write_text("a\n", encoding="utf-8")
+        return None
+
+    await mission.run_staged(ScriptedWorker({"a": hold_integration}), waves=[["a", "b"]])
+    for name in "ab":
+        assert mission.feature(name).status == "failed"
+        assert "is checked out at" in (mission.feature(name).error or "")
+    assert git_out(repo_path, "rev-parse", mission.integration_branch).strip() == (
+        mission.base_commit
+    )
+    git_out(repo_path, "worktree", "remove", "--force", str(holder))
+    await mission.resume(ScriptedWorker())
+    assert mission.status == "completed"
+    files = git_out(repo_path, "ls-tree", "--name-only", mission.integration_branch).split()
+    assert {"a.txt", "b.txt"} <= set(files)
+
+
 async def test_resume_restarts_the_integration_branch_from_the_last_recorded_join(
     repo_path: Path,
 ) -> None:

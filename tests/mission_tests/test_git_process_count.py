@@ -22,7 +22,7 @@ import pytest
 
 from rho_mission import WorkerContext
 from rho_mission._errors import RefMovedError
-from rho_mission._git import GitRepo
+from rho_mission._git import GitRepo, MergeChain
 from rho_mission._gitcommit import (
     WorktreeResult,
     WorktreeStatus,
@@ -352,3 +352,64 @@ def test_a_merge_asks_git_for_the_merge_base_once(repo: GitRepo, shim_log: Path)
         else:
             parents = run_git(repo.root, "rev-list", "--parents", "-n", "1", merged).split()
             assert parents[1:] == [ours, theirs]
+
+
+def _commit_on(repo: GitRepo, message: str, *parents: str) -> str:
+    tree = f"{parents[0]}^{{tree}}"
+    options = [item for parent in parents for item in ("-p", parent)]
+    return run_git(repo.root, "commit-tree", tree, *options, "-m", message).strip()
+
+
+def test_a_chain_of_rhos_own_commits_asks_git_only_for_the_merges(
+    repo: GitRepo, shim_log: Path
+) -> None:
+    start = repo.head_commit()
+    a, b, c = (_commit_on(repo, name, start) for name in "abc")
+    repo.identity_env()
+    mark = len(logged_calls(shim_log))
+    chain = MergeChain(repo, start, repo.parents([a, b, c]))
+    for commit in (a, b, a, c):  # a twice: the second time it is in the head already
+        chain.add(commit, "merge")
+    # One rev-list for the parents; a is a fast-forward; b and c are merges.
+    assert _since(shim_log, mark) == ["rev-list", *["merge-tree", "commit-tree"] * 2]
+    assert chain.merged == [a, b, c]
+    assert run_git(repo.root, "rev-parse", f"{chain.head}^2").strip() == c
+    assert repo.is_ancestor(a, chain.head)
+    assert repo.is_ancestor(b, chain.head)
+
+
+def test_after_a_commit_of_unknown_history_the_chain_asks_git_again(repo: GitRepo) -> None:
+    """b's worker merged a's work into its own: once b is in, a is in the head already."""
+    start = repo.head_commit()
+    a = _commit_on(repo, "a", start)
+    b = _commit_on(repo, "b", _commit_on(repo, "b0", start), a)
+    chain = MergeChain(repo, start, repo.parents([a, b]))
+    chain.add(b, "merge")
+    chain.add(a, "merge")
+    assert (chain.head, chain.merged) == (b, [b])  # a fast-forward to b, then nothing to merge
+
+
+def test_a_join_moves_the_integration_branch_once_and_asks_no_merge_base(
+    make_repo: Callable[[str, int], Path], tmp_path: Path
+) -> None:
+    project = make_repo("repo", 20)
+    tasks = [spec(f"a{n}", f"echo {n} > a{n}.txt") for n in range(3)]
+    tasks += [spec(f"b{n}", f"echo {n} > b{n}.txt", f"a{n}") for n in range(3)]
+    import_tasks(project, tasks)
+    log = tmp_path / "git-calls.log"
+    env = git_shim(tmp_path / "shim", log)
+    result = run_rho("mission", "--from-tasks", "--workers", "2", cwd=project, env=env)
+    assert result.code == 0, result.stderr
+    calls = logged_calls(log)
+    moves = [c for c in calls if subcommand(c) == "update-ref" and "/integration" in " ".join(c)]
+    assert len(moves) == 2 + 1, moves  # its creation, then one move per wave
+    assert [c for c in calls if subcommand(c) == "merge-base"] == []
+    names = run_git(
+        project, "ls-tree", "--name-only", f"rho-mission/{_only_mission(project)}/integration"
+    )
+    assert {f"{w}{n}.txt" for w in "ab" for n in range(3)} <= set(names.split())
+
+
+def _only_mission(project: Path) -> str:
+    (folder,) = (project / ".rho" / "missions").iterdir()
+    return folder.name
