@@ -43,6 +43,7 @@ _WORDS: Mapping[str, frozenset[str]] = {
     "dependency_type": frozenset({"blocks", "related", "parent-child"}),
     "data_classification": frozenset({"metadata_only"}),
     "entity_type": frozenset({"mission", "mission_feature", "wave_join", "verification", "task"}),
+    "planning_status": frozenset({"running", "completed", "failed"}),
 }
 
 _COMMON = ("entity_type", "data_classification")
@@ -60,6 +61,10 @@ _NODE_KEYS: Mapping[str, frozenset[str]] = {
             "prompt_sha256",
             "base_commit_sha256",
             "integration_branch_sha256",
+            # A mission made from a prompt: its planning stage and the digests of what it kept.
+            "planning_status",
+            "prd_sha256",
+            "plan_sha256",
         }
     ),
     "mission_feature": frozenset(

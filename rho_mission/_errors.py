@@ -38,6 +38,7 @@ __all__ = [
     "MissionError",
     "NotAGitRepositoryError",
     "NothingToRunError",
+    "PlanningFailedError",
     "RefMovedError",
     "RepositoryLockTimeoutError",
     "SignedPlanError",
@@ -72,6 +73,15 @@ class NothingToRunError(InvalidMissionError):
 
 class FeatureFailedError(MissionError):
     """Raised by a worker when its feature failed; the engine records the message as its error."""
+
+    exit_code = 1
+
+
+class PlanningFailedError(MissionError):
+    """Raised when a mission's planning stage failed: the planner, or the plan it wrote.
+
+    The mission is recorded ``failed`` in its planning stage, with the planner's log.
+    """
 
     exit_code = 1
 

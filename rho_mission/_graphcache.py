@@ -170,8 +170,11 @@ class MissionGraphCache:
         """
         if keys is None:
             keys = [feature_key(feature) for feature in mission.features]
-        if join_keys is None:
-            join_keys = [join_key(join) for join in mission.wave_joins]
+        # A plain mission's graph has no wave-join nodes (``_projection._features_and_waves``).
+        plain = mission.planning is not None and mission.planning.plain
+        joins = [] if plain else mission.wave_joins
+        if join_keys is None or plain:
+            join_keys = [join_key(join) for join in joins]
         created = mission_start(mission)
         scope = mission_scope(mission)
         ids = frozenset(map(itemgetter(0), keys))  # each key starts with its feature's id
@@ -188,7 +191,7 @@ class MissionGraphCache:
                 rendered.forget()
         self._context = context
         self._scope = scope
-        features, joins = mission.features, mission.wave_joins
+        features = mission.features
         looked = self._rendered[0].to_look_at(keys)
         features_latest = self._latest_end(keys, looked)
         latest = mission_latest(mission, features_latest)
@@ -405,6 +408,7 @@ def _mission_key(mission: MissionDocument) -> tuple[object, ...]:
         mission.prompt,
         mission.base_commit,
         mission.integration_branch,
+        None if mission.planning is None else mission.planning.model_dump_json(),
     )
 
 

@@ -9,10 +9,13 @@ import secrets
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 from filelock import Timeout
 from pydantic import PrivateAttr, ValidationError
+
+from taskstore import InvalidPlanError, PlanDocument, read_plan
 
 from ._clock import now_rfc3339
 from ._engine import run_waves
@@ -36,10 +39,12 @@ from ._shell import shell_worker
 from ._stages import stages_for
 from .containment import hold_guarantees, require_bwrap
 from .executors import LocalExecutor
+from .planning import Planner, run_planning
 
 __all__ = ["Mission", "list_missions", "mission_is_running", "mission_state"]
 
 MISSION_FILE = "mission.json"
+_T = TypeVar("_T")
 
 
 class Mission(MissionDocument):
@@ -161,6 +166,7 @@ class Mission(MissionDocument):
         executor: Executor | None = None,
         verify: Worker | None = None,
         fix: Worker | None = None,
+        plan: Planner | None = None,
     ) -> Mission:
         """Run the features wave after wave, and return this mission.
 
@@ -179,13 +185,66 @@ class Mission(MissionDocument):
         ``verify_log`` names the failed output. A failed verification stops the mission after
         that wave. Stages run on this machine, whatever the executor.
 
+        *plan* (default: the shell runs ``config.planner_command``, if set) is the planning
+        stage of a mission made from its prompt: run first, once (see ``plan``); the features
+        and waves are then the plan's, and *waves* must be None.
+
         Raises:
             InvalidMissionError: empty waves, an unknown or repeated id, a feature in or before
                 the wave of one of its blockers, (shell worker) a feature with no command, or a
                 fix stage without a verify stage, all before any work starts.
+            PlanningFailedError: the planner failed or wrote no valid plan (recorded).
             MissionError: another process is running this mission.
         """
-        return await self._run(worker, waves, observer, None, executor, (verify, fix))
+        return await self._run(worker, waves, observer, None, executor, (verify, fix), plan)
+
+    async def plan(self, planner: Planner | None = None) -> PlanDocument:
+        """Run the planning stage alone, once, and return the plan; nothing else runs.
+
+        *planner* gets a ``WorkerContext`` whose ``prompt_file`` holds the prompt (and the plan
+        format) and whose ``plan_file`` is where the plan goes; it returns the plan (a
+        ``taskstore.PlanDocument`` or its JSON data) or None after writing that file. Default:
+        the shell runs ``config.planner_command`` in the planning worktree. A mission planned
+        already returns its plan (``plan.json``) without planning again; ``run_staged`` or
+        ``resume`` then runs it.
+
+        Raises:
+            InvalidMissionError: no planner and no ``config.planner_command``.
+            PlanningFailedError: the planner failed or wrote no valid plan (recorded).
+            MissionError: another process is running this mission.
+        """
+        if self._planned():
+            return self.kept_plan()
+        if planner is None and not self.config.planner_command:
+            raise InvalidMissionError(f"mission {self.id} has no planner: pass one")
+        with _exclusive(self):
+            return await run_planning(self, planner, need_commands=False)
+
+    def plan_sync(self, planner: Planner | None = None) -> PlanDocument:
+        """``plan`` for callers without an event loop."""
+        return _blocking("plan_sync", "plan", lambda: self.plan(planner))
+
+    def kept_plan(self) -> PlanDocument:
+        """The plan this mission's planning stage kept (``plan.json`` of its folder).
+
+        Raises:
+            InvalidMissionError: the mission was not planned, or its plan file is unreadable.
+        """
+        if not self._planned():
+            raise InvalidMissionError(f"mission {self.id} has no plan")
+        path = Path(self.dir) / "plan.json"
+        try:
+            return read_plan(path.read_bytes(), str(path))
+        except (OSError, InvalidPlanError) as exc:
+            raise InvalidMissionError(f"mission {self.id}: its plan cannot be read: {exc}") from exc
+
+    def _planned(self) -> bool:
+        return self.planning is not None and self.planning.status == "completed"
+
+    def _planning_due(self, planner: Planner | None) -> bool:
+        # Never twice: a mission planned already runs its plan (a resume included).
+        wanted = planner is not None or bool(self.config.planner_command)
+        return wanted and not self._planned()
 
     async def _run(
         self,
@@ -195,12 +254,19 @@ class Mission(MissionDocument):
         fresh: Sequence[Feature] | None,
         executor: Executor | None,
         checks: tuple[Worker | None, Worker | None],
+        planner: Planner | None = None,
     ) -> Mission:
-        plan = staged_plan(self, waves)
+        planning = self._planning_due(planner)
+        if planning and waves is not None and self.planning is None:
+            raise InvalidMissionError("a planned mission's waves are its plan's: pass no waves")
+        plan = [] if planning else staged_plan(self, waves)
         stages = stages_for(self.config, *checks)
-        if worker is None and fresh is None:
+        if worker is None and fresh is None and not planning:
             self.check_runnable(plan)  # before anything is written
         with _exclusive(self):
+            if planning:
+                await run_planning(self, planner, need_commands=worker is None)
+                plan = staged_plan(self, None)
             if fresh is not None:
                 self._refresh(fresh)
                 if worker is None:
@@ -231,6 +297,7 @@ class Mission(MissionDocument):
         executor: Executor | None = None,
         verify: Worker | None = None,
         fix: Worker | None = None,
+        plan: Planner | None = None,
     ) -> Mission:
         """``run_staged`` for callers without an event loop.
 
@@ -241,7 +308,13 @@ class Mission(MissionDocument):
             "run_staged_sync",
             "run_staged",
             lambda: self.run_staged(
-                worker, waves=waves, observer=observer, executor=executor, verify=verify, fix=fix
+                worker,
+                waves=waves,
+                observer=observer,
+                executor=executor,
+                verify=verify,
+                fix=fix,
+                plan=plan,
             ),
         )
 
@@ -254,6 +327,7 @@ class Mission(MissionDocument):
         executor: Executor | None = None,
         verify: Worker | None = None,
         fix: Worker | None = None,
+        plan: Planner | None = None,
     ) -> Mission:
         """Continue from the first unfinished wave; completed features stay completed.
 
@@ -263,7 +337,9 @@ class Mission(MissionDocument):
         ``run_staged``'s: a wave whose verification failed, was cancelled or was cut short by
         a crash is verified again first, on the integration head as it is now (a hand fix on
         the integration branch is adopted); so is the last joined wave's head when it was not
-        verified and this run verifies.
+        verified and this run verifies. A mission whose planning stage never ended (a crash)
+        or failed plans first, with *plan* or ``config.planner_command``; a planned one never
+        plans again.
 
         Raises:
             InvalidMissionError: *refresh* changes the mission's shape, or is True for a
@@ -284,7 +360,8 @@ class Mission(MissionDocument):
                     " store only (refresh=True)"
                 )
             fresh = refresh
-        return await self._run(worker, self.waves, observer, fresh, executor, (verify, fix))
+        waves = self.waves or None  # None: a mission still to plan gets its plan's
+        return await self._run(worker, waves, observer, fresh, executor, (verify, fix), plan)
 
     def resume_sync(
         self,
@@ -295,6 +372,7 @@ class Mission(MissionDocument):
         executor: Executor | None = None,
         verify: Worker | None = None,
         fix: Worker | None = None,
+        plan: Planner | None = None,
     ) -> Mission:
         """``resume`` for callers without an event loop.
 
@@ -311,6 +389,7 @@ class Mission(MissionDocument):
                 executor=executor,
                 verify=verify,
                 fix=fix,
+                plan=plan,
             ),
         )
 
@@ -375,7 +454,7 @@ def list_missions(repo: str | Path) -> list[Mission]:
     return sorted(found, key=lambda m: (m.started_at or "", m.id), reverse=True)
 
 
-def _blocking(name: str, instead: str, run: Callable[[], Awaitable[Mission]]) -> Mission:
+def _blocking(name: str, instead: str, run: Callable[[], Awaitable[_T]]) -> _T:
     """Run *run* in an event loop of its own, refusing to nest in a running one."""
     try:
         asyncio.get_running_loop()  # rho runs on asyncio; a caller inside one must await
@@ -400,7 +479,8 @@ def mission_state(mission: MissionDocument) -> str:
     A crash (kill -9, power loss) leaves ``executing`` in mission.json with worktrees still
     locked: such a mission waits to be resumed or cleaned.
     """
-    if mission.status == "executing" and not mission_is_running(mission):
+    planning = mission.planning is not None and mission.planning.status == "running"
+    if (mission.status == "executing" or planning) and not mission_is_running(mission):
         return "interrupted"
     return mission.status
 
@@ -422,7 +502,8 @@ def _exclusive(mission: Mission) -> Iterator[None]:
     except Timeout as exc:
         raise MissionError(f"mission {mission.id} is already running") from exc
     try:
-        if mission.started_at is None and os.path.lexists(folder / MISSION_FILE):
+        unplanned = mission.planning is None  # a planning stage writes mission.json first
+        if mission.started_at is None and unplanned and os.path.lexists(folder / MISSION_FILE):
             raise InvalidMissionError(f"mission id {mission.id} is taken: {folder} holds one")
         first_run = mission.started_at is None
         hold_guarantees(repo.common_dir, mission.id, mission.config, first_run=first_run)

@@ -24,6 +24,8 @@ __all__ = [
     "MissionConfig",
     "MissionDocument",
     "MissionStatus",
+    "Planning",
+    "PlanningStatus",
     "Verification",
     "VerificationStatus",
     "WaveJoin",
@@ -34,10 +36,10 @@ __all__ = [
 # and short enough for a file name (its log, its branch's file under .git/refs).
 _BRANCH_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?<![.])(?<!\.lock)")
 MAX_FEATURE_ID = 100
-# Names of the mission's own refs (rho-mission/<id>/integration, and the verify and fix stages'
-# verify-<wave> and fix-<wave>, which name their logs too): a feature named so would share its
-# branch and its log. Case-insensitive file systems too.
-_RESERVED = re.compile(r"(?i)integration|fix-\d+|verify-\d+")
+# Names of the mission's own refs and logs (rho-mission/<id>/integration; the verify and fix
+# stages' verify-<wave> and fix-<wave>; the planning stage's plan): a feature named so would
+# share its branch or its log. Case-insensitive file systems too.
+_RESERVED = re.compile(r"(?i)integration|plan|fix-\d+|verify-\d+")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -197,6 +199,30 @@ DEFAULT_LOG_LIMIT = 16 * 1024 * 1024
 MIN_LOG_LIMIT = 4096
 
 
+PlanningStatus = Literal["running", "completed", "failed"]
+
+
+class Planning(BaseModel):
+    """The planning stage of a mission made from a prompt (``rho mission "PROMPT" --planner``).
+
+    The PRD and the plan are kept in the mission folder (``prd.md``, ``plan.json``, 0600); here
+    only their digests. ``plain``: the plan has no blocker, so its features ran as one batch and
+    the mission's graph has no wave-join nodes. ``log`` is the planner's log, relative to the
+    mission folder; ``error`` why planning failed (the planner's exit, or the plan's problem).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: PlanningStatus = "running"
+    started_at: str
+    completed_at: str | None = None
+    log: str = "logs/plan.log"
+    prd_sha256: str | None = None
+    plan_sha256: str | None = None
+    plain: bool = False
+    error: str | None = None
+
+
 class MissionConfig(BaseModel):
     """How a mission runs. Durations are seconds; ``None`` means no limit."""
 
@@ -232,6 +258,9 @@ class MissionConfig(BaseModel):
     # Bytes of a task's output its log keeps: the first and the last half of them, with a line
     # saying how much was cut in between (``containment._reaper``).
     log_limit: int = Field(default=DEFAULT_LOG_LIMIT, ge=MIN_LOG_LIMIT)
+    # The agent's command line that writes the plan of a mission made from a prompt
+    # (``planning``): run once, in a worktree of the base, before the first wave.
+    planner_command: str | None = None
     # The git remote a run on a Dask cluster pushed the mission's branches to (set by the
     # executor): ``rho mission clean`` deletes them there too.
     remote: str | None = None
@@ -259,6 +288,8 @@ class MissionDocument(BaseModel):
     started_at: str | None = None
     completed_at: str | None = None
     config: MissionConfig = Field(default_factory=MissionConfig)
+    # Set once a planning stage starts (a mission made from a prompt), else None.
+    planning: Planning | None = None
 
     @model_validator(mode="after")
     def _refs_inside_the_mission(self) -> Self:

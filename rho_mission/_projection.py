@@ -151,6 +151,8 @@ def _features_and_waves(
     for feature in mission.features:
         feature_state_facts(builder, mission, feature, created, waves.get(feature.id, 0))
         feature_link_facts(builder, mission, feature, features, created)
+    if mission.planning is not None and mission.planning.plain:
+        return  # a plain mission: mission and feature nodes, no wave-join operations nodes
     for join in mission.wave_joins:
         _wave_node(builder, mission, join, root, features)
 
@@ -185,7 +187,16 @@ def _mission_attributes(mission: MissionDocument) -> dict[str, str | int]:
         "prompt_sha256": sha256_hex(mission.prompt),
         "base_commit_sha256": sha256_hex(mission.base_commit),
         "integration_branch_sha256": sha256_hex(mission.integration_branch),
+        **_planning_attributes(mission),
     }
+
+
+def _planning_attributes(mission: MissionDocument) -> dict[str, str | int]:
+    planning = mission.planning
+    if planning is None:
+        return {}
+    kept = {"prd_sha256": planning.prd_sha256, "plan_sha256": planning.plan_sha256}
+    return {"planning_status": planning.status, **{k: v for k, v in kept.items() if v}}
 
 
 def feature_state_facts(

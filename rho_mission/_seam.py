@@ -36,7 +36,9 @@ class WorkerContext:
 
     The verify and fix stages of a join (``_verify``) get one too: their ``feature`` is the
     stage (``verify-<wave>``, ``fix-<wave>``, its ``command`` the mission's verify or fix
-    command), ``wave`` its wave, and a fix's ``verify_log`` the log of the failed checks.
+    command), ``wave`` its wave, and a fix's ``verify_log`` the log of the failed checks. So
+    does the planning stage (``planning``): its ``feature`` is ``plan``, ``prompt_file`` the
+    prompt, ``plan_file`` where the plan is to be written.
     """
 
     mission: MissionDocument
@@ -48,6 +50,9 @@ class WorkerContext:
     on_process_start: Callable[[int], None] = field(default=lambda pgid: None)
     wave: int | None = None
     verify_log: Path | None = None
+    # The planning stage's: the prompt to plan, and where the plan goes (``rho.plan/v1``).
+    prompt_file: Path | None = None
+    plan_file: Path | None = None
 
 
 # Strings for the interpreter (Handoff is named for the type checker only), unions for mypy.

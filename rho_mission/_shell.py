@@ -39,7 +39,7 @@ __all__ = [
 # Far below Linux's 128 KiB cap on one environment string; subjects are bounded at 500 on entry.
 SUBJECT_ENV_LIMIT = 1000
 # The files a sandboxed command is shown although they lie in the hidden mission folder.
-_READABLE = ("RHO_TASK_PROMPT_FILE", "RHO_VERIFY_LOG")
+_READABLE = ("RHO_TASK_PROMPT_FILE", "RHO_VERIFY_LOG", "RHO_PROMPT_FILE")
 
 
 async def shell_worker(ctx: WorkerContext) -> Handoff | None:

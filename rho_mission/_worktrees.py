@@ -222,6 +222,26 @@ class WorktreePool:
             raise
         return path
 
+    def acquire_detached(self, start_commit: str) -> Path:
+        """A new worktree with *start_commit* checked out on a detached HEAD: no branch moves.
+
+        For a stage whose work is never committed (the planning stage). ``release`` gives it
+        back like any other.
+
+        Raises:
+            UnknownRefError: *start_commit* names no commit.
+            InvalidMissionError, UnsafePathError, GitOperationError: as ``acquire``.
+        """
+        start = self.repo.commit_id(start_commit)
+        path = self._create(start)
+        try:
+            args = ("checkout", "--quiet", "--detach", "--force", start)
+            self.repo.run(*PARALLEL_CHECKOUT, *args, cwd=path)
+        except BaseException:
+            self._discard(path)
+            raise
+        return path
+
     def release(self, path: Path, *, spotless: bool = False, head: str | None = None) -> None:
         """Give back a worktree that ``acquire`` returned; its branch stays as the worker left it.
 

@@ -53,6 +53,14 @@ if TYPE_CHECKING:
     from ._model import Dependency as Dependency
     from ._model import StoreDocument as StoreDocument
     from ._model import Task as Task
+    from ._plan import PLAN_SCHEMA as PLAN_SCHEMA
+    from ._plan import InvalidPlanError as InvalidPlanError
+    from ._plan import PlanDocument as PlanDocument
+    from ._plan import PlanFeature as PlanFeature
+    from ._plan import check_plan as check_plan
+    from ._plan import plan_tasks as plan_tasks
+    from ._plan import read_plan as read_plan
+    from ._plan import validate_plan as validate_plan
     from ._schedule import Schedule as Schedule
     from ._schedule import compute_schedule as compute_schedule
     from ._store import StatusChange as StatusChange
@@ -70,6 +78,14 @@ if TYPE_CHECKING:
     from ._vocabulary import STATUSES as STATUSES
 
 _LOCATIONS = {
+    "PLAN_SCHEMA": "_plan",
+    "InvalidPlanError": "_plan",
+    "PlanDocument": "_plan",
+    "PlanFeature": "_plan",
+    "check_plan": "_plan",
+    "plan_tasks": "_plan",
+    "read_plan": "_plan",
+    "validate_plan": "_plan",
     "DEFAULT_PRIORITY": "_triage",
     "DEPENDENCY_TYPES": "_vocabulary",
     "Deletion": "_links",

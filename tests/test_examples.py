@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -255,3 +256,84 @@ def test_the_readme_using_it_commands_run_as_written(tmp_path: Path) -> None:
         "task_2: Write the parser\ntask_2.1: Parser tests\n"
     )
     assert "pkg/__init__.py" in _git(repo, "ls-tree", "-r", "--name-only", branch).split()
+
+
+# -- the planning stage (README "From a prompt") ---------------------------------------------
+
+PLANNING = "## From a prompt: the planning stage"
+STAND_IN_PLANNER = AGENTS / "stand-in-planner.py"
+# What the documented free-text prompts become here: lines the stand-in planner makes features of.
+STAND_IN_PROMPT = (
+    "A parser.\n- lexer: Write the lexer\n- parser: Write the parser (after lexer)\n"
+    "- tests: Parser tests (after parser)\n"
+)
+
+
+def _documented_planner_lines() -> list[str]:
+    lines = _sh_commands(ROOT / "README.md", PLANNING)
+    return [line for line in lines if line.startswith("rho mission ") and "--planner" in line]
+
+
+def _planning_env(tmp_path: Path) -> dict[str, str]:
+    """As ``_agent_env``, but claude and codex plan when rho runs them as the planner."""
+    env = _agent_env(tmp_path)
+    shims = tmp_path / "planner-bin"
+    shims.mkdir(exist_ok=True)
+    for name in ("claude", "codex"):
+        shim = shims / name
+        shim.write_text(
+            "#!/bin/sh\n"
+            f'if [ -n "${{RHO_PLAN_FILE:-}}" ]; then exec {shlex.quote(sys.executable)} '
+            f'{shlex.quote(str(STAND_IN_PLANNER))} "$@"; fi\n'
+            f'exec {shlex.quote(str(STAND_IN))} "$@"\n',
+            encoding="utf-8",
+        )
+        shim.chmod(0o755)
+    env.update(PATH=f"{shims}:{env['PATH']}", PLAN_PROMPT=STAND_IN_PROMPT)
+    return env
+
+
+def test_every_documented_planner_line_is_collected() -> None:
+    lines = _documented_planner_lines()
+    for agent in ("claude -p", "codex exec", "stand-in-planner.py", "--plan-only"):
+        assert any(agent in line for line in lines), agent
+
+
+@pytest.mark.parametrize(
+    "line",
+    [line for line in _documented_planner_lines() if "--plan-only" not in line],
+    ids=lambda line: line.split("--planner", 1)[1].split()[0].strip("'").rsplit("/", 1)[-1],
+)
+def test_a_documented_planner_line_plans_and_runs_a_mission(tmp_path: Path, line: str) -> None:
+    env = _planning_env(tmp_path)
+    repo = _scratch_repo(tmp_path, env)
+    # The documented prompt is free text for a real agent; the stand-in needs feature lines.
+    quoted = re.match(r'rho mission "([^"$]*)"', line)  # free text, not a $(...)
+    if quoted is not None:
+        line = line.replace(f'"{quoted.group(1)}"', '"$PLAN_PROMPT"', 1)
+
+    done = _sh(line, repo, env)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    names = _git(repo, "ls-tree", "-r", "--name-only", _integration(repo)).split()
+    if quoted is not None:  # the agent stand-in: each task saw its blocker's work
+        assert names == ["NOTES.md", "tasks/lexer.txt", "tasks/parser.txt", "tasks/tests.txt"]
+    else:
+        assert names == ["bye.txt", "hello.txt"]
+    assert _git(repo, "status", "--porcelain") == ""
+
+
+def test_the_documented_plan_review_runs_as_written(tmp_path: Path) -> None:
+    env = _planning_env(tmp_path)
+    repo = _scratch_repo(tmp_path, env)
+    lines = [line for line in _sh_commands(ROOT / "README.md", PLANNING) if "plan.json" in line]
+    assert len(lines) == 2
+    first = lines[0].replace('"Add a --version flag"', '"$PLAN_PROMPT"', 1)
+    for line in (first, lines[1]):
+        done = _sh(line, repo, env)
+        assert done.returncode == 0, done.stdout + done.stderr
+    listed = subprocess.run(
+        ["rho", "task", "list", "--json"], cwd=repo, env=env, capture_output=True, text=True
+    )
+    ids = sorted(task["id"] for task in json.loads(listed.stdout)["tasks"])
+    assert ids == ["lexer", "parser", "tests"]

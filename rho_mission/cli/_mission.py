@@ -53,8 +53,63 @@ def _size(ctx: click.Context, param: click.Parameter, value: str) -> int:
     return size
 
 
-@click.group(invoke_without_command=True)
+class _MissionGroup(click.Group):
+    """``rho mission``'s group: a first argument that names no subcommand is a prompt.
+
+    ``rho mission "PROMPT" --planner CMD`` plans a mission from the prompt; the prompt is taken
+    out before click reads the options (a group stops reading options at its first argument).
+    A prompt that is exactly a subcommand's name (``list``, ``show``...) names that command.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        prompt, rest = self._split_prompt(ctx, args)
+        ctx.meta[_PROMPT_KEY] = prompt
+        return super().parse_args(ctx, rest)
+
+    def _split_prompt(self, ctx: click.Context, args: list[str]) -> tuple[str | None, list[str]]:
+        valued = {
+            name
+            for param in self.get_params(ctx)
+            if isinstance(param, click.Option) and not param.is_flag and not param.count
+            for name in param.opts
+        }
+        at = 0
+        while at < len(args):
+            arg = args[at]
+            if arg == "--":
+                return (
+                    (args[at + 1], args[:at] + args[at + 2 :])
+                    if at + 1 < len(args)
+                    else (
+                        None,
+                        args,
+                    )
+                )
+            if arg.startswith("-") and arg != "-":
+                at += 2 if arg in valued else 1
+                continue
+            if arg in self.commands:
+                return None, args
+            return arg, args[:at] + args[at + 1 :]
+        return None, args
+
+
+_PROMPT_KEY = "rho.mission.prompt"
+
+
+@click.group(cls=_MissionGroup, invoke_without_command=True)
 @click.option("--from-tasks", is_flag=True, help="Run the task store's tasks as a mission.")
+@click.option(
+    "--planner",
+    "planner_command",
+    metavar="CMD",
+    default=None,
+    help="With a PROMPT: the agent's command line that writes the plan ($RHO_PROMPT_FILE in, "
+    "$RHO_PLAN_FILE out), run once before the tasks.",
+)
+@click.option(
+    "--plan-only", is_flag=True, help="With a PROMPT: plan, print the plan, run nothing else."
+)
 @click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--run", "run_command", default=None, help="Command for tasks without their own.")
 @click.option("--workers", type=click.IntRange(1, 64), default=4, show_default=True)
@@ -140,18 +195,130 @@ def _size(ctx: click.Context, param: click.Parameter, value: str) -> int:
 def mission(
     ctx: click.Context, /, from_tasks: bool, store_path: Path | None, **options: Any
 ) -> int:
-    """Run the task store as waves of isolated git worktrees, or inspect missions.
+    """Run the task store as waves of isolated git worktrees, or a PROMPT that a planner turns
+    into tasks, or inspect missions.
 
     With --verify, the project's checks run on the merged result of every wave before the
     next one starts (--fix may repair them).
 
     Example: rho mission --from-tasks --run "make check" --workers 4 --verify "make test"
+
+    Example: rho mission "Add a --version flag" --planner PLANNER --run AGENT
     """
     if ctx.invoked_subcommand is not None:
         return 0
+    prompt = ctx.meta.get(_PROMPT_KEY)
+    planner_command = options.pop("planner_command")
+    plan_only = options.pop("plan_only")
+    if prompt is not None or planner_command is not None or plan_only:
+        _refuse_with_prompt(from_tasks, store_path, options)
+        if prompt is None:
+            raise click.UsageError('--planner needs the prompt: rho mission "PROMPT" --planner CMD')
+        if planner_command is None:
+            raise click.UsageError(
+                "a prompt needs --planner CMD: the agent's command line that writes the plan"
+            )
+        return _run_planned(prompt, planner_command, plan_only, **options)
     if not from_tasks:
-        raise click.UsageError("nothing to run: pass --from-tasks, or use resume, show or list")
+        raise click.UsageError(
+            'nothing to run: pass --from-tasks, or "PROMPT" --planner CMD, or use resume, '
+            "show or list"
+        )
     return _run_from_tasks(store_path, **options)
+
+
+def _refuse_with_prompt(from_tasks: bool, store_path: Path | None, options: dict[str, Any]) -> None:
+    """The options of a store's mission that a planned one has no use for."""
+    given = [name for name, value in _STORE_ONLY.items() if options.get(value)]
+    if from_tasks:
+        given.insert(0, "--from-tasks")
+    if store_path is not None:
+        given.append("--store")
+    if given:
+        raise click.UsageError(
+            f"{', '.join(given)}: not with a prompt (a planned mission's tasks are its plan's; "
+            "'rho task import --from plan FILE' puts a plan in the store)"
+        )
+
+
+_STORE_ONLY = {
+    "--only": "only",
+    "--label": "labels",
+    "--takeover": "takeover",
+    "--require-signed-plan": "signed_plan",
+    "--dry-run": "dry_run",
+}
+
+
+def _run_planned(
+    prompt: str,
+    planner_command: str,
+    plan_only: bool,
+    *,
+    run_command: str | None,
+    workers: int,
+    retries: int,
+    timeout: float | None,
+    task_timeout: float | None,
+    grace: float,
+    base: str | None,
+    continue_from: str | None,
+    keep_going: bool,
+    keep_worktrees: bool,
+    sandbox: bool,
+    no_network: bool,
+    log_limit: int,
+    verify_command: str | None,
+    fix_command: str | None,
+    fix_attempts: int | None,
+    executor_name: str,
+    scheduler: str | None,
+    local_cluster: int | None,
+    remote: str | None,
+    as_json: bool,
+    trusted: tuple[str, ...],
+    **_store_only: Any,
+) -> int:
+    """``rho mission "PROMPT" --planner CMD``: plan, then run the plan's tasks (see planning)."""
+    from rho_mission import Mission, MissionConfig
+
+    if trusted:
+        raise click.UsageError("--trusted-key needs --require-signed-plan")
+    if not prompt.strip():
+        raise CliError("the prompt is empty: say what the mission is to build")
+    executor = executor_from(executor_name, scheduler, local_cluster, remote)
+    repo = _repo_root()
+    config = MissionConfig(
+        max_workers=workers,
+        retries=retries,
+        timeout=timeout,
+        task_timeout=task_timeout,
+        grace_period=grace,
+        keep_going=keep_going,
+        keep_worktrees=keep_worktrees,
+        run_command=run_command,
+        planner_command=planner_command,
+        sandbox=sandbox or no_network,
+        sandbox_network=not no_network,
+        log_limit=log_limit,
+    )
+    config = checked_config(config, verify_command, fix_command, fix_attempts)
+    planned = Mission.new(
+        repo, prompt, config=config, base=_start_commit(repo, base, continue_from)
+    )
+    click.echo(f"mission {planned.id}: planning (log: {planned.dir}/logs/plan.log)", err=True)
+    if plan_only:
+        plan = planned.plan_sync()
+        sys.stdout.write(plan.model_dump_json(indent=2) + "\n")
+        waves = len(planned.waves)
+        click.echo(
+            f"mission {planned.id} planned: {len(planned.features)} task(s) in {waves} wave(s); "
+            f"run it with 'rho mission resume {planned.id}'",
+            err=True,
+        )
+        return 0
+    _warn_if_records_tracked(repo)
+    return _execute(planned, as_json, executor=executor)
 
 
 def _run_from_tasks(
@@ -325,7 +492,7 @@ def _execute(
                     await target.resume(observer=progress, refresh=refresh, executor=executor)
                 else:
                     await target.run_staged(
-                        waves=target.waves, observer=progress, executor=executor
+                        waves=target.waves or None, observer=progress, executor=executor
                     )
             group.cancel_scope.cancel()
 

@@ -424,10 +424,11 @@ def validate(store_path: Path | None, as_json: bool) -> None:
 @click.option(
     "--from",
     "tracker",
-    type=click.Choice(["beads", "github", "taskmaster"]),
+    type=click.Choice(["beads", "github", "taskmaster", "plan"]),
     default=None,
     help="FILE is another tracker's: bd list --json / bd export, Task Master's tasks.json, or "
-    "gh issue list --json number,title,body,state,labels. Importing it again updates.",
+    "gh issue list --json number,title,body,state,labels (importing it again updates); or a "
+    "planning stage's plan (rho.plan/v1: rho mission PROMPT --planner CMD --plan-only).",
 )
 @click.option("--tag", default=None, help="The Task Master tag to import [default: master].")
 @click.option(
@@ -450,6 +451,9 @@ def import_(
     """
     from taskstore import StoreReadError, validate_document
 
+    if tracker == "plan":
+        _import_plan(file, tag, drop_missing, store_path, as_json)
+        return
     if tracker is not None:
         _import_tracker(file, tracker, tag, drop_missing, store_path, as_json)
         return
@@ -469,6 +473,23 @@ def import_(
         print_json({"tasks": [_dump(t) for t in imported]})
         return
     click.echo(f"imported {len(imported)} task(s)")
+
+
+def _import_plan(
+    file: Path, tag: str | None, drop_missing: bool, store_path: Path | None, as_json: bool
+) -> None:
+    """A plan's features as pending tasks, ids kept, checked as the store checks any import."""
+    from taskstore import plan_tasks, read_plan
+
+    if tag is not None or drop_missing:
+        raise click.UsageError("--tag and --drop-missing are for the trackers, not a plan")
+    text = sys.stdin.read() if str(file) == "-" else _read_text(file)
+    tasks = plan_tasks(read_plan(text, "-" if str(file) == "-" else str(file)))
+    imported = _store_to_write(store_path).import_tasks(tasks)
+    if as_json:
+        print_json({"tasks": [_dump(t) for t in imported]})
+        return
+    click.echo(f"imported {len(imported)} task(s) from the plan")
 
 
 def _import_tracker(

@@ -97,10 +97,14 @@ def _missions_here() -> list[tuple[dict[str, Any], str]] | None:
 
 
 def _state(mission: dict[str, Any], common_dir: Path) -> str:
-    """``mission_state``: the status, or ``interrupted`` for an executing one nobody runs."""
+    """``mission_state``: the status, or ``interrupted`` for an executing (or planning) one
+    nobody runs."""
     from rho_mission._runlock import is_running_in
 
-    if mission["status"] == "executing" and not is_running_in(common_dir, mission["id"]):
+    planning = mission.get("planning")
+    planning_runs = type(planning) is dict and planning.get("status") == "running"
+    running = mission["status"] == "executing" or planning_runs
+    if running and not is_running_in(common_dir, mission["id"]):
         return "interrupted"
     return str(mission["status"])
 
