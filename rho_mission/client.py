@@ -149,23 +149,25 @@ class Client:
         """
         return _mission(self._get(_mission_path(mission_id)))
 
-    def mission_graph(self, mission_id: str) -> GraphDocument:
-        """The validated ``rho.graph/v1`` graph of mission *mission_id*.
+    def mission_graph(self, mission_id: str, repository: str | None = None) -> GraphDocument:
+        """The validated ``rho.graph/v1`` graph of mission *mission_id* (scoped to *repository*,
+        as ``rho graph export --repository``, when given).
 
         Raises:
             InvalidGraphError: the server's graph does not validate.
             ClientError: see the module's tree.
         """
-        return _graph(self._get(_mission_path(mission_id, "/graph")))
+        return _graph(self._get(_mission_path(mission_id, "/graph"), _scope(repository)))
 
-    def task_graph(self) -> GraphDocument:
-        """The validated ``rho.graph/v1`` graph of the repository's task store.
+    def task_graph(self, repository: str | None = None) -> GraphDocument:
+        """The validated ``rho.graph/v1`` graph of the repository's task store (scoped to
+        *repository* when given).
 
         Raises:
             InvalidGraphError: the server's graph does not validate.
             ClientError: see the module's tree (NotFoundError when there is no store).
         """
-        return _graph(self._get("/v1/tasks/graph"))
+        return _graph(self._get("/v1/tasks/graph", _scope(repository)))
 
     def log_tail(self, mission_id: str, feature_id: str, lines: int = 40) -> list[str] | None:
         """The last *lines* lines of a feature's log (None when it wrote none).
@@ -230,13 +232,14 @@ class AsyncClient:
         """See ``Client.mission``."""
         return _mission(await self._get(_mission_path(mission_id)))
 
-    async def mission_graph(self, mission_id: str) -> GraphDocument:
+    async def mission_graph(self, mission_id: str, repository: str | None = None) -> GraphDocument:
         """See ``Client.mission_graph``."""
-        return _graph(await self._get(_mission_path(mission_id, "/graph")))
+        path = _mission_path(mission_id, "/graph")
+        return _graph(await self._get(path, _scope(repository)))
 
-    async def task_graph(self) -> GraphDocument:
+    async def task_graph(self, repository: str | None = None) -> GraphDocument:
         """See ``Client.task_graph``."""
-        return _graph(await self._get("/v1/tasks/graph"))
+        return _graph(await self._get("/v1/tasks/graph", _scope(repository)))
 
     async def log_tail(self, mission_id: str, feature_id: str, lines: int = 40) -> list[str] | None:
         """See ``Client.log_tail``."""
@@ -272,6 +275,10 @@ class AsyncClient:
 
 
 # -- shared by both clients: requests in, answers checked and parsed ------------------------
+
+
+def _scope(repository: str | None) -> dict[str, str] | None:
+    return None if repository is None else {"repository": repository}
 
 
 def _auth(token: str) -> dict[str, str]:

@@ -7,9 +7,11 @@ Routes (all ``GET``; every ``/v1`` route needs the token, see ``_auth``)::
     /v1/missions                          {"missions": [summary, ...]}, newest first
     /v1/missions/{id}                     mission.json as stored (its bytes)
     /v1/missions/{id}/graph               its rho.graph/v1 document, as `rho graph export`
+                                          (?repository=SCOPE: as its --repository)
     /v1/missions/{id}/events              Server-Sent Events until it ends (see ``_events``)
     /v1/missions/{id}/logs/{feature}      {"feature_id", "lines"}: its log's last lines (?tail=N)
     /v1/tasks/graph                       the task store's graph, as `rho graph export`
+                                          (?repository=SCOPE too)
 
 Errors are JSON ``{"error": message}`` with the status of the error (400, 401, 404, 500).
 File reads run in worker threads; nothing here takes a lock (see ``_source``).
@@ -116,11 +118,13 @@ def _mission(request: Request) -> Response:
 
 def _mission_graph(request: Request) -> Response:
     mission_id = request.path_params["mission_id"]
-    return _raw_json(mission_graph_bytes(_repository(request), mission_id))
+    scope = request.query_params.get("repository")
+    return _raw_json(mission_graph_bytes(_repository(request), mission_id, scope))
 
 
 def _task_graph(request: Request) -> Response:
-    return _raw_json(task_graph_bytes(_repository(request)))
+    scope = request.query_params.get("repository")
+    return _raw_json(task_graph_bytes(_repository(request), scope))
 
 
 def _log(request: Request) -> JSONResponse:

@@ -362,3 +362,26 @@ def test_import_tasks_helper_still_works_beside_plans(project: Path) -> None:
     )
     assert run_rho("mission", "--from-tasks", cwd=project).code == 0
     assert _mission(project)["planning"] is None
+
+
+def test_a_kill_9_in_the_verify_stage_resumes_without_planning_again(
+    project: Path, tmp_path: Path, runs: RhoRuns
+) -> None:
+    planner, count = _counting_planner(tmp_path)
+    pid_file, go = tmp_path / "verify.pid", tmp_path / "go"
+    verify = (
+        f"[ -e {shlex.quote(str(go))} ] || {{ echo $$ > {shlex.quote(str(pid_file))}; "
+        f"{wait_file_cmd(tmp_path / 'never')}; }}; test -f hello.txt"
+    )
+    args = ("mission", STAGED, "--planner", planner, "--run", RUN, "--verify", verify)
+    crashed = runs.start(*args, cwd=project)
+    read_pid(pid_file)
+    crashed.send_signal(signal.SIGKILL)
+    crashed.wait(timeout=30)
+    go.write_text("", encoding="utf-8")
+    resumed = run_rho("mission", "resume", mission_dir(project).name, cwd=project)
+    assert resumed.code == 0, resumed.stderr
+    mission = _mission(project)
+    assert mission["status"] == "completed"
+    assert [j["verification"]["status"] for j in mission["wave_joins"]] == ["passed", "passed"]
+    assert count.read_text().count("run") == 1

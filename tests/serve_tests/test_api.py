@@ -133,6 +133,36 @@ def test_the_task_graph_is_what_rho_graph_export_prints(world: World) -> None:
     assert response.text == export.stdout
 
 
+@pytest.mark.parametrize("route", ["mission", "tasks"])
+def test_a_graph_route_takes_the_repository_scope_of_rho_graph_export(
+    world: World, route: str
+) -> None:
+    path = f"/v1/missions/{world.mission_id}/graph" if route == "mission" else "/v1/tasks/graph"
+    source = ["--mission-dir", str(world.mission_dir)] if route == "mission" else []
+    response = world.server.get(f"{path}?repository=acme%2Fwidgets", **world.server.auth())
+    export = rho(
+        "graph", "export", *source, "--repository", "acme/widgets", cwd=world.repo, home=world.home
+    )
+    assert export.code == 0, export.stderr
+    assert response.status_code == 200
+    assert response.text == export.stdout
+    assert '"repository_id": "acme/widgets"' in response.text
+
+
+@pytest.mark.parametrize("scope", ["", "%20%20", "a%07b", "x" * 300])
+@pytest.mark.parametrize("route", ["mission", "tasks"])
+def test_a_bad_repository_scope_is_400_in_the_clis_words(
+    world: World, route: str, scope: str
+) -> None:
+    path = f"/v1/missions/{world.mission_id}/graph" if route == "mission" else "/v1/tasks/graph"
+    response = world.server.get(f"{path}?repository={scope}", **world.server.auth())
+    value = httpx.QueryParams(f"repository={scope}")["repository"]
+    export = rho("graph", "export", "--repository", value, cwd=world.repo, home=world.home)
+    assert export.code == 2
+    assert response.status_code == 400
+    assert f"error: {response.json()['error']}" == export.stderr.strip()
+
+
 def test_a_log_tail_is_the_last_lines_of_a_feature_log(world: World) -> None:
     auth = world.server.auth()
     whole = world.server.get(f"/v1/missions/{world.mission_id}/logs/task_2", **auth).json()

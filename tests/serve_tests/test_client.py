@@ -66,6 +66,16 @@ def test_graphs_are_validated_and_equal_rho_graph_export(world: World) -> None:
     )
 
 
+def test_the_clients_ask_for_a_repository_scope(world: World) -> None:
+    with _client(world) as rho_client:
+        mission_graph = rho_client.mission_graph(world.mission_id, repository="acme/w")
+        task_graph = rho_client.task_graph(repository="acme/w")
+    assert mission_graph.scope.repository_id == task_graph.scope.repository_id == "acme/w"
+    with pytest.raises(ClientError) as raised, _client(world) as rho_client:
+        rho_client.task_graph(repository=" ")
+    assert raised.value.status == 400
+
+
 def test_a_log_tail(world: World) -> None:
     with _client(world) as rho_client:
         assert rho_client.log_tail(world.mission_id, "task_2", 1) == [
