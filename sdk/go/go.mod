@@ -1,0 +1,3 @@
+module github.com/rho-mission/rho-mission/sdk/go
+
+go 1.19
