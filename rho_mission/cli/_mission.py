@@ -19,6 +19,7 @@ from ._paths import command_store_path, find_repo_root
 
 if TYPE_CHECKING:
     from rho_mission._mission import Mission
+    from rho_mission._models import MissionConfig
     from rho_mission.executors import Executor
 
 __all__ = ["mission"]
@@ -218,13 +219,13 @@ def mission(
             raise click.UsageError(
                 "a prompt needs --planner CMD: the agent's command line that writes the plan"
             )
-        return _run_planned(prompt, planner_command, plan_only, **options)
+        return _run_planned(prompt, planner_command, plan_only, options)
     if not from_tasks:
         raise click.UsageError(
             'nothing to run: pass --from-tasks, or "PROMPT" --planner CMD, or use resume, '
             "show or list"
         )
-    return _run_from_tasks(store_path, **options)
+    return _run_from_tasks(store_path, options)
 
 
 def _refuse_with_prompt(from_tasks: bool, store_path: Path | None, options: dict[str, Any]) -> None:
@@ -251,61 +252,22 @@ _STORE_ONLY = {
 
 
 def _run_planned(
-    prompt: str,
-    planner_command: str,
-    plan_only: bool,
-    *,
-    run_command: str | None,
-    workers: int,
-    retries: int,
-    timeout: float | None,
-    task_timeout: float | None,
-    grace: float,
-    base: str | None,
-    continue_from: str | None,
-    keep_going: bool,
-    keep_worktrees: bool,
-    sandbox: bool,
-    no_network: bool,
-    log_limit: int,
-    verify_command: str | None,
-    fix_command: str | None,
-    fix_attempts: int | None,
-    executor_name: str,
-    scheduler: str | None,
-    local_cluster: int | None,
-    remote: str | None,
-    as_json: bool,
-    trusted: tuple[str, ...],
-    **_store_only: Any,
+    prompt: str, planner_command: str, plan_only: bool, options: dict[str, Any]
 ) -> int:
     """``rho mission "PROMPT" --planner CMD``: plan, then run the plan's tasks (see planning)."""
-    from rho_mission import Mission, MissionConfig
+    from rho_mission import Mission
 
-    if trusted:
+    if options["trusted"]:
         raise click.UsageError("--trusted-key needs --require-signed-plan")
     if not prompt.strip():
         raise CliError("the prompt is empty: say what the mission is to build")
-    executor = executor_from(executor_name, scheduler, local_cluster, remote)
+    executor = executor_from(
+        options["executor_name"], options["scheduler"], options["local_cluster"], options["remote"]
+    )
     repo = _repo_root()
-    config = MissionConfig(
-        max_workers=workers,
-        retries=retries,
-        timeout=timeout,
-        task_timeout=task_timeout,
-        grace_period=grace,
-        keep_going=keep_going,
-        keep_worktrees=keep_worktrees,
-        run_command=run_command,
-        planner_command=planner_command,
-        sandbox=sandbox or no_network,
-        sandbox_network=not no_network,
-        log_limit=log_limit,
-    )
-    config = checked_config(config, verify_command, fix_command, fix_attempts)
-    planned = Mission.new(
-        repo, prompt, config=config, base=_start_commit(repo, base, continue_from)
-    )
+    config = _config(options, planner_command=planner_command)
+    start = _start_commit(repo, options["base"], options["continue_from"])
+    planned = Mission.new(repo, prompt, config=config, base=start)
     click.echo(f"mission {planned.id}: planning (log: {planned.dir}/logs/plan.log)", err=True)
     if plan_only:
         plan = planned.plan_sync()
@@ -318,68 +280,64 @@ def _run_planned(
         )
         return 0
     _warn_if_records_tracked(repo)
-    return _execute(planned, as_json, executor=executor)
+    return _execute(planned, options["as_json"], executor=executor)
 
 
-def _run_from_tasks(
-    store_path: Path | None,
-    *,
-    run_command: str | None,
-    workers: int,
-    retries: int,
-    timeout: float | None,
-    task_timeout: float | None,
-    grace: float,
-    base: str | None,
-    continue_from: str | None,
-    keep_going: bool,
-    keep_worktrees: bool,
-    takeover: bool,
-    signed_plan: Path | None,
-    trusted: tuple[str, ...],
-    sandbox: bool,
-    no_network: bool,
-    log_limit: int,
-    only: tuple[str, ...],
-    labels: tuple[str, ...],
-    verify_command: str | None,
-    fix_command: str | None,
-    fix_attempts: int | None,
-    executor_name: str,
-    scheduler: str | None,
-    local_cluster: int | None,
-    remote: str | None,
-    dry_run: bool,
-    as_json: bool,
-) -> int:
-    from rho_mission import MissionConfig, NothingToRunError, mission_from_tasks
+def _config(options: dict[str, Any], **extra: Any) -> MissionConfig:
+    """The mission's configuration from the options every run takes, plus *extra* fields.
+
+    Raises:
+        click.UsageError: --fix without --verify, or --fix-attempts without --fix.
+    """
+    from rho_mission import MissionConfig
+
+    no_network = options["no_network"]
+    config = MissionConfig(
+        max_workers=options["workers"],
+        retries=options["retries"],
+        timeout=options["timeout"],
+        task_timeout=options["task_timeout"],
+        grace_period=options["grace"],
+        keep_going=options["keep_going"],
+        keep_worktrees=options["keep_worktrees"],
+        run_command=options["run_command"],
+        sandbox=options["sandbox"] or no_network,
+        sandbox_network=not no_network,
+        log_limit=options["log_limit"],
+        **extra,
+    )
+    verify, fix = options["verify_command"], options["fix_command"]
+    return checked_config(config, verify, fix, options["fix_attempts"])
+
+
+def _run_from_tasks(store_path: Path | None, options: dict[str, Any]) -> int:
+    """``rho mission --from-tasks``: the store's unfinished tasks as a mission."""
+    from rho_mission import NothingToRunError, mission_from_tasks
     from taskstore import ScheduleError
 
-    keys = _plan_keys(signed_plan, trusted)
-    executor = executor_from(executor_name, scheduler, local_cluster, remote)
+    signed_plan: Path | None = options["signed_plan"]
+    keys = _plan_keys(signed_plan, options["trusted"])
+    executor = executor_from(
+        options["executor_name"], options["scheduler"], options["local_cluster"], options["remote"]
+    )
     repo = _repo_root()
-    config = MissionConfig(
-        max_workers=workers,
-        retries=retries,
-        timeout=timeout,
-        task_timeout=task_timeout,
-        grace_period=grace,
-        keep_going=keep_going,
-        keep_worktrees=keep_worktrees,
-        takeover=takeover,
-        run_command=run_command,
+    config = _config(
+        options,
+        takeover=options["takeover"],
         signed_plan=None if signed_plan is None else str(signed_plan),
         trusted_keys=keys,
-        sandbox=sandbox or no_network,
-        sandbox_network=not no_network,
-        log_limit=log_limit,
     )
-    config = checked_config(config, verify_command, fix_command, fix_attempts)
     store = command_store_path(store_path)
-    start = _start_commit(repo, base, continue_from)
+    start = _start_commit(repo, options["base"], options["continue_from"])
+    as_json: bool = options["as_json"]
     try:
         planned = mission_from_tasks(
-            store, repo, config, base=start, only=split_ids(only), labels=labels
+            store,
+            repo,
+            config,
+            base=start,
+            only=split_ids(options["only"]),
+            labels=options["labels"],
         )
     except ScheduleError as exc:
         raise CliError(f"validate task schedule: {exc}") from exc
@@ -391,7 +349,7 @@ def _run_from_tasks(
             click.echo(str(exc))
         return 0
     planned.check_runnable()
-    if dry_run:
+    if options["dry_run"]:
         return _print_plan(planned, as_json)
     _warn_if_records_tracked(repo)
     _print_held(planned, err=True)  # before the progress display takes the terminal
