@@ -20,7 +20,7 @@ recorded again with their outcome.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 
 import anyio
@@ -485,8 +485,7 @@ class _WaveRunner:
         commits = {i: c for i in sorted(ids) if (c := self.mission.feature(i).work_commit)}
         if not commits:
             return  # no new commit, or completed before the mission
-        parents = await anyio.to_thread.run_sync(self.repo.parents, sorted(set(commits.values())))
-        join = MergeChain(self.repo, start, parents)
+        join = MergeChain(self.repo, start, await self._parents(commits.values()))
         riding: list[Feature] = []  # the features whose work is in the join's head alone
         for feature_id, commit in commits.items():
             feature = self.mission.feature(feature_id)
@@ -507,6 +506,14 @@ class _WaveRunner:
                     await self._merge_failed(feature, exc)
                 return
         self.mission.integration_head = join.head
+
+    async def _parents(self, commits: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """The commits' parents; none known when git refuses (a commit of no object, say):
+        each merge then asks git itself, and fails its own feature."""
+        try:
+            return await anyio.to_thread.run_sync(self.repo.parents, sorted(set(commits)))
+        except MissionError:
+            return {}
 
     async def _merge_failed(self, feature: Feature, exc: MissionError) -> None:
         feature.handoff = None

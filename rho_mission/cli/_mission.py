@@ -59,7 +59,8 @@ class _MissionGroup(click.Group):
 
     ``rho mission "PROMPT" --planner CMD`` plans a mission from the prompt; the prompt is taken
     out before click reads the options (a group stops reading options at its first argument).
-    A prompt that is exactly a subcommand's name (``list``, ``show``...) names that command.
+    A prompt that is exactly a subcommand's name (``list``, ``show``...) names that command,
+    unless it comes after ``--``.
     """
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:

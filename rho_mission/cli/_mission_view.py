@@ -51,6 +51,7 @@ def mission_text(mission: JsonMission, state: str) -> str:
         f"integration {shown(mission['integration_branch'])}",
         f"started {started or '-'}  completed {completed or '-'}  "
         f"took {_seconds(started, completed) or '-'}",
+        *_planning_lines(mission),
         "features",
         *_feature_table(mission),
         *_feature_details(mission),
@@ -64,6 +65,26 @@ def mission_text(mission: JsonMission, state: str) -> str:
         for held in sorted(mission["held"], key=lambda h: natural_key(h["id"])):
             lines.append(f"  {shown(held['id'])}: {shown(held['reason'])}")
     return "\n".join(lines) + "\n"
+
+
+def _planning_lines(mission: JsonMission) -> list[str]:
+    """What a mission made from a prompt says of its planning stage (nothing for the others).
+
+    The quick lane's reader does not check this optional field: its shape is checked here.
+    """
+    planning = mission.get("planning")
+    if type(planning) is not dict or not isinstance(planning.get("status"), str):
+        return []
+    status, error = planning["status"], planning.get("error")
+    plain = "one batch" if planning.get("plain") is True else "in waves"
+    words = {
+        "running": "planning: the planner runs (or ran until a crash)",
+        "completed": f"planning: completed, {len(mission['features'])} task(s), {plain}; "
+        "the PRD and the plan are prd.md and plan.json of the mission folder",
+        "failed": f"planning: failed: {shown(error) if isinstance(error, str) else '-'}",
+    }
+    lines = [words.get(status, f"planning: {shown(status)}")]
+    return [*lines, _log_line(mission, "plan")]
 
 
 def _stopped(joins: Sequence[JsonMission]) -> dict[str, str]:

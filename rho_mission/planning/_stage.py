@@ -152,7 +152,8 @@ async def run_planning(
         _end(mission, journal, "failed", str(exc))
         log = Path(mission.dir) / mission.planning.log
         raise PlanningFailedError(
-            f"mission {mission.id} failed in planning: {exc} (the planner's log: {log})"
+            f"mission {mission.id} failed in planning: {exc} (the planner's log: {log}); "
+            f"'rho mission resume {mission.id}' plans again"
         ) from exc
     except BaseException:  # a cancellation (Ctrl-C): no await before the record
         _end(mission, journal, "cancelled", "cancelled")

@@ -89,7 +89,9 @@ def test_a_plain_plan_runs_as_one_batch_without_wave_join_nodes(project: Path) -
     assert root["attributes"]["plan_sha256"] == planning["plan_sha256"]
     text = (folder / "mission-graph.json").read_text(encoding="utf-8")
     assert "Greeting" not in text
-    assert "Say hello" not in text
+    assert "Say hello" not in text  # digests only
+    shown = run_rho("mission", "show", "latest", cwd=project).stdout
+    assert "planning: completed, 3 task(s), one batch;" in shown
 
 
 def test_a_plan_with_blockers_runs_in_waves_with_joins(project: Path) -> None:
@@ -198,8 +200,12 @@ def test_a_planner_that_fails_fails_the_mission_with_its_log(
     assert f"the planner's log: {folder / 'logs' / 'plan.log'}" in result.stderr
     mission = _mission(project)
     assert (mission["status"], mission["planning"]["status"]) == ("failed", "failed")
+    assert f"'rho mission resume {folder.name}' plans again" in result.stderr
     if planner.startswith("echo"):
         assert "thinking" in (folder / "logs" / "plan.log").read_text(encoding="utf-8")
+    shown = run_rho("mission", "show", "latest", cwd=project)
+    assert f"planning: failed: {mission['planning']['error']}" in shown.stdout_lines
+    assert f"  log: {folder / 'logs' / 'plan.log'}" in shown.stdout_lines
 
 
 @pytest.mark.parametrize(
@@ -385,3 +391,12 @@ def test_a_kill_9_in_the_verify_stage_resumes_without_planning_again(
     assert mission["status"] == "completed"
     assert [j["verification"]["status"] for j in mission["wave_joins"]] == ["passed", "passed"]
     assert count.read_text().count("run") == 1
+
+
+def test_a_prompt_named_like_a_subcommand_goes_after_a_double_dash(project: Path) -> None:
+    result = run_rho("mission", "--planner", _planner(), "--run", RUN, "--", "list", cwd=project)
+    assert result.code == 1, result.stderr  # the stand-in finds no feature line in "list"
+    assert _mission(project)["prompt"] == "list"
+    listed = run_rho("mission", "list", cwd=project)  # without "--": the subcommand
+    assert listed.code == 0, listed.stderr
+    assert "1 mission(s)" in listed.stdout
