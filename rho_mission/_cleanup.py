@@ -32,7 +32,13 @@ from filelock import Timeout
 
 from taskstore import TaskStore, TaskStoreError
 
-from ._errors import MissionError, RefMovedError, UnsafePathError, quote
+from ._errors import (
+    CleanRefusedError,
+    MissionRunningError,
+    RefMovedError,
+    UnsafePathError,
+    quote,
+)
 from ._folders import check_own_folder
 from ._git import GitRepo
 from ._journal import Journal
@@ -58,17 +64,6 @@ __all__ = [
 
 #: The statuses of a mission that ended (``clean --finished`` takes these).
 FINISHED_STATUSES = ("completed", "failed", "partial", "cancelled")
-
-
-class MissionRunningError(MissionError):
-    """Raised when a command that needs a mission at rest finds it running (its run lock held)."""
-
-
-class CleanRefusedError(MissionError):
-    """Raised instead of a clean that would lose unmerged work or pull a branch from a work tree.
-
-    Nothing was removed.
-    """
 
 
 @dataclass

@@ -4,10 +4,13 @@ The tree::
 
     MissionError                    root; ``exit_code`` is what ``rho`` exits with (default 2)
     ├── InvalidMissionError         a mission, its waves or its config are refused (also ValueError)
-    │   └── NothingToRunError       every task a mission would run is completed or held (exit 0)
+    │   ├── NothingToRunError       every task a mission would run is completed or held (exit 0)
+    │   ├── MissionNotFoundError    a name matches no mission, or a prefix several (LookupError)
+    │   └── DaskUnavailableError    the Dask executor without ``distributed`` installed
     ├── FeatureFailedError          a worker reports that its feature failed (exit 1)
     │   ├── FeatureResultError      what a worktree holds cannot be taken as its feature's work
     │   └── WorktreeTamperedError   a feature's worktree is not the folder rho made for it
+    ├── PlanningFailedError         the planning stage failed: the planner or its plan (exit 1)
     ├── NotAGitRepositoryError      a path lies in no git work tree
     ├── UnknownRefError             a ref names no commit (also LookupError)
     ├── BranchCheckedOutError       refusing to move a branch that a work tree has checked out
@@ -15,9 +18,20 @@ The tree::
     ├── UnsafePathError             a symbolic link (or a file) where rho expects its own folder
     ├── RefMovedError               a ref rho owns is not where rho last recorded it
     ├── MergeConflictError          two branches change the same lines; ``.files`` names them
+    ├── MergeRefusedError           ``rho mission merge`` would lose or tangle work; nothing changed
+    ├── PickRefusedError            ``--only`` tasks cannot be taken apart from the rest
+    ├── MissionRunningError         a command that needs a mission at rest finds it running
+    ├── CleanRefusedError           a clean would lose unmerged work; nothing was removed
+    ├── TaskLeasedError             a task is leased to another mission that holds it
+    ├── StoreNotFoundError          the task store to project does not exist
     ├── SignedPlanError             the signed plan is refused, or the task store is not what it
     │                               allows (exit 1); ``.code`` is the verifier's failure code
-    └── GitOperationError           a git command failed; ``.stderr`` holds git's own words
+    ├── GitOperationError           a git command failed; ``.stderr`` holds git's own words
+    └── ServeError                  ``rho serve`` refuses a request (``_serve._errors``: its
+                                    HTTP subtree, ``status`` 400, 401, 404 or 500)
+
+Outside it, on purpose: the CLI's ``CliError`` (a message and exit 2, for what click parsed)
+and the HTTP clients' ``ClientError`` tree (``client``), whose callers hold no mission.
 
 Git's own failures are translated into this tree in one place (``_git.GitRepo.run``). Messages are
 lowercase, carry no trailing period, and quote refs and branches as JSON strings.
@@ -30,18 +44,26 @@ from collections.abc import Sequence
 
 __all__ = [
     "BranchCheckedOutError",
+    "CleanRefusedError",
+    "DaskUnavailableError",
     "FeatureFailedError",
     "FeatureResultError",
     "GitOperationError",
     "InvalidMissionError",
     "MergeConflictError",
+    "MergeRefusedError",
     "MissionError",
+    "MissionNotFoundError",
+    "MissionRunningError",
     "NotAGitRepositoryError",
     "NothingToRunError",
+    "PickRefusedError",
     "PlanningFailedError",
     "RefMovedError",
     "RepositoryLockTimeoutError",
     "SignedPlanError",
+    "StoreNotFoundError",
+    "TaskLeasedError",
     "UnknownRefError",
     "UnsafePathError",
     "WorktreeTamperedError",
@@ -233,3 +255,48 @@ class SignedPlanError(MissionError):
         super().__init__(message)
         self.code = code
         self.task_id = task_id
+
+
+class MissionRunningError(MissionError):
+    """Raised when a command that needs a mission at rest finds it running (its run lock held)."""
+
+
+class CleanRefusedError(MissionError):
+    """Raised instead of a clean that would lose unmerged work or pull a branch from a work tree.
+
+    Nothing was removed.
+    """
+
+
+class PickRefusedError(MissionError):
+    """The chosen tasks cannot be taken apart from the rest of the mission; nothing changed."""
+
+
+class TaskLeasedError(MissionError):
+    """Raised when a task a mission would run is leased to another mission that holds it."""
+
+
+class MissionNotFoundError(InvalidMissionError, LookupError):
+    """Raised when a name matches no mission, or when an id prefix matches several.
+
+    ``candidates`` holds the ids of the missions the prefix matched (empty when none did).
+    """
+
+    def __init__(self, message: str, candidates: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.candidates = list(candidates)
+
+
+class MergeRefusedError(MissionError):
+    """Raised instead of a merge that could lose or tangle the user's work; nothing was changed."""
+
+
+class DaskUnavailableError(InvalidMissionError):
+    """Raised when the Dask executor is asked for but ``distributed`` is not installed;
+    ``hint`` says how to install it."""
+
+    hint = "pip install 'rho-mission[dask]'"
+
+
+class StoreNotFoundError(MissionError):
+    """Raised when the task store to project does not exist (an empty graph would mislead)."""

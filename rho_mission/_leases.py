@@ -19,7 +19,7 @@ from pathlib import Path
 
 from taskstore import StoreDocument, TaskStore
 
-from ._errors import MissionError, quote
+from ._errors import TaskLeasedError, quote
 from ._git import GitRepo
 from ._runlock import is_running_in
 
@@ -40,10 +40,6 @@ PLACE_KEY = "rho.lease_place"
 
 
 _PLACE_FIELDS = ("git_dir", "folder")
-
-
-class TaskLeasedError(MissionError):
-    """Raised when a task a mission would run is leased to another mission that holds it."""
 
 
 def lease_place(repo: GitRepo, folder: Path) -> dict[str, str]:

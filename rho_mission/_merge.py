@@ -26,7 +26,7 @@ from taskstore import TaskStore
 
 from ._carry import record_work
 from ._cleanup import idle_mission
-from ._errors import MergeConflictError, MissionError, RefMovedError, quote
+from ._errors import MergeConflictError, MergeRefusedError, RefMovedError, quote
 from ._git import GitRepo
 from ._models import MissionDocument
 from ._pick import compose_tasks
@@ -41,10 +41,6 @@ __all__ = [
 
 MergeKind = Literal["up to date", "fast-forward", "merge commit", "squash"]
 _NAMED = 5  # paths an error names; the rest are counted
-
-
-class MergeRefusedError(MissionError):
-    """Raised instead of a merge that could lose or tangle the user's work; nothing was changed."""
 
 
 @dataclass(frozen=True)

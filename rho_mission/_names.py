@@ -7,10 +7,9 @@ so that the ids ``rho mission list`` prints can be used as they are.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from pathlib import Path
 
-from ._errors import InvalidMissionError, quote
+from ._errors import MissionNotFoundError, quote
 from ._mission import MISSION_FILE, Mission, list_missions
 
 __all__ = ["LATEST", "MissionNotFoundError", "resolve_mission"]
@@ -21,17 +20,6 @@ LATEST = "latest"
 _NAMED = 5
 # What may begin a mission id (8 lowercase hex digits, see ``MissionDocument.id``).
 _ID_PREFIX = re.compile(r"[0-9a-f]{1,8}")
-
-
-class MissionNotFoundError(InvalidMissionError, LookupError):
-    """Raised when a name matches no mission, or when an id prefix matches several.
-
-    ``candidates`` holds the ids of the missions the prefix matched (empty when none did).
-    """
-
-    def __init__(self, message: str, candidates: Sequence[str] = ()) -> None:
-        super().__init__(message)
-        self.candidates = list(candidates)
 
 
 def resolve_mission(repo: str | Path, name: str) -> Path:

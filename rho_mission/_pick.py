@@ -17,15 +17,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ._errors import InvalidMissionError, MissionError, quote
+from ._errors import InvalidMissionError, PickRefusedError, quote
 from ._git import GitRepo
 from ._models import MissionDocument
 
 __all__ = ["PickRefusedError", "TaskStep", "compose_tasks", "task_step", "task_steps"]
-
-
-class PickRefusedError(MissionError):
-    """The chosen tasks cannot be taken apart from the rest of the mission; nothing changed."""
 
 
 @dataclass(frozen=True)

@@ -128,7 +128,7 @@ class MissionFollower:
         return [sse_frame("mission", json.dumps(document, separators=(",", ":")))]
 
     def _journal_frames(self) -> list[str]:
-        from rho_mission.cli._logs import open_log
+        from rho_mission._logread import open_log
 
         fd = open_log(self.folder / "journal.jsonl")
         if fd is None:

@@ -1,8 +1,8 @@
 """The graph routes: the bytes ``rho graph export`` prints, built by the same code.
 
-``rho graph export`` builds its document with ``rho_mission.cli._graph.load_source`` and prints
-``graph.dump_graph`` of it; the server calls the very same two functions, so a client gets, for
-one mission or store, the bytes the command prints.
+``rho graph export`` builds its document with ``rho_mission._graphsource`` and prints
+``graph.dump_graph`` of it; the server calls the very same functions, so a client gets, for
+one mission or store and scope, the bytes the command prints.
 """
 
 from __future__ import annotations
@@ -66,19 +66,20 @@ def check_scope(scope: str | None) -> None:
 
 
 def _export(mission_dir: Path | None, store: Path | None, scope: str | None) -> bytes:
-    import click
-
     from graph import GraphError, dump_graph
-    from rho_mission.cli._errors import CliError
-    from rho_mission.cli._graph import graph, load_source
+    from rho_mission._graphsource import (
+        StoreNotFoundError,
+        mission_source_graph,
+        store_source_graph,
+    )
     from taskstore import TaskStoreError
 
     try:
-        # load_source resolves the store through the current click context (for `rho --store`);
-        # the store is named here, so an empty context of the `graph` group is all it needs.
-        with click.Context(graph, obj={}):
-            return dump_graph(load_source(mission_dir, store, scope))
-    except CliError as exc:  # the one refusal of a store path: "task store not found"
+        if mission_dir is not None:
+            return dump_graph(mission_source_graph(mission_dir, scope))
+        assert store is not None
+        return dump_graph(store_source_graph(store, scope))
+    except StoreNotFoundError as exc:
         raise NotFoundError(str(exc)) from exc
     except (GraphError, TaskStoreError) as exc:
         raise ServeError(str(exc)) from exc

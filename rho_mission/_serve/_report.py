@@ -82,7 +82,7 @@ def report_payload(
 
 
 def _tails(mission: MissionDocument, folder: Path) -> dict[str, list[str]]:
-    from rho_mission.cli._logs import read_tail
+    from rho_mission._logread import read_tail
 
     tails: dict[str, list[str]] = {}
     # The path comes from the feature id (a safe file name), never from its `log` field; a

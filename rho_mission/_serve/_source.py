@@ -68,7 +68,7 @@ def read_file(path: Path, limit: int = _MAX_MISSION_BYTES) -> bytes | None:
         ServeError: the file is larger than *limit* bytes.
         OSError: it cannot be read.
     """
-    from rho_mission.cli._logs import read_at_most  # the checked opener of logs and the journal
+    from rho_mission._logread import read_at_most  # the checked opener of logs and the journal
 
     data = read_at_most(path, limit)
     if data is None:
@@ -202,7 +202,7 @@ class Repository:
                 is not one of the mission's features.
             UnsafePathError: a link where the logs folder or the log should be.
         """
-        from rho_mission.cli._logs import read_tail
+        from rho_mission._logread import read_tail
 
         mission = self.mission(mission_id)
         features = {feature.id: feature.id for feature in mission.features}

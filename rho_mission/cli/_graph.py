@@ -57,47 +57,32 @@ def _source_options(command: F) -> F:
 def load_source(
     mission_dir: Path | None, store_path: Path | None, repository: str | None = None
 ) -> GraphDocument:
-    """The graph of a mission folder, or the projection of a task store, scoped to a repository.
-
-    Without *repository*, a mission graph keeps the repository its file names (the engine
-    writes the basename of the mission's repository folder); a file that names none, and a
-    store, take the basename of the git repository holding them, if any.
+    """The graph of a mission folder, or the projection of the command's task store, scoped to
+    a repository (see ``_graphsource``).
 
     Raises:
         CliError: both sources given, or the store file does not exist.
         GraphError, TaskStoreError: the source cannot be read or is not valid, or *repository*
             is not a usable id.
     """
-    from graph import check_repository_id, with_repository_id
+    from rho_mission._graphsource import (
+        StoreNotFoundError,
+        mission_source_graph,
+        store_source_graph,
+    )
 
     if mission_dir is not None and store_path is not None:
         raise CliError("pass either --mission-dir or --store, not both")
-    if repository is not None:
-        check_repository_id(repository)
     if mission_dir is not None:
-        from graph import load_mission_graph
+        return mission_source_graph(mission_dir, repository)
+    if repository is not None:
+        from graph import check_repository_id
 
-        document = load_mission_graph(mission_dir)
-        scope = repository or document.scope.repository_id or _folder_repository(mission_dir)
-        return document if scope is None else with_repository_id(document, scope)
-    from rho_mission import task_store_graph
-    from taskstore import TaskStore
-
-    path = command_store_path(store_path, reading=True)
-    if not path.is_file():
-        # Reading a missing store as empty suits `rho task`; exporting or uploading an empty
-        # graph because of a typo does not.
-        raise CliError(f"task store not found: {path}")
-    scope = repository or _folder_repository(path.parent)
-    return task_store_graph(TaskStore(path).tasks(), repository_id=scope)
-
-
-def _folder_repository(folder: Path) -> str | None:
-    """The default repository id of what lies in *folder*: its repository's basename."""
-    from graph import repository_id_for_folder
-
-    root = find_repo_root(folder)
-    return None if root is None else repository_id_for_folder(root)
+        check_repository_id(repository)  # before the store is looked for, as before
+    try:
+        return store_source_graph(command_store_path(store_path, reading=True), repository)
+    except StoreNotFoundError as exc:
+        raise CliError(str(exc)) from exc
 
 
 @click.group()

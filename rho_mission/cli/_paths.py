@@ -5,24 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rho_mission._repofind import find_repo_root
+
 from ._errors import CliError
 
 __all__ = ["command_store_path", "find_repo_root", "resolve_store_path"]
-
-
-def find_repo_root(start: Path | None = None) -> Path | None:
-    """The nearest folder at or above *start* (default: cwd) holding ``.git``, or None.
-
-    Like git, the walk never climbs into a folder of ``$GIT_CEILING_DIRECTORIES``.
-    """
-    here = (start or Path.cwd()).resolve()
-    ceilings = _ceiling_directories()
-    for folder in (here, *here.parents):
-        if folder != here and folder in ceilings:
-            return None
-        if (folder / ".git").exists():
-            return folder
-    return None
 
 
 def resolve_store_path(*candidates: Path | None, reading: bool = False) -> Path:
@@ -71,9 +58,3 @@ def command_store_path(store_path: Path | None, *, reading: bool = False) -> Pat
 
     root = click.get_current_context().find_root().obj or {}
     return resolve_store_path(store_path, root.get("store"), reading=reading)
-
-
-def _ceiling_directories() -> set[Path]:
-    # git ignores relative entries; an empty entry only changes how git resolves links.
-    entries = os.environ.get("GIT_CEILING_DIRECTORIES", "").split(os.pathsep)
-    return {Path(entry).resolve() for entry in entries if os.path.isabs(entry)}

@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from .._errors import InvalidMissionError, MissionError
+from .._errors import DaskUnavailableError, InvalidMissionError, MissionError
 from .._git import GitRepo
 from .._models import Handoff, MissionDocument
 from .._process import open_log
@@ -42,13 +42,6 @@ __all__ = ["DaskExecutor", "DaskUnavailableError"]
 
 # The coordinator's bound on an attempt beyond its own task timeout: fetch, push, scheduling.
 _SLACK_SECONDS = 120.0
-
-
-class DaskUnavailableError(InvalidMissionError):
-    """Raised when the Dask executor is asked for but ``distributed`` is not installed;
-    ``hint`` says how to install it."""
-
-    hint = "pip install 'rho-mission[dask]'"
 
 
 class DaskExecutor:

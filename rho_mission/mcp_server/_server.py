@@ -195,7 +195,7 @@ class Tools:
     def mission_log(self, mission: str, task: str, tail: int = _LOG_TAIL) -> dict[str, Any]:
         """The last `tail` lines of one task's log in a mission (its output)."""
         # The log reader lives with the CLI's log commands (as for `rho serve`).
-        from ..cli._logs import log_path, read_tail
+        from .._logread import log_path, read_tail
 
         found = self._mission(mission)
         if task not in {f.id for f in found.features}:

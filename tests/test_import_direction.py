@@ -1,0 +1,111 @@
+"""The direction of imports between the project's packages, read from the source.
+
+Every import counts, the ones inside functions too (a lazy import is still an arrow):
+
+- ``taskstore`` and ``graph`` are leaves: neither imports ``rho_mission`` nor the other;
+- the library never imports the CLI: no module of ``rho_mission`` outside ``rho_mission.cli``
+  (and ``__main__``, its entry point) imports ``rho_mission.cli``. So the server, the MCP tools
+  and the client read logs and build graphs through the library, as the CLI does;
+- the executors never import the engine (``rho_mission._engine``): the engine hands them
+  attempts through the executor seam (``_seam``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("rho_mission", "taskstore", "graph")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> Iterator[tuple[int, str]]:
+    """Every module *path* imports (line, absolute dotted name), relative imports resolved."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            yield node.lineno, target
+            for alias in node.names:  # "from . import x" may name a module
+                yield node.lineno, f"{target}.{alias.name}"
+
+
+def _arrows() -> list[tuple[str, int, str]]:
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            source = _module_name(path)
+            found += [(source, line, target) for line, target in _imports(path)]
+    return found
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+ARROWS = _arrows()
+
+
+def _targets(source: str) -> set[str]:
+    return {target for name, _, target in ARROWS if name == source}
+
+
+def test_the_arrows_are_read() -> None:
+    # What the rules rely on: an import inside a function is seen (load_source imports the
+    # graph source lazily), and a relative one resolved ("from ._git import GitRepo").
+    assert "rho_mission._graphsource" in _targets("rho_mission.cli._graph")
+    assert "rho_mission._git.GitRepo" in _targets("rho_mission._engine")
+    assert "rho_mission.cli._errors" in _targets("rho_mission.cli._graph")
+
+
+@pytest.mark.parametrize(
+    ("leaf", "others"),
+    [("taskstore", ("rho_mission", "graph")), ("graph", ("rho_mission", "taskstore"))],
+)
+def test_taskstore_and_graph_are_leaves(leaf: str, others: tuple[str, ...]) -> None:
+    wrong = [
+        f"{source}:{line} imports {target}"
+        for source, line, target in ARROWS
+        if _within(source, leaf) and any(_within(target, other) for other in others)
+    ]
+    assert wrong == []
+
+
+def test_the_library_never_imports_the_cli() -> None:
+    wrong = [
+        f"{source}:{line} imports {target}"
+        for source, line, target in ARROWS
+        if _within(source, "rho_mission")
+        and not _within(source, "rho_mission.cli")
+        and source != "rho_mission.__main__"
+        and _within(target, "rho_mission.cli")
+    ]
+    assert wrong == []
+
+
+def test_the_executors_never_import_the_engine() -> None:
+    wrong = [
+        f"{source}:{line} imports {target}"
+        for source, line, target in ARROWS
+        if _within(source, "rho_mission.executors") and _within(target, "rho_mission._engine")
+    ]
+    assert wrong == []
