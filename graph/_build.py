@@ -1,7 +1,7 @@
 """Helpers for the projections that build graphs (task store, mission): facts in one call each.
 
 The projections themselves live with their owners (``rho_mission``); this module gives them the
-pieces: ``make_node``/``make_edge``/``make_event`` with the defaults of DESIGN §4 (provenance
+pieces: ``make_node``/``make_edge``/``make_event`` with the defaults of rho.graph/v1 (provenance
 producer ``rho-mission``, ``effective_at`` = ``created_at``, ``data_classification`` =
 ``metadata_only`` on nodes), `sha256_hex` for ``*_sha256`` digests, `format_timestamp`, and a
 `GraphBuilder` that collects facts and returns a validated, sorted `GraphDocument`.

@@ -8,7 +8,7 @@
   with values of the shape rho gives them (``_vocabulary``, an allow-list), keep their
   values; any other ``k`` becomes ``k_sha256`` = SHA-256 hex of its value: a ``description``
   or ``notes`` added by hand, or a ``status`` holding a sentence, never leaves in clear;
-- every sensitive attribute ``k`` (`is_sensitive_key`, the rule of DESIGN §4) becomes
+- every sensitive attribute ``k`` (`is_sensitive_key`, the privacy rule) becomes
   ``k_sha256`` = SHA-256 hex of its value; ``k_sha256`` already present is an error;
 - a value under a key that claims to be a digest (ending in ``_sha256``, in any case) but is
   not one (64 lowercase hex digits) is hashed in place: such a key is exempt from the rule
@@ -99,7 +99,7 @@ _HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 def is_sensitive_key(key: str) -> bool:
-    """Tell whether attribute *key* must be hashed before upload (DESIGN §4, exactly).
+    """Tell whether attribute *key* must be hashed before upload (the privacy rule, exactly).
 
     A key is sensitive when, case-insensitively, it contains one of ``content prompt secret
     credential password api_key api-key apikey query reason url path command provider model

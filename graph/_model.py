@@ -1,6 +1,6 @@
-"""Pydantic models of the portable graph envelope ``rho.graph/v1`` (DESIGN §4).
+"""Pydantic models of the portable graph envelope ``rho.graph/v1``.
 
-JSON keys are snake_case as in DESIGN §4, except an edge's endpoints, which are ``from`` and
+JSON keys are snake_case, except an edge's endpoints, which are ``from`` and
 ``to`` (aliases of ``source`` and ``target``: ``from`` is a Python keyword). Kinds and event types
 are parsed trimmed and lowercased, so ``" Execution "`` reads as ``execution``. Timestamps stay
 strings, so that a file read and written again keeps its bytes, but must be RFC 3339 date-times
@@ -232,5 +232,5 @@ def _by_id(fact: Node | Edge | Event) -> str:
 
 
 def document_data(doc: GraphDocument) -> dict[str, Any]:
-    """Return *doc* as JSON data with the keys of DESIGN §4; absent optional values are omitted."""
+    """Return *doc* as JSON data with rho.graph/v1's keys; absent optional values are omitted."""
     return doc.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -2,7 +2,7 @@
 
 `verify_swarm_task_graph` is a pure function: the clock (``now_unix_ms``) and the trusted
 issuer keys are arguments; it reads no file, no environment and no clock. It runs every check
-of DESIGN §5 in order and the first failure is the answer, a `SwarmGraphRejected` carrying the
+in the contract's order and the first failure is the answer, a `SwarmGraphRejected` carrying the
 reference verifier's message and its failure code. The signature is checked last, so that a
 graph edited after signing (a lowered ceiling, a re-parented task) is refused for what is wrong
 with it, not merely because its signature no longer matches.

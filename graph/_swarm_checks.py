@@ -1,4 +1,4 @@
-"""The structural and temporal checks of a swarm task graph, in the order DESIGN §5 gives.
+"""The structural and temporal checks of a swarm task graph, in the order its contract gives.
 
 Each check raises `SwarmGraphRejected` with the reference verifier's message, so that the same
 document gets the same answer (and failure code) here and there. The order matters: a graph

@@ -166,7 +166,7 @@ class _WaveRunner:
         await end_mission_processes(self.mission.id, self.mission.config.grace_period)
         await self._start(waves, first)
         try:
-            with _deadline(self.mission.config.timeout) as scope:
+            with anyio.move_on_after(self.mission.config.timeout) as scope:  # None: no limit
                 await self._run_from(waves, first)
             if scope.cancelled_caught:
                 self.cancelled = True
@@ -555,10 +555,6 @@ class _WaveRunner:
 
     async def _close_executor(self) -> None:
         self.warnings.extend(await self.executor.close())
-
-
-def _deadline(seconds: float | None) -> anyio.CancelScope:
-    return anyio.move_on_after(seconds) if seconds is not None else anyio.CancelScope()
 
 
 def _reset(feature: Feature) -> None:

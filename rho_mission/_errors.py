@@ -39,8 +39,10 @@ lowercase, carry no trailing period, and quote refs and branches as JSON strings
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
+
+# The task store's quoting: one spelling of a quoted id or ref in every message of rho.
+from taskstore import quote
 
 __all__ = [
     "BranchCheckedOutError",
@@ -67,12 +69,8 @@ __all__ = [
     "UnknownRefError",
     "UnsafePathError",
     "WorktreeTamperedError",
+    "quote",
 ]
-
-
-def quote(value: str) -> str:
-    """*value* as a JSON string, the quoting every message of this package uses."""
-    return json.dumps(value, ensure_ascii=False)
 
 
 class MissionError(Exception):

@@ -150,7 +150,7 @@ def join_record(
 def final_status(
     features: list[Feature], cancelled: bool, *, unverified: bool = False
 ) -> MissionStatus:
-    """The mission's status once its run ended (DESIGN §3); a join whose verification failed
+    """The mission's status once its run ended (docs/architecture.md); a join whose check failed
     (*unverified*) counts as a failure: the mission is ``partial`` (or ``failed``), never
     ``completed``."""
     if cancelled:

@@ -1,8 +1,9 @@
 """The mission.json document: Mission, Feature, Handoff, WaveJoin, MissionConfig.
 
-Keys are snake_case as written in DESIGN §3. ``Mission`` is both the persisted document and the
-object a library caller drives (``Mission.new(...)``, ``await mission.run_staged(...)``); the
-behaviour lives in ``_engine`` and is attached in ``_mission``.
+Keys are snake_case, as in mission.json (docs/architecture.md). ``Mission`` is both the
+persisted document and the object a library caller drives (``Mission.new(...)``,
+``await mission.run_staged(...)``); the behaviour lives in ``_engine`` and is attached in
+``_mission``.
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:
 
 
 def mission_graph(mission: MissionDocument, *, repository_id: str | None = None) -> GraphDocument:
-    """The mission projection of DESIGN §4: mission, feature and wave-join nodes and events.
+    """The mission projection (docs/architecture.md): mission, feature and wave-join nodes, events.
 
     *repository_id* scopes every fact; by default the basename of the mission's repository
     folder (none when that name could not be an id), which is what the engine writes at each

@@ -1,7 +1,8 @@
 """The default worker: run the task's shell command in its worktree.
 
 The command is the task's ``metadata.command``, else the mission's ``--run``. It runs in its own
-process group with the RHO_* environment of DESIGN §3; its output goes to ``logs/<task>.log``.
+process group with the RHO_* environment (docs/architecture.md); its output goes to
+``logs/<task>.log``.
 Exit 0 is success; the engine then commits whatever the command changed.
 """
 
@@ -117,7 +118,7 @@ def _detach_head(worktree: Path) -> None:
 
 
 def worker_environment(ctx: WorkerContext, prompt_file: Path) -> dict[str, str]:
-    """The process environment: the caller's, plus the RHO_* variables of DESIGN §3.
+    """The process environment: the caller's, plus the RHO_* variables (docs/architecture.md).
 
     Git's repository variables are dropped (see ``_environ``). The subject is cut to
     ``SUBJECT_ENV_LIMIT`` characters: a hand-written store may hold one too long for ``execve``;

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ._errors import TaskNotFoundError as TaskNotFoundError
     from ._errors import TaskStatusError as TaskStatusError
     from ._errors import TaskStoreError as TaskStoreError
+    from ._errors import quote as quote
     from ._fastread import TaskView as TaskView
     from ._fastread import read_task_dicts as read_task_dicts
     from ._fastread import read_task_views as read_task_views
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
     from ._vocabulary import STATUSES as STATUSES
 
 _LOCATIONS = {
+    "quote": "_errors",
     "PLAN_SCHEMA": "_plan",
     "InvalidPlanError": "_plan",
     "PlanDocument": "_plan",

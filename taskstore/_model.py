@@ -1,6 +1,6 @@
 """Pydantic models of the task store file (``rho.tasks/v1``).
 
-JSON keys are camelCase as written in DESIGN §2; Python attributes are snake_case. A store
+JSON keys are camelCase (``rho.tasks/v1``); Python attributes are snake_case. A store
 written by hand or by an older version may hold an invalid status or a dangling blocker: the
 model accepts any status string and leaves those checks to the scheduling validator.
 """

@@ -109,3 +109,57 @@ def test_the_executors_never_import_the_engine() -> None:
         if _within(source, "rho_mission.executors") and _within(target, "rho_mission._engine")
     ]
     assert wrong == []
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Which of the project's modules each one imports (a name inside a module: that module)."""
+    modules = {_module_name(p) for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for source, _, target in ARROWS:
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        if target and target != source:
+            graph[source].add(target)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_in_a_circle() -> None:
+    # Lazy imports count: a circle broken only by importing inside a function is still one.
+    assert _circles(_module_graph()) == []
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _circles(graph) == [["a", "b", "c"]]

@@ -432,6 +432,3 @@ def _save(root: Path, settings: CloudSettings) -> Path:
 
     GitRepo.open(root).exclude(".rho/")
     return write_cloud_settings(root, settings)
-
-
-from . import _swarm  # noqa: E402, F401  (adds verify-swarm and sign-swarm)

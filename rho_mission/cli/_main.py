@@ -21,14 +21,21 @@ __all__ = ["cli", "main"]
 # click >= 8.2 raises this for a group called without a subcommand; older click printed help.
 _BARE_GROUP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
+# Each noun: the group, then the modules that add subcommands to it. They import the group;
+# the group's module never imports them back, so no module of the CLI imports in a circle.
 _NOUNS = {
-    "cloud": "rho_mission.cli._graph:cloud",
-    "graph": "rho_mission.cli._graph:graph",
-    "mcp": "rho_mission.cli._mcp:mcp",
-    "mission": "rho_mission.cli._mission:mission",
-    "serve": "rho_mission.cli._serve:serve",
-    "task": "rho_mission.cli._task:task",
-    "worktrees": "rho_mission.cli._worktrees:worktrees",
+    "cloud": ("rho_mission.cli._graph:cloud",),
+    "graph": ("rho_mission.cli._graph:graph", "rho_mission.cli._swarm"),
+    "mcp": ("rho_mission.cli._mcp:mcp",),
+    "mission": (
+        "rho_mission.cli._mission:mission",
+        "rho_mission.cli._mission_tools",  # log, diff, merge, clean
+        "rho_mission.cli._plan",  # plan
+        "rho_mission.cli._report",  # report
+    ),
+    "serve": ("rho_mission.cli._serve:serve",),
+    "task": ("rho_mission.cli._task:task",),
+    "worktrees": ("rho_mission.cli._worktrees:worktrees",),
 }
 
 
@@ -39,11 +46,14 @@ class _LazyGroup(click.Group):
         return sorted([*super().list_commands(ctx), *_NOUNS])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = _NOUNS.get(cmd_name)
-        if target is None:
+        found = _NOUNS.get(cmd_name)
+        if found is None:
             return super().get_command(ctx, cmd_name)
+        target, *adding = found
         module, _, attribute = target.partition(":")
         command: click.Command = getattr(importlib.import_module(module), attribute)
+        for extra in adding:
+            importlib.import_module(extra)
         return command
 
 

@@ -522,7 +522,7 @@ def _finish(target: Mission, as_json: bool) -> int:
         sys.stdout.write(target.model_dump_json(indent=2) + "\n")
     else:
         click.echo(f"mission {target.id} {target.status}: {target.dir}")
-    from ._mission_tools import next_commands
+    from ._mission_names import next_commands
 
     for line in next_commands(target):
         click.echo(line, err=as_json)  # with --json, stdout holds the document alone
@@ -557,7 +557,7 @@ def resume(
 
     Example: rho mission resume latest
     """
-    from ._mission_tools import load_mission
+    from ._mission_names import load_mission
 
     executor = executor_from(executor_name, scheduler, local_cluster, remote)
     target = load_mission(name)
@@ -586,7 +586,7 @@ def show(name: str, as_json: bool, fmt: str) -> int:
 
     Example: rho mission show latest --format mermaid
     """
-    from ._mission_tools import load_mission
+    from ._mission_names import load_mission
 
     target = load_mission(name)
     if as_json:
@@ -623,9 +623,3 @@ def list_(as_json: bool) -> int:
         return 0
     sys.stdout.write(mission_list_text(found))
     return 0
-
-
-# The subcommands of other modules register themselves on import.
-from . import _mission_tools  # noqa: E402, F401, I001  (adds log, merge and clean)
-from . import _plan  # noqa: E402, F401  (adds plan)
-from . import _report  # noqa: E402, F401  (adds report)

@@ -43,7 +43,7 @@ def report(name: str, html_file: Path, include_text: bool) -> None:
     from rho_mission._serve._report import report_html
     from taskstore import write_atomic
 
-    from ._mission_tools import mission_folder
+    from ._mission_names import mission_folder
 
     folder = mission_folder(name)
     target = Mission.load(folder)

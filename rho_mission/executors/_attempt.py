@@ -20,12 +20,7 @@ from .._seam import Attempt, AttemptResult, WorkerContext
 from .._workers import call_worker, failure_text
 from .._worktrees import WorktreePool
 
-__all__ = ["attempt_in_pool", "deadline"]
-
-
-def deadline(seconds: float | None) -> anyio.CancelScope:
-    """A scope that ends its work after *seconds* (None: never)."""
-    return anyio.move_on_after(seconds) if seconds is not None else anyio.CancelScope()
+__all__ = ["attempt_in_pool"]
 
 
 async def attempt_in_pool(repo: GitRepo, pool: WorktreePool, attempt: Attempt) -> AttemptResult:
@@ -88,7 +83,7 @@ async def _work(
     try:
         await attempt.ready()  # the feature's start is in the task store before its worker runs
         try:
-            with deadline(timeout) as scope:
+            with anyio.move_on_after(timeout) as scope:  # None: no limit
                 handoff = await call_worker(attempt.worker, context)
         except Exception as exc:  # the worker is the caller's code: it fails its feature
             return failure_text(exc, attempt.log_path), None

@@ -98,8 +98,8 @@ def _append(key: str, value: dict[str, Any] | str) -> Mutation:
     return lambda doc: doc[key].append(value)
 
 
-# Every check of DESIGN §5 in its order, each by a graph that is re-signed after the change, so
-# that the structural check (not the signature) is what must refuse it.
+# Every check of the swarm contract in its order, each by a graph that is re-signed after the
+# change, so that the structural check (not the signature) is what must refuse it.
 STRUCTURE: list[tuple[str, Mutation, str]] = [
     ("unknown key", _set(extra=1), "swarm task graph schema invalid: extra: extra inputs are"),
     ("missing key", _drop("joins"), "swarm task graph schema invalid: joins: field required"),
@@ -171,8 +171,8 @@ def test_every_structural_check_refuses_a_signed_graph_that_breaks_it(
 
 
 def test_a_lowered_ceiling_met_by_reparenting_without_fixing_depth_is_a_depth_mismatch() -> None:
-    # The attack of DESIGN §5: maxDepth 2 -> 1, and b (depth 2 under a) hung under the root so
-    # that no parent link is deeper than 1, but b still says depth 2.
+    # The attack the swarm contract names: maxDepth 2 -> 1, and b (depth 2 under a) hung under
+    # the root so that no parent link is deeper than 1, but b still says depth 2.
     doc = base()
     doc["maxDepth"] = 1
     doc["nodes"][2]["parentTaskId"] = "root"

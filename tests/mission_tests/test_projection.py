@@ -1,4 +1,4 @@
-"""The projections onto the portable graph: task stores and missions (DESIGN §4)."""
+"""The projections onto the portable graph: task stores and missions."""
 
 from __future__ import annotations
 

@@ -177,7 +177,7 @@ def digraphs(draw: st.DrawFn) -> list[GenTask]:
 def messy_graphs(draw: st.DrawFn) -> list[GenTask]:
     """Any graph: cycles, shared and blank ids, bad statuses, and at most one bad blocker a task.
 
-    One bad blocker a task at most: DESIGN §2 checks a task's blockers in declared order, so two
+    One bad blocker a task at most: the validator checks a task's blockers in declared order, so two
     different bad blockers of one task would make the message depend on their order.
     """
     tasks = draw(digraphs())

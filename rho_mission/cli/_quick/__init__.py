@@ -13,44 +13,13 @@ runs the same command line: both lanes print the same text (``_tasktext``), the 
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from ._answers import answer
 from ._argv import parse
-
-if TYPE_CHECKING:
-    from taskstore import Schedule
+from ._documents import list_title, print_json, ready_document, waves_document
 
 __all__ = ["list_title", "print_json", "quick_run", "ready_document", "waves_document"]
-
-
-def ready_document(schedule: Schedule[Any]) -> dict[str, Any]:
-    """``{"tasks": [{id, subject, status, owner, dependencies}], "waves": [[...]]}``."""
-    return {"tasks": [task.summary() for task in schedule.ready], "waves": schedule.waves}
-
-
-def waves_document(schedule: Schedule[Any]) -> dict[str, Any]:
-    """``{"waves": [[...]]}``."""
-    return {"waves": schedule.waves}
-
-
-def json_text(document: Any) -> str:
-    """*document* as one indented JSON document and a newline."""
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-
-
-def print_json(document: Any) -> None:
-    """Print *document* as one indented JSON document on stdout."""
-    sys.stdout.write(json_text(document))
-
-
-def list_title(shown: Sequence[Any], every: Sequence[Any]) -> str:
-    """``4 task(s)``, or ``2 of 4 task(s)`` when a filter left some out."""
-    count = f"{len(shown)} of {len(every)}" if len(shown) < len(every) else str(len(shown))
-    return f"{count} task(s)"
 
 
 def quick_run(args: list[str]) -> int | None:

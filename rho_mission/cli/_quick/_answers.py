@@ -33,7 +33,7 @@ def _schedule(call: Call) -> str | None:
     from taskstore import compute_schedule, read_task_views
 
     from .._tasktext import ready_text, waves_text  # a few hundred microseconds
-    from . import json_text, ready_document, waves_document
+    from ._documents import json_text, ready_document, waves_document
 
     schedule = compute_schedule(read_task_views(_store(call)))
     as_json = "--json" in call.flags
@@ -46,7 +46,7 @@ def _schedule(call: Call) -> str | None:
 def _list(call: Call) -> str | None:
     from taskstore import read_labels, read_task_dicts
 
-    from . import json_text, list_title
+    from ._documents import json_text, list_title
 
     every = read_task_dicts(_store(call))
     if every is None:
@@ -76,7 +76,7 @@ def _priority(task: dict[str, Any]) -> int:
 def _show(call: Call) -> str | None:
     from taskstore import read_task_dicts
 
-    from . import json_text
+    from ._documents import json_text
 
     tasks = read_task_dicts(_store(call))
     found = next((t for t in tasks or () if t["id"] == call.argument), None)
@@ -137,7 +137,7 @@ def _exclude_rho(call: Call) -> None:
 
 
 def _written(call: Call, verb: str, task: dict[str, Any]) -> str:
-    from . import json_text
+    from ._documents import json_text
 
     if "--json" in call.flags:
         return json_text(task)

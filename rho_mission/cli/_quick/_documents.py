@@ -1,0 +1,40 @@
+"""The JSON documents and titles both lanes print (the quick lane here, the full CLI in
+``_task``): one builder of each, so the two lanes print the same bytes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from taskstore import Schedule
+
+__all__ = ["json_text", "list_title", "print_json", "ready_document", "waves_document"]
+
+
+def ready_document(schedule: Schedule[Any]) -> dict[str, Any]:
+    """``{"tasks": [{id, subject, status, owner, dependencies}], "waves": [[...]]}``."""
+    return {"tasks": [task.summary() for task in schedule.ready], "waves": schedule.waves}
+
+
+def waves_document(schedule: Schedule[Any]) -> dict[str, Any]:
+    """``{"waves": [[...]]}``."""
+    return {"waves": schedule.waves}
+
+
+def json_text(document: Any) -> str:
+    """*document* as one indented JSON document and a newline."""
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def print_json(document: Any) -> None:
+    """Print *document* as one indented JSON document on stdout."""
+    sys.stdout.write(json_text(document))
+
+
+def list_title(shown: Sequence[Any], every: Sequence[Any]) -> str:
+    """``4 task(s)``, or ``2 of 4 task(s)`` when a filter left some out."""
+    count = f"{len(shown)} of {len(every)}" if len(shown) < len(every) else str(len(shown))
+    return f"{count} task(s)"
