@@ -4,10 +4,13 @@ import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 
-export const CONTRACT = resolve(import.meta.dirname ?? ".", "..", "..", "..", "contract");
+// From dist/test/ (where tsc puts this file): sdk/contract. import.meta.url, not
+// import.meta.dirname: Node 18 lacks the latter.
+export const CONTRACT = fileURLToPath(new URL("../../../contract/", import.meta.url));
 
 interface Answer {
   name: string;
