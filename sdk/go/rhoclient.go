@@ -223,7 +223,7 @@ func (c *Client) Follow(ctx context.Context, id string, each func(Event) error) 
 // node of the graph.
 func ValidateGraph(data []byte) (*Graph, error) {
 	fail := func(format string, args ...any) (*Graph, error) {
-		return nil, &Error{Message: "the server's graph is not valid: " + fmt.Sprintf(format, args...), kind: ErrInvalidGraph}
+		return nil, invalid(format, args...)
 	}
 	var shape map[string]json.RawMessage
 	if err := json.Unmarshal(data, &shape); err != nil {
@@ -243,48 +243,57 @@ func ValidateGraph(data []byte) (*Graph, error) {
 		return fail("schema_version is not rho.graph/v1")
 	}
 	known := map[Ref]bool{}
+	// claim checks one fact's word (kind or type) and that its id comes once in its list.
+	claim := func(fact, id, field, word string, words []string, seen map[string]bool) error {
+		if !contains(words, word) {
+			return invalid("%s %q has an unknown %s %q", fact, id, field, word)
+		}
+		if seen[id] {
+			return invalid("%s %q is defined more than once", fact, id)
+		}
+		seen[id] = true
+		return nil
+	}
+	resolve := func(fact, id, role string, ref *Ref) error {
+		if ref == nil || !known[*ref] {
+			return invalid("%s %q: its %s is no node of the graph", fact, id, role)
+		}
+		return nil
+	}
 	seen := map[string]bool{}
 	for _, node := range graph.Nodes {
-		if !contains(nodeKinds, node.Kind) {
-			return fail("node %q has an unknown kind %q", node.ID, node.Kind)
+		if err := claim("node", node.ID, "kind", node.Kind, nodeKinds, seen); err != nil {
+			return nil, err
 		}
-		if seen[node.ID] {
-			return fail("node %q is defined more than once", node.ID)
-		}
-		seen[node.ID] = true
 		known[Ref{node.Kind, node.ID}] = true
 	}
 	seen = map[string]bool{}
 	for _, edge := range graph.Edges {
-		if !contains(edgeKinds, edge.Kind) {
-			return fail("edge %q has an unknown kind %q", edge.ID, edge.Kind)
+		if err := claim("edge", edge.ID, "kind", edge.Kind, edgeKinds, seen); err != nil {
+			return nil, err
 		}
-		if seen[edge.ID] {
-			return fail("edge %q is defined more than once", edge.ID)
+		if err := resolve("edge", edge.ID, "source", edge.From); err != nil {
+			return nil, err
 		}
-		seen[edge.ID] = true
-		if edge.From == nil || !known[*edge.From] {
-			return fail("edge %q: its source is no node of the graph", edge.ID)
-		}
-		if edge.To == nil || !known[*edge.To] {
-			return fail("edge %q: its target is no node of the graph", edge.ID)
+		if err := resolve("edge", edge.ID, "target", edge.To); err != nil {
+			return nil, err
 		}
 	}
 	seen = map[string]bool{}
 	for _, event := range graph.Events {
-		if !contains(eventTypes, event.Type) {
-			return fail("event %q has an unknown type %q", event.ID, event.Type)
+		if err := claim("event", event.ID, "type", event.Type, eventTypes, seen); err != nil {
+			return nil, err
 		}
-		if seen[event.ID] {
-			return fail("event %q is defined more than once", event.ID)
-		}
-		seen[event.ID] = true
-		if event.Subject == nil || !known[*event.Subject] {
-			return fail("event %q: its subject is no node of the graph", event.ID)
+		if err := resolve("event", event.ID, "subject", event.Subject); err != nil {
+			return nil, err
 		}
 	}
 	graph.Raw = append(json.RawMessage(nil), data...)
 	return &graph, nil
+}
+
+func invalid(format string, args ...any) *Error {
+	return &Error{Message: "the server's graph is not valid: " + fmt.Sprintf(format, args...), kind: ErrInvalidGraph}
 }
 
 func (c *Client) graph(ctx context.Context, path, repository string) (*Graph, error) {
