@@ -46,10 +46,11 @@ from ._leases import LEASE_KEY, release_tasks
 from ._mission import Mission, list_missions
 from ._models import MissionDocument
 from ._persist import folder_anchor
+from ._places import mission_worktrees, pool_folder
 from ._recover import end_mission_processes
 from ._refs import RefHistory, mission_ref_prefix
 from ._runlock import run_lock
-from ._worktrees import SHARED_POOL, drop_pooled, held_by
+from ._worktrees import drop_pooled, held_by
 
 __all__ = [
     "FINISHED_STATUSES",
@@ -191,13 +192,13 @@ def integration_unmerged(repo: GitRepo, mission_id: str, head: str) -> bool:
 
 
 def _plan(repo: GitRepo, mission: MissionDocument, *, force: bool, purge: bool) -> _Plan:
-    folder = repo.root / ".rho" / "worktrees" / mission.id
+    folder = mission_worktrees(repo.root, mission.id)
     check_own_folder(folder, repo.root)
     trees = [Path(t.path) for t in repo.worktrees() if _below(t.path, folder)]
     for path in trees:
         if os.path.islink(path):
             raise UnsafePathError(path, "is a symbolic link")
-    pooled = held_by(repo, repo.root / ".rho" / "worktrees" / SHARED_POOL, mission.id)
+    pooled = held_by(repo, pool_folder(repo.root), mission.id)
     refs = repo.refs_under(mission_ref_prefix(mission.id))
     _refuse_checked_out(repo, mission, refs, folder, pooled)
     if not force:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["RHO_PATTERN", "add_exclude_line", "common_dir_of", "exclude_rho_of_store"]
+from ._places import RHO_DIR, RHO_PATTERN
 
-RHO_PATTERN = ".rho/"
+__all__ = ["RHO_PATTERN", "add_exclude_line", "common_dir_of", "exclude_rho_of_store"]
 
 
 def add_exclude_line(common_dir: Path, pattern: str) -> bool:
@@ -57,7 +57,7 @@ def common_dir_of(root: Path) -> Path | None:
 def exclude_rho_of_store(store: Path) -> None:
     """Exclude ``.rho/`` when *store* is a repository's own ``<root>/.rho/<file>``."""
     folder = Path(os.path.abspath(store)).parent
-    if folder.name != ".rho":
+    if folder.name != RHO_DIR:
         return
     common = common_dir_of(folder.parent)
     if common is not None:

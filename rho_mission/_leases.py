@@ -21,6 +21,7 @@ from taskstore import StoreDocument, TaskStore
 
 from ._errors import TaskLeasedError, quote
 from ._git import GitRepo
+from ._places import mission_folder
 from ._runlock import is_running_in
 
 __all__ = [
@@ -111,7 +112,7 @@ def lease_conflict(
     *place* is where the lease says *other* runs (``lease_place``), whichever clone that is;
     a lease without one (an older rho's) is of *repo*.
     """
-    common_dir, folder = repo.common_dir, repo.root / ".rho" / "missions" / other
+    common_dir, folder = repo.common_dir, mission_folder(repo.root, other)
     if isinstance(place, dict) and all(isinstance(place.get(k), str) for k in _PLACE_FIELDS):
         common_dir, folder = Path(place["git_dir"]), Path(place["folder"])
     if is_running_in(common_dir, other):

@@ -30,6 +30,7 @@ from ._errors import MergeConflictError, MergeRefusedError, RefMovedError, quote
 from ._git import GitRepo
 from ._models import MissionDocument
 from ._pick import compose_tasks
+from ._places import RHO_DIR, RHO_PATTERN
 
 __all__ = [
     "MergeOutcome",
@@ -203,7 +204,7 @@ def _refuse_dirty(repo: GitRepo, mission: MissionDocument) -> None:
     # --no-optional-locks: even this look must not rewrite the user's index.
     out = repo.run("--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=no")
     paths = _status_paths(out)
-    records = [path for path in paths if path == ".rho" or path.startswith(".rho/")]
+    records = [path for path in paths if path == RHO_DIR or path.startswith(RHO_PATTERN)]
     if records:
         raise MergeRefusedError(tracked_records_message(records))
     if paths:
@@ -215,7 +216,7 @@ def _refuse_dirty(repo: GitRepo, mission: MissionDocument) -> None:
 
 def tracked_records(repo: GitRepo) -> list[str]:
     """The files under ``.rho/`` that the repository's index tracks (none, normally)."""
-    out = repo.run("--no-optional-locks", "ls-files", "-z", "--", ".rho")
+    out = repo.run("--no-optional-locks", "ls-files", "-z", "--", RHO_DIR)
     return sorted(path for path in out.split("\0") if path)
 
 

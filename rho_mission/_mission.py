@@ -30,6 +30,7 @@ from ._git import GitRepo
 from ._journal import Journal
 from ._models import Feature, MissionConfig, MissionDocument, feature_id_problem
 from ._persist import prepare_mission_dir
+from ._places import feature_branch, integration_branch, mission_folder, missions_folder
 from ._plan import staged_plan
 from ._recover import kill_mission_processes
 from ._refresh import refresh_features, store_features
@@ -79,7 +80,7 @@ class Mission(MissionDocument):
         """
         git = GitRepo.open(Path(repo))
         ident = mission_id or secrets.token_hex(4)
-        folder = git.root / ".rho" / "missions" / ident
+        folder = mission_folder(git.root, ident)
         if os.path.lexists(folder):
             # Reusing it would overwrite that mission's record and reset its branches.
             raise InvalidMissionError(f"mission id {ident} is taken: {folder} exists")
@@ -89,7 +90,7 @@ class Mission(MissionDocument):
             dir=str(folder),
             repo=str(git.root),
             base_commit=_base_commit(git, base),
-            integration_branch=f"rho-mission/{ident}/integration",
+            integration_branch=integration_branch(ident),
             config=config or MissionConfig(),
         )
         for feature in features or ():
@@ -153,7 +154,7 @@ class Mission(MissionDocument):
         problem = feature_id_problem(feature.id)
         if problem is not None:
             raise InvalidMissionError(problem)
-        feature.branch = f"rho-mission/{self.id}/{feature.id}"
+        feature.branch = feature_branch(self.id, feature.id)
         self.features.append(feature)
         return feature
 
@@ -444,7 +445,7 @@ def list_missions(repo: str | Path) -> list[Mission]:
     Raises:
         NotAGitRepositoryError: *repo* is not inside a git work tree.
     """
-    root = GitRepo.open(Path(repo)).root / ".rho" / "missions"
+    root = missions_folder(GitRepo.open(Path(repo)).root)
     found: list[Mission] = []
     for folder in sorted(root.glob("*/")) if root.is_dir() else []:
         try:

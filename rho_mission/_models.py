@@ -15,6 +15,8 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._places import mission_ref_prefix
+
 __all__ = [
     "FEATURE_STATUSES",
     "MISSION_SCHEMA",
@@ -295,7 +297,7 @@ class MissionDocument(BaseModel):
     @model_validator(mode="after")
     def _refs_inside_the_mission(self) -> Self:
         # mission.json is read back by resume: a branch edited to "main" must never be moved.
-        prefix = f"rho-mission/{self.id}/"
+        prefix = mission_ref_prefix(self.id)
         if self.integration_branch != f"{prefix}integration":
             raise ValueError(f"integration_branch must be {prefix}integration")
         for feature in self.features:

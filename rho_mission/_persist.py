@@ -19,6 +19,7 @@ from taskstore import StagedFile, commit_in_order, stage_atomic, write_atomic
 from ._folders import private_folder
 from ._graphcache import MissionGraphCache
 from ._missiontext import FeatureKey, JoinKey, MissionTextCache, feature_key, join_key
+from ._places import rho_folder
 
 if TYPE_CHECKING:
     from ._models import Feature, MissionDocument
@@ -60,7 +61,7 @@ def folder_anchor(folder: Path, repo: Path) -> Path:
     """Where the symlink checks of *folder* start: the repository root for a folder below
     ``<repo>/.rho``, else the folder's parent (a mission folder the user put elsewhere)."""
     folder = Path(os.path.abspath(folder))
-    return repo if folder.is_relative_to(repo / ".rho") else folder.parent
+    return repo if folder.is_relative_to(rho_folder(repo)) else folder.parent
 
 
 def prepare_mission_dir(folder: Path, repo: Path) -> None:

@@ -17,6 +17,7 @@ from taskstore import ScheduleError, compute_schedule
 
 from ._errors import InvalidMissionError, quote
 from ._models import Feature
+from ._places import feature_branch
 
 if TYPE_CHECKING:
     from ._models import MissionDocument
@@ -70,7 +71,7 @@ def _branch(mission: MissionDocument, feature_id: str) -> str:
     problem = feature_id_problem(feature_id)
     if problem is not None:
         raise InvalidMissionError(problem)
-    return f"rho-mission/{mission.id}/{feature_id}"
+    return feature_branch(mission.id, feature_id)
 
 
 def _check_ids(mission: MissionDocument, plan: list[list[str]]) -> None:

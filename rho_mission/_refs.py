@@ -30,17 +30,13 @@ from graph import sha256_hex as digest
 from ._clock import now_rfc3339
 from ._errors import InvalidMissionError, RefMovedError
 from ._journal import Journal
+from ._places import mission_ref_prefix
 
 if TYPE_CHECKING:
     from ._git import GitRepo
     from ._models import MissionDocument
 
 __all__ = ["RefHistory", "check_id_free", "mission_ref_prefix", "settle_refs"]
-
-
-def mission_ref_prefix(mission_id: str) -> str:
-    """``rho-mission/<id>/``: every branch of the mission, and only those, starts with it."""
-    return f"rho-mission/{mission_id}/"
 
 
 @dataclass

@@ -21,6 +21,7 @@ from ._environ import child_environ
 from ._errors import FeatureFailedError
 from ._folders import open_private
 from ._git import GitRepo
+from ._places import rho_folder
 from ._process import note_in_log, run_command
 from .containment import require_pinned
 from .containment._wrapper import TaskPlace, task_wrapper
@@ -104,7 +105,7 @@ async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str])
 
 def _place(ctx: WorkerContext, env: dict[str, str]) -> TaskPlace:
     repo = Path(ctx.mission.repo)
-    hidden = [repo / ".rho", Path(ctx.mission.dir)]
+    hidden = [rho_folder(repo), Path(ctx.mission.dir)]
     shown = (env.get(name) for name in _READABLE)
     return TaskPlace(ctx.worktree, repo, hidden, [Path(path) for path in shown if path])
 

@@ -41,6 +41,7 @@ from ._git import GitRepo
 from ._journal import Journal
 from ._models import Feature, MissionDocument, Verification, VerificationStatus
 from ._persist import save_mission
+from ._places import RHO_PATTERN, mission_worktrees
 from ._process import note_in_log
 from ._refs import RefHistory, mission_ref_prefix
 from ._seam import Worker, WorkerContext
@@ -332,8 +333,8 @@ class JoinChecks:
 
     def _checks_pool(self) -> WorktreePool:
         if self._pool is None:
-            folder = self.repo.root / ".rho" / "worktrees" / self.mission.id / "checks"
-            self.repo.exclude(".rho/")
+            folder = mission_worktrees(self.repo.root, self.mission.id, "checks")
+            self.repo.exclude(RHO_PATTERN)
             private_folder(folder.parent, self.repo.root)
             prune_stale(self.repo, folder)  # what a crashed run's stages left
             self._pool = WorktreePool(self.repo, folder, self.mission.id)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from rho_mission._folders import check_own_folder
 from rho_mission._models import FEATURE_STATUSES
 
+from .._places import missions_folder
 from ._errors import BadRequestError, NotFoundError, ServeError
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ class Repository:
     @property
     def missions_folder(self) -> Path:
         """``<root>/.rho/missions``."""
-        return self.root / ".rho" / "missions"
+        return missions_folder(self.root)
 
     def mission_ids(self) -> list[str]:
         """The ids of the mission folders, sorted: real folders named by an id, with mission.json.

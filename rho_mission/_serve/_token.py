@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
+from .._places import rho_folder
 from ._errors import TokenError
 
 __all__ = ["MAX_TOKEN_CHARS", "MIN_TOKEN_CHARS", "TOKEN_FILE", "new_token", "read_token_file"]
@@ -35,7 +36,7 @@ def new_token(root: Path) -> tuple[str, Path]:
     from rho_mission._gitexclude import RHO_PATTERN, add_exclude_line
     from taskstore import write_atomic
 
-    folder = private_folder(root / ".rho", root)
+    folder = private_folder(rho_folder(root), root)
     # Without the repository's lock (which a running mission holds while it merges), as every
     # `rho task` write does: a line written twice by two writers at once excludes as well.
     add_exclude_line(GitRepo.open(root).common_dir, RHO_PATTERN)

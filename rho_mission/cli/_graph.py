@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from .._places import RHO_PATTERN
 from ._errors import CliError
 from ._paths import command_store_path, find_repo_root
 
@@ -430,5 +431,5 @@ def _save(root: Path, settings: CloudSettings) -> Path:
     from graph import write_cloud_settings
     from rho_mission._git import GitRepo
 
-    GitRepo.open(root).exclude(".rho/")
+    GitRepo.open(root).exclude(RHO_PATTERN)
     return write_cloud_settings(root, settings)

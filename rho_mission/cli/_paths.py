@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rho_mission._repofind import find_repo_root
 
+from .._places import default_store
 from ._errors import CliError
 
 __all__ = ["command_store_path", "find_repo_root", "resolve_store_path"]
@@ -34,7 +35,7 @@ def resolve_store_path(*candidates: Path | None, reading: bool = False) -> Path:
         raise CliError(
             f"not in a git repository: {Path.cwd()}; pass --store PATH or set RHO_TASK_STORE"
         )
-    return root / ".rho" / "tasks.json"
+    return default_store(root)
 
 
 def _existing(path: Path, named_by: str) -> Path:

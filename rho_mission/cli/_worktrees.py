@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from .._places import pool_folder
 from ._errors import CliError
 from ._paths import find_repo_root
 
@@ -39,13 +40,13 @@ def prune_shared_pool() -> None:
         CliError: the working folder is in no git repository.
     """
     from rho_mission._git import GitRepo
-    from rho_mission._worktrees import SHARED_POOL, prune_pool
+    from rho_mission._worktrees import prune_pool
 
     root = find_repo_root()
     if root is None:
         raise CliError(f"not a git repository: {Path.cwd()}")
     repo = GitRepo.open(root)
-    folder = repo.root / ".rho" / "worktrees" / SHARED_POOL
+    folder = pool_folder(repo.root)
     if not folder.is_dir():
         click.echo("no pooled worktree")
         return

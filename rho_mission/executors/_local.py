@@ -10,8 +10,9 @@ from .._errors import MissionError
 from .._folders import private_folder
 from .._git import GitRepo
 from .._models import MissionDocument
+from .._places import RHO_PATTERN, pool_folder, worktrees_folder
 from .._seam import Attempt, AttemptResult
-from .._worktrees import SHARED_POOL, WorktreePool, pool_limit, prune_pool, prune_stale
+from .._worktrees import WorktreePool, pool_limit, prune_pool, prune_stale
 from ._attempt import attempt_in_pool
 
 __all__ = ["LocalExecutor", "close_pool"]
@@ -39,9 +40,9 @@ class LocalExecutor:
             GitOperationError: git refused to prune.
         """
         repo = GitRepo.open(Path(mission.repo))
-        worktrees = repo.root / ".rho" / "worktrees"
+        worktrees = worktrees_folder(repo.root)
         folder = worktrees / mission.id
-        repo.exclude(".rho/")
+        repo.exclude(RHO_PATTERN)
         private_folder(worktrees, repo.root)
         prune_stale(repo, folder)  # a crashed run's own pool (kept worktrees, or older rho)
         keep = mission.config.keep_worktrees
@@ -50,7 +51,7 @@ class LocalExecutor:
         if keep or limit == 0:
             self._pool = WorktreePool(repo, folder, mission.id, keep=keep)
             return
-        shared = worktrees / SHARED_POOL
+        shared = pool_folder(repo.root)
         prune_pool(repo, shared)  # what a crashed holder left there
         self._pool = WorktreePool(repo, shared, mission.id, shared=True, limit=limit)
 

@@ -29,6 +29,7 @@ from .._environ import child_environ
 from .._errors import GitOperationError, MissionError
 from .._git import GitRepo
 from .._models import MissionDocument
+from .._places import integration_branch
 from .._recover import kill_mission_processes, kill_task_processes
 from .._seam import Attempt, Worker
 from .._worktrees import WorktreePool
@@ -78,7 +79,7 @@ class RemoteOutcome:
 
 def integration_ref(mission_id: str) -> str:
     """The remote ref the coordinator pushes a wave's start to."""
-    return f"refs/heads/rho-mission/{mission_id}/integration"
+    return f"refs/heads/{integration_branch(mission_id)}"
 
 
 def run_remote_attempt(spec: RemoteAttempt) -> RemoteOutcome:

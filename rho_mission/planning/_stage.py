@@ -39,6 +39,7 @@ from .._git import GitRepo
 from .._journal import Journal
 from .._models import Feature, MissionDocument, Planning, feature_id_problem
 from .._persist import save_mission
+from .._places import RHO_PATTERN, mission_ref_prefix, mission_worktrees
 from .._process import note_in_log
 from .._recover import end_mission_processes
 from .._seam import WorkerContext
@@ -184,8 +185,8 @@ async def _run_planner(
 
 
 def _planning_pool(repo: GitRepo, mission: MissionDocument) -> WorktreePool:
-    folder = repo.root / ".rho" / "worktrees" / mission.id / "planner"
-    repo.exclude(".rho/")
+    folder = mission_worktrees(repo.root, mission.id, "planner")
+    repo.exclude(RHO_PATTERN)
     private_folder(folder.parent, repo.root)
     prune_stale(repo, folder)  # what a crashed planning left
     return WorktreePool(repo, folder, mission.id)
@@ -309,7 +310,7 @@ def _adopt(
     plan_bytes = (plan.model_dump_json(indent=2) + "\n").encode()
     write_atomic(folder / "prd.md", plan.prd.encode())
     write_atomic(folder / "plan.json", plan_bytes)
-    prefix = f"rho-mission/{mission.id}/"
+    prefix = mission_ref_prefix(mission.id)
     for feature in features:
         feature.branch = prefix + feature.id
     mission.features = features

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..._places import missions_folder
 from .._paths import find_repo_root
 from ._argv import Call
 
@@ -85,7 +86,7 @@ def _missions_here() -> list[tuple[dict[str, Any], str]] | None:
     common = None if root is None else common_dir_of(root)
     if root is None or common is None:
         return None
-    folder = root / ".rho" / "missions"
+    folder = missions_folder(root)
     missions = []
     for mission_dir in sorted(folder.glob("*/")) if folder.is_dir() else []:
         mission = _read(mission_dir)
