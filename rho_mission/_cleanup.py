@@ -39,13 +39,12 @@ from ._errors import (
     UnsafePathError,
     quote,
 )
-from ._folders import check_own_folder
+from ._folders import check_own_folder, folder_anchor
 from ._git import GitRepo
 from ._journal import Journal
 from ._leases import LEASE_KEY, release_tasks
 from ._mission import Mission, list_missions
 from ._models import MissionDocument
-from ._persist import folder_anchor
 from ._places import mission_worktrees, pool_folder
 from ._recover import end_mission_processes
 from ._refs import RefHistory, mission_ref_prefix

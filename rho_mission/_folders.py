@@ -19,7 +19,15 @@ from taskstore import open_beneath
 
 from ._errors import UnsafePathError
 
-__all__ = ["check_own_folder", "open_private", "private_folder"]
+__all__ = ["check_own_folder", "folder_anchor", "open_private", "private_folder"]
+
+
+def folder_anchor(folder: Path, root: Path) -> Path:
+    """Where the link checks of rho's *folder* start: the repository *root* when the folder
+    lies below it (every component from there is rho's to check), else the folder's parent
+    (a folder the user put elsewhere: what holds it is the user's)."""
+    folder = Path(os.path.abspath(folder))
+    return root if folder.is_relative_to(root) else folder.parent
 
 
 def private_folder(path: Path, anchor: Path) -> Path:

@@ -16,16 +16,14 @@ import anyio
 
 from taskstore import StagedFile, commit_in_order, stage_atomic, write_atomic
 
-from ._folders import private_folder
+from ._folders import folder_anchor, private_folder
 from ._graphcache import MissionGraphCache
 from ._missiontext import FeatureKey, JoinKey, MissionTextCache, feature_key, join_key
-from ._places import rho_folder
 
 if TYPE_CHECKING:
     from ._models import Feature, MissionDocument
 
 __all__ = [
-    "folder_anchor",
     "note_feature_end",
     "prepare_mission_dir",
     "save_mission",
@@ -55,13 +53,6 @@ def _files_of(mission: MissionDocument) -> _MissionFiles:
     while len(_CACHES) > _KEPT_MISSIONS:
         _CACHES.popitem(last=False)
     return files
-
-
-def folder_anchor(folder: Path, repo: Path) -> Path:
-    """Where the symlink checks of *folder* start: the repository root for a folder below
-    ``<repo>/.rho``, else the folder's parent (a mission folder the user put elsewhere)."""
-    folder = Path(os.path.abspath(folder))
-    return repo if folder.is_relative_to(rho_folder(repo)) else folder.parent
 
 
 def prepare_mission_dir(folder: Path, repo: Path) -> None:

@@ -44,7 +44,7 @@ from ._errors import (
     RefMovedError,
     WorktreeTamperedError,
 )
-from ._folders import check_own_folder, private_folder
+from ._folders import check_own_folder, folder_anchor, private_folder
 from ._git import PARALLEL_CHECKOUT, GitRepo, WorktreeInfo, ref_moved
 from .containment import PinnedWorktree, pinned, unpin
 
@@ -443,7 +443,7 @@ class WorktreePool:
             in_the_way = stale is not None or path.exists()
             if in_the_way and not _remove_worktree(self.repo, path):
                 self.repo.run("worktree", "prune")
-            private_folder(self.folder, _anchor(self.repo, self.folder))
+            private_folder(self.folder, folder_anchor(self.folder, self.repo.root))
             add = (
                 "worktree",
                 "add",
@@ -686,18 +686,13 @@ def _checked_folder(repo: GitRepo, folder: str | os.PathLike[str], *, ignored: b
     path = Path(os.path.abspath(folder))
     if repo.root.is_relative_to(path):
         raise InvalidMissionError(f"worktree folder {path} holds the repository itself")
-    check_own_folder(path, _anchor(repo, path))
+    check_own_folder(path, folder_anchor(path, repo.root))
     inside = ignored and path.is_relative_to(repo.root)
     if inside and repo.run_status("check-ignore", "-q", f"{path}/")[0] != 0:
         raise InvalidMissionError(
             f"worktree folder {path} is inside the work tree but not ignored by git"
         )
     return path
-
-
-def _anchor(repo: GitRepo, folder: Path) -> Path:
-    # Below the repository every component is rho's to check; elsewhere, the folder's parent.
-    return repo.root if folder.is_relative_to(repo.root) else folder.parent
 
 
 def _remove_unregistered(root: Path, registered: set[Path]) -> list[Path]:
@@ -718,7 +713,9 @@ def _remove_worktree(repo: GitRepo, path: Path) -> bool:
     # Double --force: the worktree is locked (by us) and may hold changes or untracked files.
     # git also refuses a folder it does not know: that is a leftover, deleted by hand. Returns
     # whether git removed it, record and all (if not, a "worktree prune" is due).
-    check_own_folder(path.parent, _anchor(repo, path.parent))  # what holds it is rho's folder
+    check_own_folder(
+        path.parent, folder_anchor(path.parent, repo.root)
+    )  # what holds it is rho's folder
     pin = pinned(path)
     if not _intact(path, pin):
         _remove_tampered(path, pin)
