@@ -73,6 +73,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from bench_git_processes import ENV as GIT_ENV
 from bench_git_processes import subcommand
 
 __all__ = ["main"]
@@ -87,19 +88,14 @@ LINES = 20
 LAUNCH = "import sys; sys.argv[0] = 'rho'; from rho_mission.cli import main; main()"
 WHERE = "import " + ", ".join(PACKAGES) + "; print(" + ", ".join(f"{p}.__file__" for p in PACKAGES)
 WHERE += ", sep='\\n')"
+# bench_git_processes' environment, without this shell's Python settings (each contender sets
+# its own), in the C locale.
 ENV = {
     **{
         k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("RHO_", "GIT_"))
-        and k not in {"PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "PYTHONPYCACHEPREFIX"}
+        for k, v in GIT_ENV.items()
+        if k not in {"PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "PYTHONPYCACHEPREFIX"}
     },
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.com",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.com",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
     "LC_ALL": "C",
 }
 _SEPARATOR = "\x1f"

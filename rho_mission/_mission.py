@@ -258,7 +258,7 @@ class Mission(MissionDocument):
         planner: Planner | None = None,
     ) -> Mission:
         planning = self._planning_due(planner)
-        if planning and waves is not None and self.planning is None:
+        if planning and waves is not None:
             raise InvalidMissionError("a planned mission's waves are its plan's: pass no waves")
         plan = [] if planning else staged_plan(self, waves)
         stages = stages_for(self.config, *checks)

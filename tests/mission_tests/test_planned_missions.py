@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from graph import sha256_hex
-from rho_mission import Mission, MissionConfig, WorkerContext
+from rho_mission import InvalidMissionError, Mission, MissionConfig, WorkerContext
 from taskstore import PlanDocument, ScheduleError, compute_schedule, plan_tasks, validate_plan
 
 from ._cli_helpers import (
@@ -315,6 +315,23 @@ def test_mission_plan_plans_alone_then_run_staged_runs_the_plan(project: Path) -
     assert ran.wave_joins[0].feature_ids == ["bye", "extra", "hello"]
 
 
+def _killed_then_resumed(
+    runs: RhoRuns, project: Path, args: tuple[str, ...], pid_file: Path, go: Path
+) -> dict[str, Any]:
+    """Start ``rho ARGS``, kill -9 it once *pid_file* names the waiting process, check the
+    mission is interrupted, open the gate *go*, resume; the mission.json the resume left."""
+    crashed = runs.start(*args, cwd=project)
+    read_pid(pid_file)
+    crashed.send_signal(signal.SIGKILL)
+    crashed.wait(timeout=30)
+    listed = run_rho("mission", "list", "--json", cwd=project).json()
+    assert listed["missions"][0]["state"] == "interrupted"
+    go.write_text("", encoding="utf-8")
+    resumed = run_rho("mission", "resume", mission_dir(project).name, cwd=project)
+    assert resumed.code == 0, resumed.stderr
+    return _mission(project)
+
+
 def test_a_kill_9_while_planning_plans_again_on_resume(
     project: Path, tmp_path: Path, runs: RhoRuns
 ) -> None:
@@ -325,17 +342,8 @@ def test_a_kill_9_while_planning_plans_again_on_resume(
         f"[ -e {shlex.quote(str(go))} ] || {{ {wait_file_cmd(tmp_path / 'never')}; }}; "
         f"{_planner()}"
     )
-    crashed = runs.start("mission", STAGED, "--planner", planner, "--run", RUN, cwd=project)
-    read_pid(pid_file)
-    crashed.send_signal(signal.SIGKILL)
-    crashed.wait(timeout=30)
-    ident = mission_dir(project).name
-    listed = run_rho("mission", "list", "--json", cwd=project).json()
-    assert listed["missions"][0]["state"] == "interrupted"
-    go.write_text("", encoding="utf-8")
-    resumed = run_rho("mission", "resume", ident, cwd=project)
-    assert resumed.code == 0, resumed.stderr
-    assert _mission(project)["status"] == "completed"
+    args = ("mission", STAGED, "--planner", planner, "--run", RUN)
+    assert _killed_then_resumed(runs, project, args, pid_file, go)["status"] == "completed"
     assert count.read_text().count("run") == 2  # the first planning never ended
 
 
@@ -348,20 +356,14 @@ def test_a_kill_9_in_the_waves_resumes_without_planning_again(
         f'if [ "$RHO_TASK_ID" = bye ] && [ ! -e {shlex.quote(str(go))} ]; then '
         f"echo $$ > {shlex.quote(str(pid_file))}; {wait_file_cmd(tmp_path / 'never')}; fi; {RUN}"
     )
-    crashed = runs.start("mission", STAGED, "--planner", planner, "--run", run, cwd=project)
-    read_pid(pid_file)
-    crashed.send_signal(signal.SIGKILL)
-    crashed.wait(timeout=30)
-    go.write_text("", encoding="utf-8")
-    resumed = run_rho("mission", "resume", mission_dir(project).name, cwd=project)
-    assert resumed.code == 0, resumed.stderr
-    mission = _mission(project)
+    args = ("mission", STAGED, "--planner", planner, "--run", run)
+    mission = _killed_then_resumed(runs, project, args, pid_file, go)
     assert mission["status"] == "completed"
     assert count.read_text().count("run") == 1
     assert {"hello.txt", "bye.txt"} <= set(tree_files(project, mission["integration_branch"]))
 
 
-def test_import_tasks_helper_still_works_beside_plans(project: Path) -> None:
+def test_a_store_mission_records_no_planning(project: Path) -> None:
     # A store mission is untouched by the planning stage: no "planning" in its record.
     import_tasks(
         project, [{"id": "t", "subject": "t", "status": "pending", "metadata": {"command": "true"}}]
@@ -380,14 +382,7 @@ def test_a_kill_9_in_the_verify_stage_resumes_without_planning_again(
         f"{wait_file_cmd(tmp_path / 'never')}; }}; test -f hello.txt"
     )
     args = ("mission", STAGED, "--planner", planner, "--run", RUN, "--verify", verify)
-    crashed = runs.start(*args, cwd=project)
-    read_pid(pid_file)
-    crashed.send_signal(signal.SIGKILL)
-    crashed.wait(timeout=30)
-    go.write_text("", encoding="utf-8")
-    resumed = run_rho("mission", "resume", mission_dir(project).name, cwd=project)
-    assert resumed.code == 0, resumed.stderr
-    mission = _mission(project)
+    mission = _killed_then_resumed(runs, project, args, pid_file, go)
     assert mission["status"] == "completed"
     assert [j["verification"]["status"] for j in mission["wave_joins"]] == ["passed", "passed"]
     assert count.read_text().count("run") == 1
@@ -400,3 +395,13 @@ def test_a_prompt_named_like_a_subcommand_goes_after_a_double_dash(project: Path
     listed = run_rho("mission", "list", cwd=project)  # without "--": the subcommand
     assert listed.code == 0, listed.stderr
     assert "1 mission(s)" in listed.stdout
+
+
+def test_waves_and_a_planner_together_are_refused_before_anything_runs(project: Path) -> None:
+    def planner(ctx: WorkerContext) -> None:
+        raise AssertionError("never called")
+
+    mission = Mission.new(project, "Two files.")
+    with pytest.raises(InvalidMissionError, match="waves are its plan's"):
+        mission.run_staged_sync(waves=[["a"]], plan=planner)
+    assert not Path(mission.dir).exists()
