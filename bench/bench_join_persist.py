@@ -1,12 +1,12 @@
 """Benchmark: one join's durable rewrite of a 1,000-feature mission (mission.json + graph).
 
-At every join the engine saves the mission (``rho_mission._persist.save_mission``): both files'
-bytes are made, those of a full dump and of a full projection, but made again only where the
-mission changed since the process's last save of it (``rho_mission._missiontext``,
-``rho_mission._graphcache``); then both are written beside their places with fsync, at once, and
-renamed in, mission.json first, with one fsync of the folder. As each feature ends, while
-the wave's other features still run, the engine makes that feature's part of both files
-(``_persist.note_feature_end``), so that the join finds most of its wave made.
+At every join the engine saves the mission (``rho_mission.records._persist.save_mission``): both
+files' bytes are made, those of a full dump and of a full projection, but made again only where the
+mission changed since the process's last save of it (``rho_mission.records._missionbytes``,
+``rho_mission.records._graphcache``); then both are written beside their places with fsync, at once,
+and renamed in, mission.json first, with one fsync of the folder. As each feature ends, while the
+wave's other features still run, the engine makes that feature's part of both files
+(``records._persist.note_feature_end``), so that the join finds most of its wave made.
 
 This script builds the mission as it stands at its last join (every feature completed with a
 handoff, every wave joined) and as it stood just before (the last wave's features running, its
@@ -40,9 +40,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from graph import MAX_GRAPH_FILE_BYTES, GraphDocument, dump_graph, sort_facts, validate_graph
-from rho_mission._models import Feature, Handoff, MissionConfig, MissionDocument, WaveJoin
-from rho_mission._persist import _CACHES, note_feature_end, prepare_mission_dir, save_mission
-from rho_mission._projection import mission_graph
+from rho_mission.records._document import Feature, Handoff, MissionConfig, MissionDocument, WaveJoin
+from rho_mission.records._persist import (
+    _CACHES,
+    note_feature_end,
+    prepare_mission_dir,
+    save_mission,
+)
+from rho_mission.records._projection import mission_graph
 from taskstore import write_atomic
 
 __all__ = ["before_last_join", "build_mission", "main"]

@@ -214,9 +214,11 @@ _SIGNING = frozenset(
 )
 
 
-def __getattr__(name: str) -> object:
-    if name in _SIGNING:
-        from . import _swarm
+if TYPE_CHECKING:
 
-        return getattr(_swarm, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> object: ...
+
+else:
+    import lazy_loader
+
+    __getattr__, _, _ = lazy_loader.attach(__name__, submod_attrs={"_swarm": sorted(_SIGNING)})

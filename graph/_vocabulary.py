@@ -8,8 +8,8 @@ digest, one of the status words. Any other key, and a value of another shape, is
 ``description`` or ``notes``, or a ``status`` holding a sentence, uploads digests only: the rule
 of sensitive key names alone trusted the names.
 
-Keep in step with ``rho_mission/_projection.py``, which writes them (a test compares the two on
-real missions and stores).
+Keep in step with ``rho_mission/records/_projection.py``, which writes them (a test compares
+the two on real missions and stores).
 """
 
 from __future__ import annotations

@@ -6,8 +6,7 @@ the CLI) never pays for git, anyio or pydantic.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._errors import FeatureFailedError as FeatureFailedError
@@ -22,54 +21,54 @@ if TYPE_CHECKING:
     from ._errors import SignedPlanError as SignedPlanError
     from ._errors import UnknownRefError as UnknownRefError
     from ._errors import UnsafePathError as UnsafePathError
-    from ._fromtasks import mission_from_tasks as mission_from_tasks
-    from ._mission import Mission as Mission
-    from ._mission import list_missions as list_missions
-    from ._models import Feature as Feature
-    from ._models import Handoff as Handoff
-    from ._models import HeldTask as HeldTask
-    from ._models import MissionConfig as MissionConfig
-    from ._models import MissionDocument as MissionDocument
-    from ._models import WaveJoin as WaveJoin
-    from ._names import MissionNotFoundError as MissionNotFoundError
-    from ._names import resolve_mission as resolve_mission
-    from ._projection import mission_graph as mission_graph
-    from ._projection import task_store_graph as task_store_graph
-    from ._seam import Observer as Observer
-    from ._seam import Worker as Worker
-    from ._seam import WorkerContext as WorkerContext
-    from ._shell import shell_worker as shell_worker
+    from .executors._contract import Observer as Observer
+    from .executors._contract import Worker as Worker
+    from .executors._contract import WorkerContext as WorkerContext
+    from .executors._shell import shell_worker as shell_worker
+    from .mission._fromtasks import mission_from_tasks as mission_from_tasks
+    from .mission._mission import Mission as Mission
+    from .mission._mission import list_missions as list_missions
+    from .mission._names import MissionNotFoundError as MissionNotFoundError
+    from .mission._names import resolve_mission as resolve_mission
+    from .records._document import Feature as Feature
+    from .records._document import Handoff as Handoff
+    from .records._document import HeldTask as HeldTask
+    from .records._document import MissionConfig as MissionConfig
+    from .records._document import MissionDocument as MissionDocument
+    from .records._document import WaveJoin as WaveJoin
+    from .records._projection import mission_graph as mission_graph
+    from .records._projection import task_store_graph as task_store_graph
 
 _LOCATIONS = {
     "FeatureFailedError": "_errors",
     "FeatureResultError": "_errors",
-    "Feature": "_models",
+    "Feature": "records._document",
     "GitOperationError": "_errors",
-    "Handoff": "_models",
-    "HeldTask": "_models",
+    "Handoff": "records._document",
+    "HeldTask": "records._document",
     "InvalidMissionError": "_errors",
     "MergeConflictError": "_errors",
-    "Mission": "_mission",
-    "MissionConfig": "_models",
-    "MissionDocument": "_models",
+    "Mission": "mission._mission",
+    "MissionConfig": "records._document",
+    "MissionDocument": "records._document",
     "MissionError": "_errors",
-    "MissionNotFoundError": "_names",
+    "MissionNotFoundError": "mission._names",
     "NotAGitRepositoryError": "_errors",
     "NothingToRunError": "_errors",
-    "Observer": "_seam",
+    "Observer": "executors._contract",
     "RefMovedError": "_errors",
     "SignedPlanError": "_errors",
     "UnknownRefError": "_errors",
     "UnsafePathError": "_errors",
-    "WaveJoin": "_models",
-    "Worker": "_seam",
-    "WorkerContext": "_seam",
-    "list_missions": "_mission",
-    "mission_from_tasks": "_fromtasks",
-    "mission_graph": "_projection",
-    "resolve_mission": "_names",
-    "shell_worker": "_shell",
-    "task_store_graph": "_projection",
+    "WaveJoin": "records._document",
+    "Worker": "executors._contract",
+    "WorkerContext": "executors._contract",
+    "list_missions": "mission._mission",
+    "mission_from_tasks": "mission._fromtasks",
+    "mission_graph": "records._projection",
+    "resolve_mission": "mission._names",
+    "shell_worker": "executors._shell",
+    "task_store_graph": "records._projection",
 }
 
 __all__ = sorted(_LOCATIONS)
@@ -78,14 +77,12 @@ __all__ = sorted(_LOCATIONS)
 if not TYPE_CHECKING:
     # Hidden from mypy, which checks names against the imports above: a typo such as
     # ``from rho_mission import Misson`` is an error, not an ``Any``.
-    def __getattr__(name: str) -> Any:
-        module = _LOCATIONS.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-        globals()[name] = value
-        return value
+    import lazy_loader
 
-
-def __dir__() -> list[str]:
-    return __all__
+    __getattr__, __dir__, _ = lazy_loader.attach(
+        __name__,
+        submod_attrs={
+            module: [n for n in _LOCATIONS if _LOCATIONS[n] == module]
+            for module in set(_LOCATIONS.values())
+        },
+    )

@@ -27,14 +27,14 @@ The tree::
     ├── SignedPlanError             the signed plan is refused, or the task store is not what it
     │                               allows (exit 1); ``.code`` is the verifier's failure code
     ├── GitOperationError           a git command failed; ``.stderr`` holds git's own words
-    └── ServeError                  ``rho serve`` refuses a request (``_serve._errors``: its
+    └── ServeError                  ``rho serve`` refuses a request (``serve._errors``: its
                                     HTTP subtree, ``status`` 400, 401, 404 or 500)
 
 Outside it, on purpose: the CLI's ``CliError`` (a message and exit 2, for what click parsed)
 and the HTTP clients' ``ClientError`` tree (``client``), whose callers hold no mission.
 
-Git's own failures are translated into this tree in one place (``_git.GitRepo.run``). Messages are
-lowercase, carry no trailing period, and quote refs and branches as JSON strings.
+Git's own failures are translated into this tree in one place (``git._repo.GitRepo.run``).
+Messages are lowercase, carry no trailing period, and quote refs and branches as JSON strings.
 """
 
 from __future__ import annotations

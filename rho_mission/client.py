@@ -40,7 +40,8 @@ from pydantic import BaseModel, ValidationError
 
 if TYPE_CHECKING:
     from graph import GraphDocument
-    from rho_mission._models import MissionDocument
+
+    from .records._document import MissionDocument
 
 __all__ = [
     "AsyncClient",
@@ -339,7 +340,7 @@ def _summaries(response: httpx.Response) -> list[MissionSummary]:
 
 
 def _mission(response: httpx.Response) -> MissionDocument:
-    from rho_mission._models import MissionDocument
+    from .records._document import MissionDocument
 
     try:
         return MissionDocument.model_validate_json(response.content)

@@ -6,8 +6,7 @@ pydantic or filelock on import: ``rho task ready --json`` is called by agents in
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._atomic import StagedFile as StagedFile
@@ -152,15 +151,12 @@ __all__ = sorted(_LOCATIONS)
 
 
 if not TYPE_CHECKING:  # mypy sees the imports above, so a misspelt name is an error there
+    import lazy_loader
 
-    def __getattr__(name: str) -> Any:
-        module = _LOCATIONS.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-        globals()[name] = value
-        return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+    __getattr__, __dir__, _ = lazy_loader.attach(
+        __name__,
+        submod_attrs={
+            module: [n for n in _LOCATIONS if _LOCATIONS[n] == module]
+            for module in set(_LOCATIONS.values())
+        },
+    )

@@ -6,8 +6,12 @@ Every import counts, the ones inside functions too (a lazy import is still an ar
 - the library never imports the CLI: no module of ``rho_mission`` outside ``rho_mission.cli``
   (and ``__main__``, its entry point) imports ``rho_mission.cli``. So the server, the MCP tools
   and the client read logs and build graphs through the library, as the CLI does;
-- the executors never import the engine (``rho_mission._engine``): the engine hands them
-  attempts through the executor seam (``_seam``).
+- the executors never import the engine (``rho_mission.engine``): the engine hands them
+  attempts through the executors' contract (``executors._contract``);
+- the library's packages are layers (``LAYERS``, bottom first, as docs/architecture.md draws
+  them): each imports only the layers below it, and every module of ``rho_mission`` is in one.
+  The packages of one layer never import each other: ``serve``, ``mcp_server`` and ``client``
+  use the library, not one another. The CLI, the top, starts the server and the MCP server.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ def _within(name: str, package: str) -> bool:
 
 
 ARROWS = _arrows()
+MODULES = {_module_name(p) for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
 
 
 def _targets(source: str) -> set[str]:
@@ -72,8 +77,8 @@ def _targets(source: str) -> set[str]:
 def test_the_arrows_are_read() -> None:
     # What the rules rely on: an import inside a function is seen (load_source imports the
     # graph source lazily), and a relative one resolved ("from ._git import GitRepo").
-    assert "rho_mission._graphsource" in _targets("rho_mission.cli._graph")
-    assert "rho_mission._git.GitRepo" in _targets("rho_mission._engine")
+    assert "rho_mission.mission._graphsource" in _targets("rho_mission.cli._graph")
+    assert "rho_mission.git._repo.GitRepo" in _targets("rho_mission.engine._loop")
     assert "rho_mission.cli._errors" in _targets("rho_mission.cli._graph")
 
 
@@ -106,18 +111,85 @@ def test_the_executors_never_import_the_engine() -> None:
     wrong = [
         f"{source}:{line} imports {target}"
         for source, line, target in ARROWS
-        if _within(source, "rho_mission.executors") and _within(target, "rho_mission._engine")
+        if _within(source, "rho_mission.executors") and _within(target, "rho_mission.engine")
     ]
     assert wrong == []
 
 
+# Bottom first. A module belongs to the longest unit its name is within ("rho_mission" itself:
+# its __init__ only, the public names).
+LAYERS: list[tuple[str, ...]] = [
+    ("rho_mission._errors",),
+    ("rho_mission.containment",),
+    ("rho_mission.records",),
+    ("rho_mission.git",),
+    ("rho_mission.executors",),
+    ("rho_mission.engine",),
+    ("rho_mission.planning",),
+    ("rho_mission.mission",),
+    ("rho_mission", "rho_mission.client", "rho_mission.serve", "rho_mission.mcp_server"),
+    ("rho_mission.cli",),
+    ("rho_mission.__main__",),
+]
+
+
+def _unit(module: str) -> str | None:
+    units = [u for layer in LAYERS for u in layer if u != "rho_mission" and _within(module, u)]
+    if units:
+        return max(units, key=len)
+    return "rho_mission" if module == "rho_mission" else None
+
+
+def _layer(unit: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS) if unit in layer)
+
+
+def _layer_breaches(arrows: list[tuple[str, int, str]]) -> list[str]:
+    """Each arrow to a unit of the same layer or of a higher one, as ``source:line imports x``."""
+    wrong = []
+    for source, line, target in arrows:
+        if not (_within(source, "rho_mission") and _within(target, "rho_mission")):
+            continue
+        mine, theirs = _unit(source), _unit(_owner(target))
+        if mine is None or theirs is None or mine == theirs:
+            continue
+        if _layer(theirs) >= _layer(mine):
+            wrong.append(f"{source}:{line} imports {target}")
+    return wrong
+
+
+def _owner(target: str) -> str:
+    """The module *target* is or is a name inside (``rho_mission.git._repo.GitRepo``: the
+    module ``rho_mission.git._repo``; ``rho_mission.Mission``: the package's public names)."""
+    while target and target not in MODULES:
+        target = target.rpartition(".")[0]
+    return target
+
+
+def test_each_package_imports_only_the_layers_below_it() -> None:
+    assert _layer_breaches(ARROWS) == []
+
+
+def test_every_module_of_the_library_is_in_a_layer() -> None:
+    # A new subpackage must take its place in LAYERS (and in docs/architecture.md).
+    assert sorted(m for m in MODULES if _within(m, "rho_mission") and _unit(m) is None) == []
+
+
+def test_the_layer_check_sees_a_wrong_arrow() -> None:
+    upward = ("rho_mission.git._repo", 7, "rho_mission.engine._loop.WaveEngine")
+    sideways = ("rho_mission.serve._app", 9, "rho_mission.mcp_server._server")
+    downward = ("rho_mission.engine._loop", 3, "rho_mission.git._repo.GitRepo")
+    assert _layer_breaches([upward, sideways, downward]) == [
+        "rho_mission.git._repo:7 imports rho_mission.engine._loop.WaveEngine",
+        "rho_mission.serve._app:9 imports rho_mission.mcp_server._server",
+    ]
+
+
 def _module_graph() -> dict[str, set[str]]:
     """Which of the project's modules each one imports (a name inside a module: that module)."""
-    modules = {_module_name(p) for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
-    graph: dict[str, set[str]] = {name: set() for name in modules}
-    for source, _, target in ARROWS:
-        while target and target not in modules:
-            target = target.rpartition(".")[0]
+    graph: dict[str, set[str]] = {name: set() for name in MODULES}
+    for source, _, name in ARROWS:
+        target = _owner(name)
         if target and target != source:
             graph[source].add(target)
     return graph

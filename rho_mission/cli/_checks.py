@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from rho_mission._models import MissionConfig
+    from ..records._document import MissionConfig
 
 __all__ = ["check_options", "checked_config"]
 

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rho_mission._models import MissionDocument
     from taskstore import Task
+
+    from ..records._document import MissionDocument
 
 __all__ = ["FORMATS", "mission_diagram", "task_diagram"]
 
@@ -123,7 +124,8 @@ def _waves(mission: MissionDocument) -> list[list[str]]:
     if mission.waves:
         return mission.waves
     from rho_mission._errors import InvalidMissionError
-    from rho_mission._plan import computed_waves
+
+    from ..mission._waves import computed_waves
 
     try:
         return computed_waves(mission.features)

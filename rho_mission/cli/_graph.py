@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .._places import RHO_PATTERN
+from ..records._places import RHO_PATTERN
 from ._errors import CliError
 from ._paths import command_store_path, find_repo_root
 
@@ -66,7 +66,7 @@ def load_source(
         GraphError, TaskStoreError: the source cannot be read or is not valid, or *repository*
             is not a usable id.
     """
-    from rho_mission._graphsource import (
+    from ..mission._graphsource import (
         StoreNotFoundError,
         mission_source_graph,
         store_source_graph,
@@ -326,7 +326,8 @@ def _trusted_settings(root: Path) -> CloudSettings | None:
     """The repository's saved settings, refused when git tracks the file (the repository, not
     the user, would be choosing where the user's token goes)."""
     from graph import CLOUD_SETTINGS_FILENAME, read_cloud_settings
-    from rho_mission._git import GitRepo
+
+    from ..git._repo import GitRepo
 
     status, _, _ = GitRepo.open(root).run_status(
         "ls-files", "--error-unmatch", "--", f".rho/{CLOUD_SETTINGS_FILENAME}"
@@ -429,7 +430,8 @@ def _login_token(token_file: Path | None) -> str:
 def _save(root: Path, settings: CloudSettings) -> Path:
     """Write *settings*, after making sure ``.rho/`` (where the token lies) is kept out of git."""
     from graph import write_cloud_settings
-    from rho_mission._git import GitRepo
+
+    from ..git._repo import GitRepo
 
     GitRepo.open(root).exclude(RHO_PATTERN)
     return write_cloud_settings(root, settings)

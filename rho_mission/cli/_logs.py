@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rho_mission._errors import UnsafePathError
-from rho_mission._logread import (
+
+from ..records._logs import (
     TAIL_BYTES,
     TAIL_LINES,
     log_path,
@@ -26,8 +27,8 @@ from rho_mission._logread import (
 )
 
 if TYPE_CHECKING:
-    from rho_mission._mission import Mission
-    from rho_mission._models import MissionDocument
+    from ..mission._mission import Mission
+    from ..records._document import MissionDocument
 
 _POLL = 0.1  # seconds between two looks at a followed log and the journal
 
@@ -125,8 +126,8 @@ def follow_log(mission: Mission, feature_id: str) -> None:
     Raises:
         UnsafePathError: the log is a symbolic link.
     """
-    from rho_mission._git import GitRepo
-    from rho_mission._runlock import is_running
+    from ..git._repo import GitRepo
+    from ..git._runlock import is_running
 
     repo = GitRepo.open(Path(mission.dir))  # once: the poll asks only the run lock
     path = log_path(mission, feature_id)
@@ -166,7 +167,7 @@ def printed_nothing(path: Path) -> bool:
     Raises:
         UnsafePathError: the log is a symbolic link.
     """
-    from rho_mission._process import LOG_NOTE_PREFIX
+    from ..containment._process import LOG_NOTE_PREFIX
 
     head = read_at_most(path, TAIL_BYTES)
     if head is None:
@@ -199,8 +200,7 @@ def print_stage_log(mission: Mission, name: str, follow: bool) -> None:
         CliError: the mission has no such wave, or the stage wrote no log.
         UnsafePathError: the log is a symbolic link.
     """
-    from rho_mission._mission import mission_is_running
-
+    from ..mission._mission import mission_is_running
     from ._errors import CliError
 
     wave = stage_wave(name)

@@ -41,7 +41,7 @@ def mcp(which: str, read_only: bool, store_path: Path | None) -> None:
         from rho_mission.mcp_server import CORE_TOOLS, TOOLS, serve
     except ImportError as exc:  # pragma: no cover - the SDK is a dependency; a broken install
         raise CliError(f"rho mcp needs the 'mcp' package: {exc}") from exc
-    from rho_mission._gitexclude import exclude_rho_of_store
+    from ..git._exclude import exclude_rho_of_store
 
     store = command_store_path(store_path)
     if not read_only:

@@ -18,9 +18,10 @@ from ._executors import executor_from, executor_options
 from ._paths import command_store_path, find_repo_root
 
 if TYPE_CHECKING:
-    from rho_mission._mission import Mission
-    from rho_mission._models import MissionConfig
     from rho_mission.executors import Executor
+
+    from ..mission._mission import Mission
+    from ..records._document import MissionConfig
 
 __all__ = ["mission"]
 
@@ -358,8 +359,8 @@ def _run_from_tasks(store_path: Path | None, options: dict[str, Any]) -> int:
 
 
 def _warn_if_records_tracked(repo: Path) -> None:
-    from rho_mission._git import GitRepo
-    from rho_mission._merge import tracked_records, tracked_records_message
+    from ..git._repo import GitRepo
+    from ..mission._merge import tracked_records, tracked_records_message
 
     tracked = tracked_records(GitRepo.open(repo))
     if tracked:
@@ -597,8 +598,7 @@ def show(name: str, as_json: bool, fmt: str) -> int:
 
         sys.stdout.write(mission_diagram(target, fmt))
         return 0
-    from rho_mission._mission import mission_state
-
+    from ..mission._mission import mission_state
     from ._mission_view import mission_text
 
     sys.stdout.write(mission_text(target.model_dump(mode="json"), mission_state(target)))
@@ -613,7 +613,8 @@ def list_(as_json: bool) -> int:
     Example: rho mission list
     """
     from rho_mission import list_missions
-    from rho_mission._mission import mission_state
+
+    from ..mission._mission import mission_state
 
     found = [(m.model_dump(mode="json"), mission_state(m)) for m in list_missions(_repo_root())]
     from ._mission_view import mission_list_text, mission_rows

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rho_mission._mission import Mission
-    from rho_mission._models import MissionDocument
+    from ..mission._mission import Mission
+    from ..records._document import MissionDocument
 
 __all__ = ["load_mission", "mission_folder", "next_commands"]
 
@@ -23,7 +23,7 @@ def mission_folder(name: str) -> Path:
         MissionNotFoundError: no mission, or several, match *name*.
         NotAGitRepositoryError: *name* is no folder and the current directory is in no repository.
     """
-    from rho_mission._names import resolve_mission
+    from ..mission._names import resolve_mission
 
     return resolve_mission(Path.cwd(), name)
 

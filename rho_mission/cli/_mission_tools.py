@@ -3,7 +3,8 @@
 A run fails, ``log`` shows why; after a fix ``resume`` runs the rest; ``diff`` shows the work
 (whole, or one task's); ``merge`` brings it into the user's branch (whole, some tasks, or
 squashed); ``clean`` takes back the mission's branches and worktrees. Every command
-names its mission as a folder, an id, a unique id prefix or ``latest`` (``rho_mission._names``).
+names its mission as a folder, an id, a unique id prefix or ``latest``
+(``rho_mission.mission._names``).
 
 Importing this module adds the commands to the ``rho mission`` group.
 """
@@ -21,10 +22,10 @@ from ._mission import mission
 from ._mission_names import load_mission, mission_folder, next_commands
 
 if TYPE_CHECKING:
-    from rho_mission._cleanup import CleanReport
-    from rho_mission._merge import MergeOutcome
-    from rho_mission._mission import Mission
-    from rho_mission._models import Feature
+    from ..mission._cleanup import CleanReport
+    from ..mission._merge import MergeOutcome
+    from ..mission._mission import Mission
+    from ..records._document import Feature
 
 __all__ = [
     "clean",
@@ -57,8 +58,7 @@ def log(name: str, task: str, follow: bool) -> int:
 
     Example: rho mission log latest task_4 --follow
     """
-    from rho_mission._mission import mission_is_running
-
+    from ..mission._mission import mission_is_running
     from ._logs import (
         follow_log,
         log_path,
@@ -124,8 +124,7 @@ def merge(name: str, into: str | None, only: tuple[str, ...], squash: bool) -> i
 
     Example: rho mission merge latest --only task_3 --squash
     """
-    from rho_mission._merge import merge_mission
-
+    from ..mission._merge import merge_mission
     from ._mission import split_ids
 
     target = load_mission(name)
@@ -177,8 +176,9 @@ def diff(name: str, task: str | None, stat: bool) -> int:
     Example: rho mission diff latest task_2 --stat
     """
     from rho_mission._errors import quote
-    from rho_mission._git import GitRepo
-    from rho_mission._pick import task_step
+
+    from ..git._repo import GitRepo
+    from ..mission._pick import task_step
 
     target = load_mission(name)
     repo = GitRepo.open(Path(target.repo))
@@ -218,7 +218,7 @@ def clean(name: str | None, finished: bool, purge: bool, force: bool) -> int:
 
     Example: rho mission clean latest --purge
     """
-    from rho_mission._cleanup import clean_mission
+    from ..mission._cleanup import clean_mission
 
     if (name is None) == (not finished):
         raise click.UsageError("name one MISSION, or pass --finished (not both)")
@@ -229,7 +229,7 @@ def clean(name: str | None, finished: bool, purge: bool, force: bool) -> int:
 
 
 def _clean_finished(*, force: bool, purge: bool) -> int:
-    from rho_mission._cleanup import (
+    from ..mission._cleanup import (
         CleanRefusedError,
         MissionRunningError,
         clean_mission,

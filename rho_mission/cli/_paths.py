@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rho_mission._repofind import find_repo_root
-
-from .._places import default_store
+from ..git._repofind import find_repo_root
+from ..records._places import default_store
 from ._errors import CliError
 
 __all__ = ["command_store_path", "find_repo_root", "resolve_store_path"]

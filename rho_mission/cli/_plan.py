@@ -66,8 +66,9 @@ def plan(
     Example: rho mission plan --sign issuer.key --max-fanout 8 --out plan.json
     """
     from graph import canonical_swarm_bytes, load_signing_key, sign_swarm_task_graph
-    from rho_mission._signedplan import plan_document
     from taskstore import TaskStore, compute_schedule
+
+    from ..mission._signedplan import plan_document
 
     if public_of is not None:
         from graph import public_key_hex

@@ -17,8 +17,8 @@ from ._logs import failure_lines
 from ._render import status_text
 
 if TYPE_CHECKING:
-    from rho_mission._models import Feature, MissionDocument, WaveJoin
-    from rho_mission._stages import StageRun
+    from ..engine._stage_workers import StageRun
+    from ..records._document import Feature, MissionDocument, WaveJoin
 
 __all__ = ["LiveProgress", "PlainProgress", "progress_for", "stage_line"]
 

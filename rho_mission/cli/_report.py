@@ -40,9 +40,9 @@ def report(name: str, html_file: Path, include_text: bool) -> None:
     Example: rho mission report latest --html mission-report.html
     """
     from rho_mission import Mission
-    from rho_mission._serve._report import report_html
     from taskstore import write_atomic
 
+    from ..serve._report import report_html
     from ._mission_names import mission_folder
 
     folder = mission_folder(name)

@@ -1,7 +1,7 @@
 """``rho serve``: the repository's missions and task store over HTTP, read-only, and a page.
 
 A thin shell: check the options, get the token, bind, print the URL once, run the server
-(``rho_mission._serve``). Starlette and uvicorn are imported only here, when the command runs.
+(``rho_mission.serve``). Starlette and uvicorn are imported only here, when the command runs.
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ def serve(host: str, port: int, token_file: Path | None) -> None:
 
     Example: rho serve --port 8765   (then open the URL it prints)
     """
-    from rho_mission._serve._app import create_app
-    from rho_mission._serve._run import allowed_hosts, bind, is_loopback, page_url, run_server
-    from rho_mission._serve._source import Repository
-    from rho_mission._serve._token import new_token, read_token_file
+    from ..serve._app import create_app
+    from ..serve._run import allowed_hosts, bind, is_loopback, page_url, run_server
+    from ..serve._source import Repository
+    from ..serve._token import new_token, read_token_file
 
     if token_file is None and not is_loopback(host):
         raise CliError(

@@ -71,8 +71,9 @@ def _open_store(store_path: Path | None) -> TaskStore:
 def _store_to_write(store_path: Path | None) -> TaskStore:
     """The store to change (created when missing); the repository's ``.rho/`` kept out of git
     from rho's first write there."""
-    from rho_mission._gitexclude import exclude_rho_of_store
     from taskstore import TaskStore
+
+    from ..git._exclude import exclude_rho_of_store
 
     path = command_store_path(store_path)
     exclude_rho_of_store(path)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .._places import pool_folder
+from ..records._places import pool_folder
 from ._errors import CliError
 from ._paths import find_repo_root
 
@@ -39,8 +39,8 @@ def prune_shared_pool() -> None:
     Raises:
         CliError: the working folder is in no git repository.
     """
-    from rho_mission._git import GitRepo
-    from rho_mission._worktrees import prune_pool
+    from ..git._repo import GitRepo
+    from ..git._worktrees import prune_pool
 
     root = find_repo_root()
     if root is None:

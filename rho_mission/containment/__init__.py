@@ -3,19 +3,24 @@
 - ``_pins``: a worktree as rho made it (its folder's identity and its git directory), so that
   rho's git calls never take their repository from the ``.git`` file a task can rewrite, and
   never run in a folder a task swapped for a link;
+- ``_folders``: rho's own folders, made 0700, and never a link that would lead elsewhere;
+  and the one way rho opens its private files (``open_private``);
+- ``_environ``: the environment of every process rho starts, without git's repository paths;
+- ``_process``: a command in its own process group, and that group stopped for good;
 - ``_reaper``: a per-task supervisor, the child subreaper of everything the task starts, so
   that no process of a task outlives it (``setsid``, ``env -i`` and a changed process title
-  included);
+  included); ``_wrapper``: the command line that starts a task under it;
+- ``_mission_processes``: every process of a mission found and ended, journaled or not;
 - ``_guarantees``: what a mission promised when it started (a signed plan, a sandbox), kept
   outside its mission folder, so that a resume never runs it with less;
 - ``_sandbox``: ``--sandbox``, each task under bubblewrap: its worktree writable, the store,
   the mission records, the user's checkout and ``.git`` out of its reach, its own PID
   namespace.
 
-Direction: this package imports only the standard library, ``taskstore``'s atomic writes and
-``rho_mission._errors``; the git layer, the process runner, the shell worker and the mission
-import it, never the other way round. ``_reaper`` imports nothing but the standard library: it
-runs as a script of its own.
+Direction: the bottom of the library. Imports only the standard library,
+``taskstore``'s atomic writes and ``rho_mission._errors``; every other package may import it,
+it imports none of them. ``_reaper`` imports nothing but the standard library: it runs as a
+script of its own.
 """
 
 from __future__ import annotations

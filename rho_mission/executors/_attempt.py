@@ -13,12 +13,12 @@ from pathlib import Path
 import anyio
 
 from .._errors import MissionError, RefMovedError
-from .._git import GitRepo
-from .._gitcommit import WorktreeResult, commit_worktree
-from .._models import Feature, Handoff
-from .._seam import Attempt, AttemptResult, WorkerContext
-from .._workers import call_worker, failure_text
-from .._worktrees import WorktreePool
+from ..git._commit import WorktreeResult, commit_worktree
+from ..git._repo import GitRepo
+from ..git._worktrees import WorktreePool
+from ..records._document import Feature, Handoff
+from ._contract import Attempt, AttemptResult, WorkerContext
+from ._worker_call import call_worker, failure_text
 
 __all__ = ["attempt_in_pool"]
 

@@ -23,10 +23,10 @@ from typing import Any
 import anyio
 
 from .._errors import DaskUnavailableError, InvalidMissionError, MissionError
-from .._git import GitRepo
-from .._models import Handoff, MissionDocument
-from .._process import open_log
-from .._seam import Attempt, AttemptResult
+from ..containment._process import open_log
+from ..git._repo import GitRepo
+from ..records._document import Handoff, MissionDocument
+from ._contract import Attempt, AttemptResult
 from ._dasklog import DaskLog
 from ._remote import (
     RemoteAttempt,

@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 from typing import TextIO
 
-from .._folders import open_private
+from ..containment._folders import open_private
 
 __all__ = ["DaskLog"]
 

@@ -7,13 +7,13 @@ from pathlib import Path
 import anyio
 
 from .._errors import MissionError
-from .._folders import private_folder
-from .._git import GitRepo
-from .._models import MissionDocument
-from .._places import RHO_PATTERN, pool_folder, worktrees_folder
-from .._seam import Attempt, AttemptResult
-from .._worktrees import WorktreePool, pool_limit, prune_pool, prune_stale
+from ..containment._folders import private_folder
+from ..git._repo import GitRepo
+from ..git._worktrees import WorktreePool, pool_limit, prune_pool, prune_stale
+from ..records._document import MissionDocument
+from ..records._places import RHO_PATTERN, pool_folder, worktrees_folder
 from ._attempt import attempt_in_pool
+from ._contract import Attempt, AttemptResult
 
 __all__ = ["LocalExecutor", "close_pool"]
 
@@ -24,7 +24,7 @@ class LocalExecutor:
     Worktrees are pooled: a wave's next feature reuses an idle, healthy worktree of the pool.
     The pool is the repository's shared one, ``<repo>/.rho/worktrees/pool/``: ``close`` gives
     its worktrees back for the next mission (up to ``$RHO_WORKTREE_POOL``, default 8; see
-    ``_worktrees``). A mission that keeps its worktrees (``keep_worktrees``) has a pool of its
+    ``git._worktrees``). A mission that keeps its worktrees (``keep_worktrees``) has a pool of its
     own under ``<repo>/.rho/worktrees/<mission>/``, left in place for the user.
     """
 

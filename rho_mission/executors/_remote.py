@@ -25,15 +25,15 @@ from filelock import FileLock
 
 from graph import sha256_hex
 
-from .._environ import child_environ
 from .._errors import GitOperationError, MissionError
-from .._git import GitRepo
-from .._models import MissionDocument
-from .._places import integration_branch
-from .._recover import kill_mission_processes, kill_task_processes
-from .._seam import Attempt, Worker
-from .._worktrees import WorktreePool
+from ..containment._environ import child_environ
+from ..containment._mission_processes import kill_mission_processes, kill_task_processes
+from ..git._repo import GitRepo
+from ..git._worktrees import WorktreePool
+from ..records._document import MissionDocument
+from ..records._places import integration_branch
 from ._attempt import attempt_in_pool
+from ._contract import Attempt, Worker
 
 __all__ = [
     "RemoteAttempt",

@@ -6,8 +6,9 @@ Tools are plain functions over ``taskstore`` and the mission library, registered
 ``MCPServer`` (``_server``); every error the CLI would print as ``error: <line>`` is a tool
 error with that same line, and the server keeps serving.
 
-Direction: this package uses ``taskstore`` and the mission library (``rho_mission``'s
-modules); the CLI only starts it (``cli/_mcp``). Nothing else imports it.
+Direction: imports ``taskstore`` and the library (``mission``, ``records``,
+``rho_mission._errors``); never the CLI or the server. The CLI only starts it (``cli/_mcp``);
+nothing else imports it.
 """
 
 from __future__ import annotations

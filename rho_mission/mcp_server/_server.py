@@ -155,7 +155,7 @@ class Tools:
     @_tool_errors
     def mission_list(self) -> dict[str, Any]:
         """The repository's missions, newest first: id, status, counts, when."""
-        from .._mission import list_missions, mission_state
+        from ..mission._mission import list_missions, mission_state
 
         rows = [
             {
@@ -176,7 +176,7 @@ class Tools:
         """A mission (an id, a unique prefix, or 'latest'): its status, waves, joins, and each
         feature's status and error."""
         found = self._mission(mission)
-        from .._mission import mission_state
+        from ..mission._mission import mission_state
 
         return {
             "id": found.id,
@@ -195,7 +195,7 @@ class Tools:
     def mission_log(self, mission: str, task: str, tail: int = _LOG_TAIL) -> dict[str, Any]:
         """The last `tail` lines of one task's log in a mission (its output)."""
         # The log reader lives with the CLI's log commands (as for `rho serve`).
-        from .._logread import log_path, read_tail
+        from ..records._logs import log_path, read_tail
 
         found = self._mission(mission)
         if task not in {f.id for f in found.features}:
@@ -211,8 +211,8 @@ class Tools:
         return self.repo
 
     def _mission(self, name: str) -> Any:
-        from .._mission import Mission
-        from .._names import resolve_mission
+        from ..mission._mission import Mission
+        from ..mission._names import resolve_mission
 
         return Mission.load(resolve_mission(self._repo(), name))
 

@@ -7,8 +7,10 @@ is validated by the task store's rules; the PRD and the plan are kept in the mis
 their digests in mission.json. A plan without blockers makes a plain mission (one batch, no
 wave-join nodes in its graph); one with blockers runs in waves, like ``--from-tasks``.
 
-Direction: uses the mission's core modules (models, worktrees, shell, persistence) and
-``taskstore``'s plan format; the mission (``_mission``) calls it, nothing here calls back.
+Direction: imports ``executors`` (the shell worker and the worker call), ``git`` (a detached
+worktree), ``records``, ``containment``, ``rho_mission._errors`` and ``taskstore``'s plan format;
+never the engine or the mission. The mission (``mission._mission``) calls it, nothing here
+calls back.
 """
 
 from __future__ import annotations

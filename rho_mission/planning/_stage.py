@@ -31,22 +31,27 @@ from taskstore import (
 )
 from taskstore._plan import MAX_PLAN_BYTES
 
-from .._clock import now_rfc3339
-from .._environ import child_environ
 from .._errors import FeatureFailedError, MissionError, PlanningFailedError, quote
-from .._folders import private_folder
-from .._git import GitRepo
-from .._journal import Journal
-from .._models import Feature, MissionDocument, Planning, feature_id_problem
-from .._persist import save_mission
-from .._places import RHO_PATTERN, mission_ref_prefix, mission_worktrees
-from .._process import note_in_log
-from .._recover import end_mission_processes
-from .._seam import WorkerContext
-from .._selection import feature_from_task
-from .._shell import run_in_worktree, write_prompt
-from .._workers import call_worker, failure_text
-from .._worktrees import WorktreePool, prune_stale
+from ..containment._environ import child_environ
+from ..containment._folders import private_folder
+from ..containment._mission_processes import end_mission_processes
+from ..containment._process import note_in_log
+from ..executors._contract import WorkerContext
+from ..executors._shell import run_in_worktree, write_prompt
+from ..executors._worker_call import call_worker, failure_text
+from ..git._repo import GitRepo
+from ..git._worktrees import WorktreePool, prune_stale
+from ..records._clock import now_rfc3339
+from ..records._document import (
+    Feature,
+    MissionDocument,
+    Planning,
+    feature_from_task,
+    feature_id_problem,
+)
+from ..records._journal import Journal
+from ..records._persist import save_mission
+from ..records._places import RHO_PATTERN, mission_ref_prefix, mission_worktrees
 
 __all__ = ["PLAN_FILE_NAME", "PLAN_ID", "Planner", "run_planning", "shell_planner"]
 

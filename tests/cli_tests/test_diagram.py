@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from rho_mission._models import Feature, MissionDocument
 from rho_mission.cli._diagram import mission_diagram, task_diagram
+from rho_mission.records._document import Feature, MissionDocument
 from taskstore import Dependency, Task, TaskStore
 
 from ._rho import RunRho

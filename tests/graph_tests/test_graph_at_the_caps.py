@@ -25,8 +25,8 @@ from graph import (
     summarize_mission_graph,
     validate_graph,
 )
-from rho_mission._models import MissionDocument, WaveJoin
-from rho_mission._persist import prepare_mission_dir, save_mission
+from rho_mission.records._document import MissionDocument, WaveJoin
+from rho_mission.records._persist import prepare_mission_dir, save_mission
 
 from ._cli_helpers import init_repo, run_rho
 
@@ -128,7 +128,7 @@ def _chain(folder: Path, waves: int) -> MissionDocument:
 
 
 def test_a_summary_of_1000_waves_folds_waves_into_ranges_that_fit(tmp_path: Path) -> None:
-    from rho_mission._projection import mission_graph
+    from rho_mission.records._projection import mission_graph
 
     summary = summarize_mission_graph(mission_graph(_chain(tmp_path / "m", 1000)))
     assert len(summary.nodes) <= MAX_NODES

@@ -67,8 +67,9 @@ def test_modules_stay_small() -> None:
 def test_a_mission_and_the_task_store_run_without_loading_cryptography() -> None:
     # Signing loads cryptography (~30 ms of every start); only the swarm commands need it.
     code = (
-        "import sys, graph, rho_mission.cli, rho_mission._fromtasks, rho_mission._engine, "
-        "rho_mission._signedplan, taskstore\n"
+        "import sys, graph, rho_mission.cli, rho_mission.mission._fromtasks, "
+        "rho_mission.engine._loop, "
+        "rho_mission.mission._signedplan, taskstore\n"
         "assert 'cryptography' not in sys.modules, 'loaded at import'\n"
         "graph.verify_swarm_task_graph\n"
         "assert 'cryptography' in sys.modules, 'not loaded on first use'\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rho_mission._git import GitRepo
+from rho_mission.git._repo import GitRepo
 
 from ._cli_helpers import RhoRuns, kill_leftover_groups
 

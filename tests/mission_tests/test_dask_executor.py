@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from distributed import Client
 
-from rho_mission._recover import mission_processes
+from rho_mission.containment._mission_processes import mission_processes
 from rho_mission.executors._remote import kill_remote_task
 
 from ._cli_helpers import (

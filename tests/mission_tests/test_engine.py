@@ -9,9 +9,9 @@ import anyio
 import pytest
 
 from rho_mission import Feature, Handoff, Mission, MissionDocument, WaveJoin, WorkerContext
-from rho_mission._git import GitRepo
-from rho_mission._journal import Journal
-from rho_mission._refs import RefHistory
+from rho_mission.git._refs import RefHistory
+from rho_mission.git._repo import GitRepo
+from rho_mission.records._journal import Journal
 
 from ._helpers import (
     WAIT,

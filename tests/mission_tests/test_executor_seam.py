@@ -49,10 +49,14 @@ def test_the_engines_modules_import_each_other_without_a_circle() -> None:
 
 def test_the_seam_imports_nothing_else_of_the_package_when_it_runs() -> None:
     code = (
-        "import sys, rho_mission._seam; print(sorted(m for m in sys.modules if 'rho_mission' in m))"
+        "import sys, rho_mission.executors._contract; "
+        "print(sorted(m for m in sys.modules if 'rho_mission' in m))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "['rho_mission', 'rho_mission._seam']"
+    assert (
+        done.stdout.strip()
+        == "['rho_mission', 'rho_mission.executors', 'rho_mission.executors._contract']"
+    )
 
 
 class _BrokenExecutor(LocalExecutor):

@@ -20,7 +20,7 @@ from rho_mission._errors import (
     RepositoryLockTimeoutError,
     UnknownRefError,
 )
-from rho_mission._git import GitRepo
+from rho_mission.git._repo import GitRepo
 
 Git = Callable[..., str]
 IDENTITY_VARIABLES = (

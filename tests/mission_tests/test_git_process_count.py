@@ -22,15 +22,15 @@ import pytest
 
 from rho_mission import WorkerContext
 from rho_mission._errors import RefMovedError
-from rho_mission._git import GitRepo, MergeChain
-from rho_mission._gitcommit import (
+from rho_mission.git._commit import (
     WorktreeResult,
     WorktreeStatus,
     commit_worktree,
     parse_status,
     path_text,
 )
-from rho_mission._worktrees import WorktreePool
+from rho_mission.git._repo import GitRepo, MergeChain
+from rho_mission.git._worktrees import WorktreePool
 
 from ._cli_helpers import branches, import_tasks, kill_leftover_groups, run_rho, spec
 from ._helpers import plan

@@ -1,11 +1,11 @@
 """The incremental mission files: at every join their bytes are the full dump's.
 
-``save_mission`` writes ``mission-graph.json`` from ``_graphcache`` (only the fragments that
-changed are projected again) and ``mission.json`` from ``_missiontext`` (only the features that
-changed are dumped again), with the parts of features noted as they ended made before the join;
-these tests read both files at every join of real missions, and render after random sequences
-of changes to a mission document, and compare them with ``dump_graph(mission_graph(mission))``
-and ``mission.model_dump_json(indent=2)``.
+``save_mission`` writes ``mission-graph.json`` from ``records._graphcache`` (only the fragments that
+changed are projected again) and ``mission.json`` from ``records._missionbytes`` (only the features
+that changed are dumped again), with the parts of features noted as they ended made before the join;
+these tests read both files at every join of real missions, and render after random sequences of
+changes to a mission document, and compare them with ``dump_graph(mission_graph(mission))`` and
+``mission.model_dump_json(indent=2)``.
 """
 
 from __future__ import annotations
@@ -32,19 +32,19 @@ from rho_mission import (
     MissionConfig,
     MissionDocument,
     WaveJoin,
-    _persist,
 )
-from rho_mission._graphcache import MissionGraphCache
-from rho_mission._missiontext import (
+from rho_mission.records import _persist
+from rho_mission.records._document import Verification
+from rho_mission.records._graphcache import MissionGraphCache
+from rho_mission.records._missionbytes import (
     FeatureKey,
     JoinKey,
     MissionTextCache,
     feature_key,
     join_key,
 )
-from rho_mission._models import Verification
-from rho_mission._persist import save_mission
-from rho_mission._projection import mission_graph
+from rho_mission.records._persist import save_mission
+from rho_mission.records._projection import mission_graph
 from taskstore import stage_atomic, write_atomic
 
 from ._helpers import ScriptedWorker, fails
@@ -247,7 +247,7 @@ def test_any_sequence_of_changes_renders_the_full_projection(
 def _note(
     graph: MissionGraphCache, text: MissionTextCache, mission: MissionDocument, index: int
 ) -> None:
-    """What ``_persist.note_feature_end`` does for feature *index*."""
+    """What ``records._persist.note_feature_end`` does for feature *index*."""
     feature = mission.features[index]
     graph.prepare_feature(mission, feature, feature_key(feature))
     text.feature_text(feature, feature_key(feature))

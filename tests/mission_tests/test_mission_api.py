@@ -29,7 +29,7 @@ from rho_mission import (
     mission_graph,
     shell_worker,
 )
-from rho_mission._process import group_alive
+from rho_mission.containment._process import group_alive
 from taskstore import ScheduleError, TaskStore
 
 from ._helpers import (

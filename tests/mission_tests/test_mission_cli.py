@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from rho_mission import MissionConfig, WorkerContext
-from rho_mission._fromtasks import mission_from_tasks
-from rho_mission._storesync import StoreSync
+from rho_mission.engine._storesync import StoreSync
+from rho_mission.mission._fromtasks import mission_from_tasks
 from taskstore import TaskStore
 
 from ._cli_helpers import (

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rho_mission._gitcommit import path_text
+from rho_mission.git._commit import path_text
 
 from ._cli_helpers import import_tasks, mission_dir, run_rho, spec, store_tasks
 

@@ -15,7 +15,7 @@ from subprocess import DEVNULL
 import anyio
 import pytest
 
-from rho_mission._process import (
+from rho_mission.containment._process import (
     ProcessResult,
     group_alive,
     run_command,

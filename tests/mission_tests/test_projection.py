@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import graph
 from rho_mission import Feature, Handoff, WaveJoin, mission_graph, task_store_graph
-from rho_mission._models import MissionDocument
+from rho_mission.records._document import MissionDocument
 from taskstore import Dependency, Task, TaskStore
 
 from ._helpers import sha256

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from rho_mission._git import GitRepo
+from rho_mission.git._repo import GitRepo
 
 from ._cli_helpers import (
     RHO,

@@ -22,9 +22,9 @@ from rho_mission import (
     MissionDocument,
     WorkerContext,
 )
-from rho_mission._joins import first_unfinished, join_record
-from rho_mission._models import Feature, Verification, WaveJoin
-from rho_mission._stages import StageRun
+from rho_mission.engine._joins import first_unfinished, join_record
+from rho_mission.engine._stage_workers import StageRun
+from rho_mission.records._document import Feature, Verification, WaveJoin
 
 from ._helpers import JoinLog, git_out
 from .conftest import run_git

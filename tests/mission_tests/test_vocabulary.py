@@ -15,7 +15,7 @@ import pytest
 
 from graph import SensitiveKeyCollisionError, load_mission_graph, prepare_for_cloud, sha256_hex
 from rho_mission import Feature, Handoff, Mission, MissionConfig, WorkerContext
-from rho_mission._projection import task_store_graph
+from rho_mission.records._projection import task_store_graph
 from taskstore import TaskStore
 
 

@@ -16,7 +16,6 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from graph import GraphDocument, dump_graph
-from rho_mission._models import MissionDocument
 from rho_mission.client import (
     AsyncClient,
     AuthError,
@@ -27,6 +26,7 @@ from rho_mission.client import (
     NotFoundError,
     RequestError,
 )
+from rho_mission.records._document import MissionDocument
 
 from ._world import World, rho
 

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from rho_mission._errors import UnsafePathError
-from rho_mission._serve._events import MissionFollower, event_stream, sse_frame
+from rho_mission.serve._events import MissionFollower, event_stream, sse_frame
 
 from ._world import World
 

@@ -152,7 +152,7 @@ def test_html_is_required(world: World) -> None:
 
 def test_a_join_summary_edited_to_carry_text_is_left_out(world: World, tmp_path: Path) -> None:
     from rho_mission import Mission
-    from rho_mission._serve._report import report_payload
+    from rho_mission.serve._report import report_payload
 
     mission = Mission.load(world.mission_dir)
     own = [join.summary for join in mission.wave_joins]

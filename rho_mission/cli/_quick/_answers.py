@@ -131,7 +131,7 @@ def _update(call: Call) -> str | None:
 
 
 def _exclude_rho(call: Call) -> None:
-    from rho_mission._gitexclude import exclude_rho_of_store
+    from ...git._exclude import exclude_rho_of_store
 
     exclude_rho_of_store(_store(call))  # as the full CLI does before its first write there
 

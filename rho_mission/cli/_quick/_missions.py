@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..._places import missions_folder
+from ...records._places import missions_folder
 from .._paths import find_repo_root
 from ._argv import Call
 
@@ -80,7 +80,7 @@ def _named(found: list[tuple[dict[str, Any], str]], name: str) -> tuple[dict[str
 def _missions_here() -> list[tuple[dict[str, Any], str]] | None:
     """Every mission of this repository with its state, newest first; None to leave it to the
     full CLI (no repository, or a mission folder this lane cannot read)."""
-    from rho_mission._gitexclude import common_dir_of
+    from ...git._exclude import common_dir_of
 
     root = find_repo_root()
     common = None if root is None else common_dir_of(root)
@@ -100,7 +100,7 @@ def _missions_here() -> list[tuple[dict[str, Any], str]] | None:
 def _state(mission: dict[str, Any], common_dir: Path) -> str:
     """``mission_state``: the status, or ``interrupted`` for an executing (or planning) one
     nobody runs."""
-    from rho_mission._runlock import is_running_in
+    from ...git._runlock import is_running_in
 
     planning = mission.get("planning")
     planning_runs = type(planning) is dict and planning.get("status") == "running"

@@ -1,0 +1,93 @@
+"""rho's own folders: created 0700, and never a symbolic link that would lead elsewhere.
+
+rho creates, chmods, writes and deletes only below ``<repo>/.rho/`` (and in the git directory).
+A symbolic link where rho expects one of its folders (``.rho``, ``.rho/missions/<id>``,
+``.rho/worktrees/<id>``, a mission's ``logs/``) would send a ``chmod``, a rewrite or an
+``rmtree`` to whatever it points at, so every component from the anchor down is checked with
+``lstat`` (never followed) before it is used, and a link is refused with ``UnsafePathError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from pathlib import Path
+
+from taskstore import open_beneath
+
+from .._errors import UnsafePathError
+
+__all__ = ["check_own_folder", "folder_anchor", "open_private", "private_folder"]
+
+
+def folder_anchor(folder: Path, root: Path) -> Path:
+    """Where the link checks of rho's *folder* start: the repository *root* when the folder
+    lies below it (every component from there is rho's to check), else the folder's parent
+    (a folder the user put elsewhere: what holds it is the user's)."""
+    folder = Path(os.path.abspath(folder))
+    return root if folder.is_relative_to(root) else folder.parent
+
+
+def private_folder(path: Path, anchor: Path) -> Path:
+    """Create *path* and the folders between *anchor* and it, each a real folder with mode 0700.
+
+    *anchor* (the repository root, or a folder the caller chose) is trusted as it is, and
+    created if missing; every component below it must be a real folder or missing (then it is
+    created).
+
+    Raises:
+        UnsafePathError: a component is a symbolic link or not a folder.
+    """
+    anchor.mkdir(parents=True, exist_ok=True)
+    for folder in _components(path, anchor):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)
+        _require_real_folder(folder)
+        os.chmod(folder, 0o700, follow_symlinks=False)
+    return path
+
+
+def open_private(path: Path, flags: int) -> int:
+    """Open *path* (mode 0600, missing folders made 0700), following no link below ``.rho``.
+
+    ``taskstore.open_beneath``, at every open: a task may have swapped a folder of the mission
+    (``logs/``, ``prompts/``) for a link since the last one.
+
+    Raises:
+        UnsafePathError: a link (or a file) stands at *path* or on the way to it below ``.rho``.
+    """
+    try:
+        return open_beneath(path, flags, 0o600, create_folders=True)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePathError(exc.filename or path, "is a symbolic link") from exc
+        raise
+
+
+def check_own_folder(path: Path, anchor: Path) -> bool:
+    """Return whether *path* exists, having checked every existing component below *anchor*.
+
+    Raises:
+        UnsafePathError: a component is a symbolic link or not a folder.
+    """
+    for folder in _components(path, anchor):
+        if not os.path.lexists(folder):
+            return False
+        _require_real_folder(folder)
+    return True
+
+
+def _components(path: Path, anchor: Path) -> list[Path]:
+    relative = Path(os.path.abspath(path)).relative_to(os.path.abspath(anchor))
+    parts = relative.parts
+    return [Path(anchor, *parts[:end]) for end in range(1, len(parts) + 1)]
+
+
+def _require_real_folder(folder: Path) -> None:
+    mode = os.lstat(folder).st_mode
+    if stat.S_ISLNK(mode):
+        raise UnsafePathError(folder, "is a symbolic link")
+    if not stat.S_ISDIR(mode):
+        raise UnsafePathError(folder, "is not a folder")

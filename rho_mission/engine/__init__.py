@@ -1,0 +1,16 @@
+"""The wave engine: run features wave by wave, join, persist, and only then go on.
+
+- ``_loop``: ``WaveEngine``, the coordinator: dispatch, retries, statuses, the join, the
+  integration merge, the durable write before the next wave;
+- ``_joins``: what a wave's end records (pure functions, no I/O);
+- ``_verify``: verified joins, the project's checks after a wave, and the fix stage;
+- ``_stage_workers``: which workers run the verify and fix stages, and what they are told;
+- ``_storesync``: the task store kept in step with a ``--from-tasks`` mission at each join;
+- ``_leases``: the store's tasks a mission holds until it ends;
+- ``_carryover``: where a completed task's work is, so that the next mission starts from it.
+
+Direction: imports ``executors`` (their contract, and the local pool for the verify stage),
+``git``, ``records``, ``containment``, ``rho_mission._errors`` and ``taskstore``; never the
+mission, the planning stage, the CLI or the server. The executors never import it: it hands
+them attempts through ``executors._contract``.
+"""

@@ -1,0 +1,163 @@
+"""What a wave's end records: pure functions over features and waves, no I/O.
+
+The wave loop (``_loop``) decides when a join happens; this module says what it holds: which
+features completed, failed, were cancelled, and which features of later waves are blocked.
+
+Blocked features are the features of later waves downstream of a failure: those with a blocker
+(``blocked_by``, transitively) that failed, was cancelled or is itself blocked. By default a
+failed or cancelled feature stops the mission after its wave: the other features of later
+waves that are not completed are "not run" (``not_run_ids``), never called blocked by work
+they do not depend on. With ``keep_going`` (like ``make -k``) they still run. A cancellation
+stops everything.
+
+A verified join (``--verify``, see ``_verify``) is clean only once its checks passed: a failed
+or cancelled verification stops the mission after its wave like a failure without
+``keep_going`` (a later wave never starts from an unverified head), and so does one that a
+crash left ``running``. Downstream of a failed verification are the features that wait for
+one of that wave's features: their blockers' work together did not pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..records._clock import now_rfc3339
+from ..records._document import Feature, MissionStatus, Verification, WaveJoin
+
+__all__ = [
+    "blocked_downstream",
+    "final_status",
+    "first_unfinished",
+    "join_record",
+]
+
+_ENDED_BADLY = ("failed", "cancelled")
+# What a join's verification may say for the mission to go on from its head.
+_VERIFIED = ("passed", "skipped")
+_SUFFIX = {
+    "running": ", verifying",
+    "passed": ", verified",
+    "failed": ", verification failed",
+    "cancelled": ", verification cancelled",
+}
+
+
+def first_unfinished(
+    features: list[Feature],
+    waves: list[list[str]],
+    joins: list[WaveJoin],
+    *,
+    verifying: bool = False,
+) -> int:
+    """Index of the first wave not cleanly joined or with a feature not completed.
+
+    A wave whose features all completed but whose join was never recorded (a crash, or a join
+    that failed) runs again: its completed features are not rerun, but they are merged, and
+    its head verified again when its verification did not pass. With *verifying* (the run has
+    a verify stage), a head the last clean join did not verify (the stage was added at resume,
+    or a cancellation came first) is verified before a wave starts from it: that wave's join
+    is made again.
+    """
+    done = {f.id for f in features if f.status == "completed"}
+    for index, wave in enumerate(waves):
+        if not (index < len(joins) and _clean(joins[index])) or not done.issuperset(wave):
+            break
+    else:
+        index = len(waves)
+    if verifying and index > 0 and joins[index - 1].verification.status == "skipped":
+        return index - 1
+    return index
+
+
+def _clean(join: WaveJoin) -> bool:
+    ended_badly = join.failed_ids or join.cancelled_ids
+    return not ended_badly and join.verification.status in _VERIFIED
+
+
+def blocked_downstream(
+    features: Iterable[Feature], waves: Sequence[Sequence[str]], unverified: Iterable[str] = ()
+) -> set[str]:
+    """The features not completed that have a failed, cancelled or blocked blocker.
+
+    The features of *unverified* (a wave whose checks failed) count as failed: their merged
+    work did not pass. *waves* are in topological order (``mission._waves`` checks it), so one pass
+    settles the closure.
+    """
+    by_id = {feature.id: feature for feature in features}
+    bad = {i for i, feature in by_id.items() if feature.status in _ENDED_BADLY}
+    bad.update(unverified)
+    blocked: set[str] = set()
+    for wave in waves:
+        for feature_id in wave:
+            feature = by_id[feature_id]
+            if feature.status == "completed" or feature_id in bad:
+                continue
+            if any(b in bad or b in blocked for b in feature.blocked_by):
+                blocked.add(feature_id)
+    return blocked
+
+
+def join_record(
+    features: list[Feature],
+    waves: Sequence[Sequence[str]],
+    number: int,
+    started: str,
+    *,
+    keep_going: bool = False,
+    verification: Verification | None = None,
+) -> WaveJoin:
+    """The join of wave *number* (1-based) of *waves*, with *verification* of its head."""
+    checked = verification or Verification()
+    by_id = {f.id: f for f in features}
+    ids, later = list(waves[number - 1]), waves[number:]
+
+    def having(status: str) -> list[str]:
+        return sorted(i for i in ids if by_id[i].status == status)
+
+    completed, failed, cancelled = having("completed"), having("failed"), having("cancelled")
+    waiting = [i for wave in later for i in wave if by_id[i].status != "completed"]
+    unverified = checked.status in ("failed", "cancelled")
+    downstream = blocked_downstream(features, waves, ids if unverified else ())
+    blocked = sorted(i for i in waiting if i in downstream)
+    stopped = cancelled or (failed and not keep_going) or unverified
+    # The mission stops after this wave: what is not downstream of a failure did not run only
+    # because of the stop.
+    not_run = sorted(i for i in waiting if i not in downstream) if stopped else []
+    summary = (
+        f"wave {number} joined {len(ids)} feature(s), "
+        f"{len(completed)} completed, {len(failed)} failed"
+    )
+    if cancelled:
+        summary += f", {len(cancelled)} cancelled"
+    if blocked:
+        summary += f", {len(blocked)} downstream blocked"
+    summary += _SUFFIX.get(checked.status, "")
+    return WaveJoin(
+        wave=number,
+        feature_ids=sorted(ids),
+        completed_ids=completed,
+        failed_ids=failed,
+        cancelled_ids=cancelled,
+        blocked_ids=blocked,
+        not_run_ids=not_run,
+        started_at=started,
+        completed_at=now_rfc3339(),
+        summary=summary,
+        verification=checked,
+    )
+
+
+def final_status(
+    features: list[Feature], cancelled: bool, *, unverified: bool = False
+) -> MissionStatus:
+    """The mission's status once its run ended (docs/architecture.md); a join whose check failed
+    (*unverified*) counts as a failure: the mission is ``partial`` (or ``failed``), never
+    ``completed``."""
+    if cancelled:
+        return "cancelled"
+    statuses = {f.status for f in features} | ({"failed"} if unverified else set())
+    if statuses <= {"completed"}:
+        return "completed"
+    if "completed" not in statuses:
+        return "failed"
+    return "partial"

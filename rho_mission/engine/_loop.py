@@ -1,0 +1,565 @@
+"""The wave engine: run features wave by wave, join, persist, and only then go on.
+
+The engine is the coordinator. Inside a wave an anyio task group runs features with at most
+``max_workers`` at once (a ``CapacityLimiter``); each attempt of a feature is run by an executor
+(``executors._contract.Executor``: this machine's worktrees by default, or a Dask cluster), which
+hands back a handoff or an error. Retries, statuses, joins, integration merges and persistence stay
+here. Once features run, every blocking git call goes through a worker thread (the set-up before the
+first wave runs git directly: nothing else is running yet). All mission state is changed on the
+event loop thread only, so the document never needs a lock of its own.
+
+A join, and the final write of the mission, run in shielded scopes: a cancellation (Ctrl-C,
+SIGTERM, a timeout) stops the work, never the record of it.
+
+With a verify stage (``_verify``), a join whose wave lets the mission go on is first recorded
+with its verification ``running`` (durably: a crash resumes into the checks, not past them);
+the checks (and fixes) run outside the shield, so that Ctrl-C stops them too, and the join is
+recorded again with their outcome.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
+
+import anyio
+import anyio.lowlevel
+
+from graph import sha256_hex as digest
+
+from .._errors import MissionError
+from ..containment._mission_processes import end_mission_processes
+from ..executors._contract import Attempt, Executor, Observer, Worker
+from ..git._refs import RefHistory, check_id_free, settle_refs
+from ..git._repo import GitRepo, MergeChain
+from ..records._clock import now_rfc3339
+from ..records._document import (
+    Feature,
+    FeatureStatus,
+    Handoff,
+    MissionDocument,
+    Verification,
+    VerificationStatus,
+    WaveJoin,
+)
+from ..records._journal import Journal
+from ..records._persist import note_feature_end, save_mission, save_mission_after
+from ._joins import blocked_downstream, final_status, first_unfinished, join_record
+from ._stage_workers import StageRun, Stages
+from ._storesync import StoreSync
+from ._verify import JoinChecks, VerificationRun
+
+__all__ = ["run_waves"]
+
+
+class _Silent:
+    def feature_changed(self, mission: MissionDocument, feature: Feature) -> None:
+        pass
+
+    def wave_joined(self, mission: MissionDocument, join: WaveJoin) -> None:
+        pass
+
+
+async def run_waves(
+    mission: MissionDocument,
+    worker: Worker,
+    waves: Sequence[Sequence[str]],
+    *,
+    executor: Executor,
+    observer: Observer | None = None,
+    warnings: list[str] | None = None,
+    stages: Stages | None = None,
+) -> None:
+    """Run *waves* of *mission* from its first unfinished wave; the mission records the outcome.
+
+    A cancellation of the caller's scope is recorded (features ``cancelled``, the join written,
+    mission ``cancelled``) and then re-raised. A mission timeout ends the same way but returns.
+    Problems that do not stop the run are appended to *warnings*. With *stages*, every join
+    that lets the mission go on is verified first (see ``_verify``).
+    """
+    notes = [] if warnings is None else warnings
+    guarded = _Guarded(notes, observer or _Silent())
+    runner = _WaveRunner(mission, worker, executor, guarded, notes, stages)
+    await runner.run([list(wave) for wave in waves])
+
+
+class _Guarded:
+    """Passes progress on to an observer until it raises; a failing observer (a closed stdout)
+    never changes what the mission does: the first error becomes a warning, then it is dropped."""
+
+    def __init__(self, warnings: list[str], observer: Observer) -> None:
+        self.warnings = warnings
+        self.observer: Observer | None = observer
+
+    def feature_changed(self, mission: MissionDocument, feature: Feature) -> None:
+        self._call(lambda observer: observer.feature_changed(mission, feature))
+
+    def wave_joined(self, mission: MissionDocument, join: WaveJoin) -> None:
+        self._call(lambda observer: observer.wave_joined(mission, join))
+
+    def stage_changed(self, mission: MissionDocument, run: StageRun) -> None:
+        # Optional for observers (``_stage_workers.StageObserver``): one written before verified
+        # joins existed has no such method and is told of features and joins only.
+        def notify(observer: Observer) -> None:
+            method = getattr(observer, "stage_changed", None)
+            if method is not None:
+                method(mission, run)
+
+        self._call(notify)
+
+    def _call(self, notify: Callable[[Observer], None]) -> None:
+        if self.observer is None:
+            return
+        try:
+            notify(self.observer)
+        except Exception as exc:  # the observer is the caller's code, like a worker
+            self.observer = None
+            self.warnings.append(
+                f"progress display stopped: {type(exc).__name__}: {exc}".rstrip(": ")
+            )
+
+
+class _WaveRunner:
+    def __init__(
+        self,
+        mission: MissionDocument,
+        worker: Worker,
+        executor: Executor,
+        observer: _Guarded,
+        warnings: list[str],
+        stages: Stages | None,
+    ) -> None:
+        self.mission = mission
+        self.worker = worker
+        self.executor = executor
+        self.observer = observer
+        self.warnings = warnings
+        self.folder = Path(mission.dir)
+        self.repo = GitRepo.open(Path(mission.repo))
+        self.journal = Journal(self.folder / "journal.jsonl")
+        self.history = RefHistory.load(self.journal)
+        self.store = StoreSync.for_mission(mission)
+        # The head each feature branch must hold when rho next moves it (compare-and-swap).
+        self.branch_heads: dict[str, str | None] = {}
+        self.limiter = anyio.CapacityLimiter(mission.config.max_workers)
+        self.cancelled = False
+        # Why the executor could not make a wave's start available (its features then fail).
+        self.wave_problem: str | None = None
+        self.checks = None if stages is None else self._join_checks(stages)
+
+    def _join_checks(self, stages: Stages) -> JoinChecks:
+        return JoinChecks(
+            self.mission,
+            stages,
+            journal=self.journal,
+            history=self.history,
+            observer=self.observer,
+            move_integration=self._move_integration,
+        )
+
+    async def run(self, waves: list[list[str]]) -> None:
+        mission = self.mission
+        verifying = self.checks is not None
+        first = first_unfinished(mission.features, waves, mission.wave_joins, verifying=verifying)
+        # Orphans of a crashed run must not write into the worktrees of this one.
+        await end_mission_processes(self.mission.id, self.mission.config.grace_period)
+        await self._start(waves, first)
+        try:
+            with anyio.move_on_after(self.mission.config.timeout) as scope:  # None: no limit
+                await self._run_from(waves, first)
+            if scope.cancelled_caught:
+                self.cancelled = True
+        except anyio.get_cancelled_exc_class():
+            self.cancelled = True
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._finish()
+
+    async def _start(self, waves: list[list[str]], first: int) -> None:
+        mission = self.mission
+        # Leases and refs first: a task another mission holds, or a ref someone else moved,
+        # refuses the run before anything else is written.
+        todo = [f.id for f in mission.features if f.status != "completed"]
+        first_run = mission.started_at is None
+        if first_run:
+            check_id_free(self.repo, mission.id)
+        await self.executor.open(mission)  # an unreachable cluster refuses before any record
+        try:
+            self.store.claim(
+                todo, mission.id, self.repo, self.folder, takeover=mission.config.takeover
+            )
+        except BaseException:
+            await self._close_executor()
+            raise
+        try:
+            if first_run:
+                # Recorded before any ref exists: a kill from here on leaves a mission to resume.
+                self._mark_executing(waves)
+            with self.repo.locked():
+                self.branch_heads = settle_refs(self.repo, mission, self.history)
+        except BaseException:
+            self.store.release(mission.id)  # refused before any work: the tasks are free again
+            await self._close_executor()
+            raise
+        del mission.wave_joins[first:]
+        for feature in mission.features:
+            if feature.status != "completed":
+                _reset(feature)
+        self._mark_executing(waves)
+        save_mission(mission)
+        self.journal.record(
+            "mission",
+            now_rfc3339(),
+            mission_id=mission.id,
+            status="executing",
+            first_wave=first + 1,
+            prompt_sha256=digest(mission.prompt),
+        )
+
+    def _mark_executing(self, waves: list[list[str]]) -> None:
+        mission = self.mission
+        mission.waves = waves
+        mission.status = "executing"
+        mission.started_at = mission.started_at or now_rfc3339()
+        mission.completed_at = None
+        if not (self.folder / "mission.json").exists():
+            save_mission(mission)
+
+    async def _run_from(self, waves: list[list[str]], first: int) -> None:
+        keep_going = self.mission.config.keep_going
+        for number in range(first + 1, len(waves) + 1):
+            join = await self._run_wave(number, waves[number - 1])
+            if join.cancelled_ids or self.cancelled or (join.failed_ids and not keep_going):
+                return
+            if join.verification.status not in ("passed", "skipped"):
+                return  # a later wave never starts from an unverified head
+
+    async def _run_wave(self, number: int, ids: list[str]) -> WaveJoin:
+        started = now_rfc3339()
+        head = self.mission.integration_head
+        assert head is not None  # settled in _start; moved only by joins
+        # With keep_going, a feature downstream of a failure stays pending (never dispatched).
+        blocked = blocked_downstream(self.mission.features, self.mission.waves)
+        self.wave_problem = await self._prepare_wave(head)
+        try:
+            async with anyio.create_task_group() as group:
+                for feature_id in ids:
+                    feature = self.mission.feature(feature_id)
+                    if feature.status != "completed" and feature_id not in blocked:
+                        group.start_soon(self._run_feature, feature, head)
+        except anyio.get_cancelled_exc_class():
+            self.cancelled = True
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                join = await self._join(number, ids, started)
+        if join.verification.status == "running":
+            join = await self._verify(join)
+        return join
+
+    async def _prepare_wave(self, head: str) -> str | None:
+        try:
+            await self.executor.prepare_wave(head)
+        except MissionError as exc:
+            return f"the wave's start could not be made available: {exc}"
+        return None
+
+    @property
+    def _integration(self) -> str:
+        return self.mission.integration_branch
+
+    # -- one feature -------------------------------------------------------------------------
+
+    async def _run_feature(self, feature: Feature, head: str) -> None:
+        async with self.limiter, anyio.create_task_group() as group:
+            await self._dispatch(feature)
+            # The start goes to the task store while the executor readies a worktree; the
+            # worker waits for it (``Attempt.ready``).
+            started = anyio.Event()
+            group.start_soon(self._start_written, started)
+            try:
+                await self._attempts(feature, head, started.wait)
+            except anyio.get_cancelled_exc_class():
+                if feature.status == "in_progress":  # not when it had already ended
+                    await self._end(feature, "cancelled", "cancelled")
+                raise
+
+    async def _dispatch(self, feature: Feature) -> None:
+        feature.status = "in_progress"
+        feature.started_at = now_rfc3339()
+        feature.log = f"logs/{feature.id}.log"
+        self.journal.record("dispatch", feature.started_at, feature_id=feature.id)
+        # Queued now, in order with the feature's other changes; written by _start_written.
+        attempts = feature.attempts + 1
+        await self.store.set_status(feature.id, "in_progress", attempts=attempts, wait=False)
+        self.observer.feature_changed(self.mission, feature)
+
+    async def _start_written(self, started: anyio.Event) -> None:
+        try:
+            # One turn of the loop first: the attempt hands its worktree's checkout to a thread,
+            # and git runs while the store's rewrite (Python, holding the GIL) is made.
+            await anyio.lowlevel.checkpoint()
+            await self.store.flush()
+        finally:
+            started.set()
+
+    async def _attempts(
+        self, feature: Feature, head: str, ready: Callable[[], Awaitable[None]]
+    ) -> None:
+        error = "not run"
+        for _ in range(self.mission.config.retries + 1):
+            feature.attempts += 1
+            outcome = await self._attempt(feature, head, ready)
+            if isinstance(outcome, Handoff):
+                feature.handoff = outcome
+                await self._end(feature, "completed", None)
+                return
+            error = outcome
+        await self._end(feature, "failed", error)
+
+    async def _attempt(
+        self, feature: Feature, head: str, ready: Callable[[], Awaitable[None]]
+    ) -> Handoff | str:
+        """One try of *feature*, by the executor: its handoff, or the error text."""
+        if self.wave_problem is not None:
+            return self.wave_problem
+        result = await self.executor.run_attempt(self._attempt_of(feature, head, ready))
+        self.branch_heads[feature.id] = result.branch_head
+        if result.handoff is not None:
+            return result.handoff
+        return result.error or "failed"
+
+    def _attempt_of(
+        self, feature: Feature, head: str, ready: Callable[[], Awaitable[None]]
+    ) -> Attempt:
+        def started(pgid: int) -> None:
+            self.journal.record("process", now_rfc3339(), feature_id=feature.id, pgid=pgid)
+
+        return Attempt(
+            mission=self.mission,
+            feature=feature,
+            worker=self.worker,
+            base_commit=head,
+            number=feature.attempts,
+            branch_head=self.branch_heads.get(feature.id),
+            log_path=self.folder / "logs" / f"{feature.id}.log",
+            on_process_start=started,
+            note_ref=self.history.note,
+            ready=ready,
+        )
+
+    async def _end(self, feature: Feature, status: FeatureStatus, error: str | None) -> None:
+        # Shielded: a cancellation must not split the record of an end (mission, journal, store).
+        with anyio.CancelScope(shield=True):
+            await self._record_end(feature, status, error)
+
+    async def _record_end(self, feature: Feature, status: FeatureStatus, error: str | None) -> None:
+        feature.status = status
+        feature.error = error
+        feature.completed_at = now_rfc3339()
+        if feature.log and not (self.folder / feature.log).exists():
+            feature.log = None  # a library worker that wrote no log: name no missing file
+        self.journal.record(
+            "finish",
+            feature.completed_at,
+            feature_id=feature.id,
+            status=status,
+            attempts=feature.attempts,
+            error_sha256=digest(error) if error else None,
+            files_changed_count=len(feature.handoff.files_changed) if feature.handoff else 0,
+        )
+        await self.store.set_status(
+            feature.id, status, attempts=feature.attempts, error=error, wait=False
+        )
+        note_feature_end(self.mission, feature)  # its part of the join's save, made now
+        self.observer.feature_changed(self.mission, feature)
+
+    # -- the join ----------------------------------------------------------------------------
+
+    async def _join(self, number: int, ids: list[str], started: str) -> WaveJoin:
+        """The wave's join: merge its completed work, note where the work is, end what a
+        cancellation left, record the join and save, with its verification ``running`` when
+        the checks follow (``_verify`` then records it again)."""
+        await self._merge_completed(number, ids)
+        # The features this run completed with a commit of their own, now in the integration
+        # branch (a merge git refused has failed its feature).
+        merged = [i for i in ids if self.mission.feature(i).work_commit is not None]
+        head = self.mission.integration_head
+        assert head is not None  # settled in _start
+        if merged:  # a wave of no-op features has no work to note (and no thread to wake)
+            await anyio.to_thread.run_sync(self.store.record_work, merged, head, self.mission.id)
+        if self.cancelled:
+            for feature_id in ids:
+                feature = self.mission.feature(feature_id)
+                if feature.status in ("pending", "in_progress"):
+                    await self._end(feature, "cancelled", "cancelled")
+        verification = self._pending_verification(number, ids)
+        join = self._join_record(number, started, verification)
+        self.mission.wave_joins.append(join)
+        # Every end of the wave is in the store before its join is on disk; the mission's files
+        # are made while the store is written.
+        await save_mission_after(self.mission, self.store.flush)
+        if verification.status == "running":
+            # Durable before the first check: a crash from here on resumes into verification.
+            self.journal.record(
+                "verify", join.completed_at, durable=True, wave=number, status="running"
+            )
+        else:
+            self._joined(join)
+        return join
+
+    def _join_record(self, number: int, started: str, verification: Verification) -> WaveJoin:
+        return join_record(
+            self.mission.features,
+            self.mission.waves,
+            number,
+            started,
+            keep_going=self.mission.config.keep_going,
+            verification=verification,
+        )
+
+    def _joined(self, join: WaveJoin) -> None:
+        """Journal the join (durably, like mission.json just written) and tell the observer."""
+        self.journal.record(
+            "join",
+            join.completed_at,
+            durable=True,
+            wave=join.wave,
+            completed=len(join.completed_ids),
+            failed=len(join.failed_ids),
+            cancelled=len(join.cancelled_ids),
+            blocked=len(join.blocked_ids),
+            verification=join.verification.status,
+        )
+        self.observer.wave_joined(self.mission, join)
+
+    def _pending_verification(self, number: int, ids: list[str]) -> Verification:
+        """``running`` when the wave's head is to be verified: there is a verify stage and the
+        join lets the mission go on (no cancellation; no failure, or ``keep_going``)."""
+        statuses = {self.mission.feature(i).status for i in ids}
+        if self.checks is None or self.cancelled or "cancelled" in statuses:
+            return Verification()
+        if "failed" in statuses and not self.mission.config.keep_going:
+            return Verification()  # the mission stops here; a resume verifies the wave
+        head = self.mission.integration_head
+        assert head is not None  # settled in _start
+        return self.checks.verified_before(head) or self.checks.pending(number)
+
+    async def _verify(self, join: WaveJoin) -> WaveJoin:
+        """Run the checks (and fixes) of *join*'s head, then record the join with their outcome.
+
+        A cancellation stops them (their processes too) and is recorded as ``cancelled``.
+        """
+        assert self.checks is not None  # only a join with a verify stage is "running"
+        head = self.mission.integration_head
+        assert head is not None  # settled in _start; moved only by joins and fixes
+        run = VerificationRun(join.wave, head, time.monotonic())
+        status: VerificationStatus = "failed"
+        try:
+            status = await self.checks.verify(run)
+        except anyio.get_cancelled_exc_class():
+            status = "cancelled"
+            self.cancelled = True
+            raise
+        finally:
+            # No await in here: nothing can cancel the record of the outcome.
+            verification = run.record(join.verification, status)
+            final = self._join_record(join.wave, join.started_at, verification)
+            self.mission.wave_joins[-1] = final
+            save_mission(self.mission)
+            self._joined(final)
+        return final
+
+    async def _merge_completed(self, number: int, ids: list[str]) -> None:
+        """Merge the wave's completed work, by commit, into the integration branch.
+
+        The merges are computed one after another without moving the branch; it then moves
+        once, from the head rho recorded to the last merge (compared and swapped, noted in the
+        journal first). A merge git refuses fails its feature: its work is not in the
+        integration branch, so it has not completed.
+        """
+        start = self.mission.integration_head
+        assert start is not None  # settled in _start
+        commits = {i: c for i in sorted(ids) if (c := self.mission.feature(i).work_commit)}
+        if not commits:
+            return  # no new commit, or completed before the mission
+        join = MergeChain(self.repo, start, await self._parents(commits.values()))
+        riding: list[Feature] = []  # the features whose work is in the join's head alone
+        for feature_id, commit in commits.items():
+            feature = self.mission.feature(feature_id)
+            try:
+                await anyio.to_thread.run_sync(self._merge_one, join, feature, commit)
+            except MissionError as exc:
+                await self._merge_failed(feature, exc)
+                continue
+            if join.head != start:
+                riding.append(feature)
+        if join.head != start:
+            label = f"wave {number} ({len(join.merged)} feature(s))"
+            try:
+                await anyio.to_thread.run_sync(self.repo.refuse_checked_out, self._integration)
+                await self._move_integration(join.head, start, label)
+            except MissionError as exc:  # none of their work reached the integration branch
+                for feature in riding:
+                    await self._merge_failed(feature, exc)
+                return
+        self.mission.integration_head = join.head
+
+    async def _parents(self, commits: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """The commits' parents; none known when git refuses (a commit of no object, say):
+        each merge then asks git itself, and fails its own feature."""
+        try:
+            return await anyio.to_thread.run_sync(self.repo.parents, sorted(set(commits)))
+        except MissionError:
+            return {}
+
+    async def _merge_failed(self, feature: Feature, exc: MissionError) -> None:
+        feature.handoff = None
+        await self._end(feature, "failed", str(exc))
+
+    def _merge_one(self, join: MergeChain, feature: Feature, commit: str) -> None:
+        message = f"rho-mission {self.mission.id}: merge {feature.id}"
+        names = (self._integration, feature.branch or feature.id)
+        join.add(commit, message, names)
+
+    async def _move_integration(self, new: str, old: str, what: str) -> None:
+        """Move the integration branch from *old* to *new*, noted in the journal first."""
+        self.history.note(self._integration, new, "join")
+        message = f"rho-mission {self.mission.id}: merge {what}"
+        await anyio.to_thread.run_sync(self.repo.move_branch, self._integration, new, old, message)
+
+    async def _finish(self) -> None:
+        mission = self.mission
+        # Nothing of the mission outlives it: a task's daemon that left its process group too.
+        await end_mission_processes(mission.id, mission.config.grace_period)
+        if self.checks is not None:
+            # Before the executor's: its folder holds the stages' folder, then empty.
+            self.warnings.extend(await self.checks.close())
+        await self._close_executor()
+        await self.store.flush()
+        await anyio.to_thread.run_sync(self.store.release, mission.id)
+        self.warnings.extend(self.store.problems)
+        unverified = any(j.verification.status == "failed" for j in mission.wave_joins)
+        mission.status = final_status(mission.features, self.cancelled, unverified=unverified)
+        mission.completed_at = now_rfc3339()
+        save_mission(mission)
+        self.journal.record(
+            "mission",
+            mission.completed_at,
+            durable=True,
+            mission_id=mission.id,
+            status=mission.status,
+        )
+
+    async def _close_executor(self) -> None:
+        self.warnings.extend(await self.executor.close())
+
+
+def _reset(feature: Feature) -> None:
+    feature.status = "pending"
+    feature.error = None
+    feature.handoff = None
+    feature.started_at = None
+    feature.completed_at = None

@@ -1,0 +1,347 @@
+"""Verified joins: the project's checks on the integration head after a wave, and the fix stage.
+
+Text merges cannot tell that two features which merge cleanly break the build together (one
+renames a function, the other adds a caller of the old name); only the project's own checks on
+the merged result can. So, after a wave's merges and before its join is recorded as clean, the
+engine (``_loop``) hands the join to `JoinChecks`:
+
+1. the verify stage runs in a worktree on ``rho-mission/<m>/verify-<wave>`` at the integration
+   head (output appended to ``logs/verify-<wave>.log``); a pass verifies the join;
+2. otherwise, with a fix stage, the fix runs in a worktree on ``rho-mission/<m>/fix-<wave>`` from
+   the integration head, ``RHO_VERIFY_LOG`` naming the failed output; what it leaves is committed
+   there, merged into the integration branch (journaled first, then moved by compare-and-swap,
+   like every join), and the checks run again; at most ``max_fix_attempts`` fixes;
+3. still failing, the verification fails: the engine stops the mission after that wave, its
+   merged work kept on the integration branch for a fix to build on.
+
+Stages always run on the coordinator's machine, in a worktree pool of their own under
+``.rho/worktrees/<mission>/checks`` (whatever executor runs the features), one stage at a time.
+The stage branches move like feature branches: each move is noted in the journal first, and a
+branch holding commits rho did not make is refused, never reset. A worker's failure, or git
+refusing a worktree, a commit or a merge, fails that stage run with its message; a cancellation
+ends the stage's processes and propagates.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from graph import sha256_hex as digest
+
+from .._errors import MissionError, RefMovedError
+from ..containment._folders import private_folder
+from ..containment._process import note_in_log
+from ..executors._contract import Worker, WorkerContext
+from ..executors._local import close_pool
+from ..executors._worker_call import call_worker, failure_text
+from ..git._refs import RefHistory, mission_ref_prefix
+from ..git._repo import GitRepo
+from ..git._worktrees import WorktreePool, prune_stale
+from ..records._clock import now_rfc3339
+from ..records._document import Feature, MissionDocument, Verification, VerificationStatus
+from ..records._journal import Journal
+from ..records._persist import save_mission
+from ..records._places import RHO_PATTERN, mission_worktrees
+from ._stage_workers import StageObserver, StageRun, Stages, StageStatus
+
+__all__ = ["JoinChecks", "VerificationRun", "stage_log"]
+
+# Moves the integration branch from old to new by compare-and-swap, journaled first (the
+# engine's own move, so that a fix merges exactly like a feature).
+MoveIntegration = Callable[[str, str, str], Awaitable[None]]
+
+
+def stage_log(wave: int) -> str:
+    """Where the checks of *wave* write, relative to the mission folder."""
+    return f"logs/verify-{wave}.log"
+
+
+@dataclass
+class VerificationRun:
+    """One join's verification as it goes: the head checked and the runs so far."""
+
+    wave: int
+    head: str
+    started: float
+    checks: int = 0
+    fixes: int = 0
+    error: str | None = None
+    fix_error: str | None = None
+
+    def record(self, pending: Verification, status: VerificationStatus) -> Verification:
+        """The join's verification once it ended with *status*."""
+        return pending.model_copy(
+            update={
+                "status": status,
+                "attempts": self.checks,
+                "fix_attempts": self.fixes,
+                "duration_ms": round((time.monotonic() - self.started) * 1000),
+                "error": self.error,
+                "fix_error": self.fix_error,
+                "head": self.head,
+            }
+        )
+
+
+class JoinChecks:
+    """The verify and fix stages of one run's joins (see the module's docstring)."""
+
+    def __init__(
+        self,
+        mission: MissionDocument,
+        stages: Stages,
+        *,
+        journal: Journal,
+        history: RefHistory,
+        observer: StageObserver,
+        move_integration: MoveIntegration,
+    ) -> None:
+        self.mission = mission
+        self.stages = stages
+        self.journal = journal
+        self.history = history
+        self.observer = observer
+        self.move_integration = move_integration
+        self.repo = GitRepo.open(Path(mission.repo))
+        self.folder = Path(mission.dir)
+        self._pool: WorktreePool | None = None
+
+    def pending(self, wave: int) -> Verification:
+        """What the join records before its first check: ``running``, durably."""
+        stages = self.stages
+        return Verification(
+            status="running",
+            log=stage_log(wave),
+            command_sha256=digest(stages.verify_command) if stages.verify_command else None,
+            fix_command_sha256=digest(stages.fix_command) if stages.fix_command else None,
+        )
+
+    def verified_before(self, head: str) -> Verification | None:
+        """A pass of *head* by an earlier join with the same checks, as this join's record.
+
+        A wave that merged nothing leaves the head it started from: checked once, it is not
+        checked again (``attempts`` 0 says so). A library verify worker has no command to
+        compare, so its checks always run.
+        """
+        command = self.stages.verify_command
+        if command is None:
+            return None
+        wanted = digest(command)
+        for join in reversed(self.mission.wave_joins):
+            done = join.verification
+            if done.status == "passed" and done.head == head and done.command_sha256 == wanted:
+                return Verification(
+                    status="passed",
+                    head=head,
+                    command_sha256=wanted,
+                    fix_command_sha256=done.fix_command_sha256,
+                )
+        return None
+
+    async def verify(self, run: VerificationRun) -> VerificationStatus:
+        """Check *run*'s head, fixing it while fixes are left: ``passed`` or ``failed``."""
+        run.error = await self._check(run)
+        fix, most = self.stages.fix, self.stages.max_fix_attempts
+        while run.error is not None and fix is not None and run.fixes < most:
+            run.fixes += 1
+            run.fix_error = await self._fix(run, fix)
+            if run.fix_error is None:  # merged: check again (a failed fix changed nothing)
+                run.error = await self._check(run)
+        return "passed" if run.error is None else "failed"
+
+    async def close(self) -> list[str]:
+        """Remove the stages' worktrees; a failure is a warning."""
+        pool, self._pool = self._pool, None
+        return await close_pool(pool, "verification worktrees")
+
+    # -- the two stages ----------------------------------------------------------------------
+
+    async def _check(self, run: VerificationRun) -> str | None:
+        run.checks += 1
+        stage = StageRun(f"verify-{run.wave}", "verify", run.wave, run.checks, "running")
+        self._begin(stage, run.head)
+        command = self.mission.config.verify_command
+        feature = Feature(stage.name, f"verify wave {run.wave}", command=command)
+        error, _ = await self._stage(feature, run, run.checks, self.stages.verify, None)
+        status: StageStatus = "passed" if error is None else "failed"
+        extra = {"head_sha256": digest(run.head)}
+        self._end(replace(stage, status=status, error=error), extra)
+        return error
+
+    async def _fix(self, run: VerificationRun, worker: Worker) -> str | None:
+        most = self.stages.max_fix_attempts
+        stage = StageRun(f"fix-{run.wave}", "fix", run.wave, run.fixes, "running", None, most)
+        self._begin(stage, run.head)
+        command = self.mission.config.fix_command
+        feature = Feature(stage.name, f"fix wave {run.wave}", command=command)
+        verify_log = self.folder / stage_log(run.wave)
+        error, commit = await self._stage(feature, run, run.fixes, worker, verify_log)
+        if error is None and commit is not None:
+            error = await self._merge_fix(run, stage.name, commit)
+        status: StageStatus = "completed" if error is None else "failed"
+        self._end(replace(stage, status=status, error=error), {"changed": commit is not None})
+        return error
+
+    def _begin(self, stage: StageRun, head: str) -> None:
+        self._tell(stage)
+        self._log(stage, f"on {head[:12]} at {now_rfc3339()}")
+
+    def _end(self, stage: StageRun, extra: Mapping[str, Any]) -> None:
+        """Say how a stage run ended: at the end of its log (so that a fix reads why the
+        checks failed, whoever ran them), in the journal, to the observer."""
+        self._log(stage, f"{stage.status}: {stage.error}" if stage.error else stage.status)
+        self.journal.record(
+            stage.stage,
+            now_rfc3339(),
+            wave=stage.wave,
+            attempt=stage.attempt,
+            status=stage.status,
+            error_sha256=digest(stage.error) if stage.error else None,
+            **extra,
+        )
+        self._tell(stage)
+
+    def _log(self, stage: StageRun, text: str) -> None:
+        note_in_log(
+            self.folder / "logs" / f"{stage.name}.log",
+            f"{stage.name} attempt {stage.attempt} {text}",
+        )
+
+    async def _merge_fix(self, run: VerificationRun, name: str, commit: str) -> str | None:
+        """Merge the fix's *commit* into the integration branch: None, or why git refused."""
+        branch = self.mission.integration_branch
+        message = f"rho-mission {self.mission.id}: merge {name}"
+
+        def merged() -> str:
+            new = self.repo.merge_commit(run.head, commit, message, (branch, name))
+            if new != run.head:
+                self.repo.refuse_checked_out(branch)
+            return new
+
+        try:
+            new = await anyio.to_thread.run_sync(merged)
+            if new != run.head:
+                await self.move_integration(new, run.head, name)
+        except MissionError as exc:
+            return str(exc)
+        run.head = new
+        # Durable at once: a crash from here on resumes from the fixed head, fix not redone.
+        self.mission.integration_head = new
+        save_mission(self.mission)
+        return None
+
+    # -- one stage run in a worktree ---------------------------------------------------------
+
+    async def _stage(
+        self,
+        feature: Feature,
+        run: VerificationRun,
+        number: int,
+        worker: Worker,
+        verify_log: Path | None,
+    ) -> tuple[str | None, str | None]:
+        """Run *worker* once on *feature*'s branch at the head: (error, commit of a fix)."""
+        branch = mission_ref_prefix(self.mission.id) + feature.id
+        try:
+            worktree = await self._acquire(branch, run.head)
+        except MissionError as exc:
+            return str(exc), None
+        context = WorkerContext(
+            mission=self.mission,
+            feature=feature,
+            worktree=worktree,
+            base_commit=run.head,
+            attempt=number,
+            log_path=self.folder / "logs" / f"{feature.id}.log",
+            on_process_start=lambda pgid: self._started(feature.id, pgid),
+            wave=run.wave,
+            verify_log=verify_log,
+        )
+        try:
+            return await self._work(context, worker, branch, commit=verify_log is not None)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._release(branch, worktree)
+
+    async def _work(
+        self, context: WorkerContext, worker: Worker, branch: str, *, commit: bool
+    ) -> tuple[str | None, str | None]:
+        """Run the worker, then (a fix) commit what it left: (error, commit)."""
+        timeout = self.mission.config.task_timeout
+        try:
+            with anyio.move_on_after(timeout) as scope:
+                await call_worker(worker, context)
+        except Exception as exc:  # the worker is the caller's code: it fails this stage run
+            return failure_text(exc, context.log_path), None
+        if scope.cancelled_caught:
+            return f"timed out after {timeout:g}s", None
+        if not commit:
+            return None, None
+        message = f"rho-mission {self.mission.id}: {context.feature.id}"
+
+        def commit_all() -> str | None:
+            worktree, base = context.worktree, context.base_commit
+            return self.repo.commit_all(worktree, message, base=base, branch=branch).commit_id
+
+        try:
+            return None, await anyio.to_thread.run_sync(commit_all)
+        except MissionError as exc:  # git refused what the fix left
+            return str(exc), None
+
+    async def _acquire(self, branch: str, head: str) -> Path:
+        """A clean worktree on *branch*, moved to *head* (noted first, compare-and-swap).
+
+        Raises:
+            RefMovedError: the branch holds commits rho did not make.
+            MissionError: git refused the worktree.
+        """
+        pool = await anyio.to_thread.run_sync(self._checks_pool)
+        found = await anyio.to_thread.run_sync(self._branch_head, branch, head)
+        if found != head:
+            self.history.note(branch, head, "start")
+        return await anyio.to_thread.run_sync(pool.acquire, branch, head, found)
+
+    def _branch_head(self, branch: str, head: str) -> str | None:
+        found = self.repo.branch_commit(branch)
+        if found is None or self.history.knows(branch, found):
+            return found
+        if self.history.attempt_open(branch) and self.repo.is_ancestor(head, found):
+            return found  # what a stage run a crash interrupted committed: it runs again
+        raise RefMovedError(
+            branch,
+            f"holds commits rho did not make ({found[:12]}); running the stage again would "
+            f"discard them: keep them with 'git branch <name> {branch}', delete it with "
+            f"'git branch -D {branch}', then resume",
+        )
+
+    async def _release(self, branch: str, worktree: Path) -> None:
+        """Note what the stage left on its branch (the value its next move expects), give the
+        worktree back."""
+        pool = self._checks_pool()
+        try:
+            found = await anyio.to_thread.run_sync(self.repo.branch_commit, branch)
+            if found is not None:
+                self.history.note(branch, found, "end")
+        finally:
+            await anyio.to_thread.run_sync(pool.release, worktree)
+
+    def _checks_pool(self) -> WorktreePool:
+        if self._pool is None:
+            folder = mission_worktrees(self.repo.root, self.mission.id, "checks")
+            self.repo.exclude(RHO_PATTERN)
+            private_folder(folder.parent, self.repo.root)
+            prune_stale(self.repo, folder)  # what a crashed run's stages left
+            self._pool = WorktreePool(self.repo, folder, self.mission.id)
+        return self._pool
+
+    def _started(self, name: str, pgid: int) -> None:
+        self.journal.record("process", now_rfc3339(), feature_id=name, pgid=pgid)
+
+    def _tell(self, run: StageRun) -> None:
+        self.observer.stage_changed(self.mission, run)

@@ -1,0 +1,163 @@
+"""The default worker: run the task's shell command in its worktree.
+
+The command is the task's ``metadata.command``, else the mission's ``--run``. It runs in its own
+process group with the RHO_* environment (docs/architecture.md); its output goes to
+``logs/<task>.log``.
+Exit 0 is success; the engine then commits whatever the command changed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from graph import sha256_hex
+
+from .._errors import FeatureFailedError
+from ..containment import require_pinned
+from ..containment._environ import child_environ
+from ..containment._folders import open_private
+from ..containment._process import note_in_log, run_command
+from ..containment._wrapper import TaskPlace, task_wrapper
+from ..git._repo import GitRepo
+from ..records._clock import now_rfc3339
+from ..records._places import rho_folder
+
+if TYPE_CHECKING:
+    from ..records._document import Handoff
+    from ._contract import WorkerContext
+
+__all__ = [
+    "SUBJECT_ENV_LIMIT",
+    "run_in_worktree",
+    "shell_worker",
+    "worker_environment",
+    "write_prompt",
+]
+
+# Far below Linux's 128 KiB cap on one environment string; subjects are bounded at 500 on entry.
+SUBJECT_ENV_LIMIT = 1000
+# The files a sandboxed command is shown although they lie in the hidden mission folder.
+_READABLE = ("RHO_TASK_PROMPT_FILE", "RHO_VERIFY_LOG", "RHO_PROMPT_FILE")
+
+
+async def shell_worker(ctx: WorkerContext) -> Handoff | None:
+    """Run the feature's command; raise ``FeatureFailedError`` unless it exits 0.
+
+    Raises:
+        FeatureFailedError: no command, a non-zero exit, or death by a signal.
+    """
+    command = ctx.feature.command or ctx.mission.config.run_command
+    if not command:
+        raise FeatureFailedError(f"task {ctx.feature.id} has no command")
+    # Each attempt between two lines of rho's own: a log of several attempts reads apart, and
+    # one whose command printed nothing still says what ran and how it ended.
+    attempt = f"{ctx.feature.id} attempt {ctx.attempt}"
+    started = f"command sha256 {sha256_hex(command)[:16]}, started {now_rfc3339()}"
+    note_in_log(ctx.log_path, f"{attempt}: {started}")
+    try:
+        await run_in_worktree(ctx, command, worker_environment(ctx, _write_prompt(ctx)))
+    except FeatureFailedError as exc:
+        note_in_log(ctx.log_path, f"{attempt} failed: {exc}")
+        raise
+    note_in_log(ctx.log_path, f"{attempt} passed: exit code 0")
+    return None
+
+
+async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str]) -> None:
+    """Run *command* in the worktree of *ctx*, in its own process group, logging to its log.
+
+    Under its supervisor (nothing it starts outlives it; its log is kept within
+    ``config.log_limit``), and with ``config.sandbox`` under bubblewrap: the files that *env*
+    names (``RHO_TASK_PROMPT_FILE``, ``RHO_VERIFY_LOG``) stay
+    readable there, and HEAD is detached first (the sandbox's refs are read-only).
+
+    Raises:
+        FeatureFailedError: a non-zero exit, or death by a signal.
+        UnsafePathError, WorktreeTamperedError: the worktree is not the one rho made.
+    """
+    config = ctx.mission.config
+    if config.sandbox:
+        await anyio.to_thread.run_sync(_detach_head, ctx.worktree)
+        env = {**env, "TMPDIR": "/tmp"}  # the sandbox's own; the caller's may be read-only there
+    wrapper = task_wrapper(
+        _place(ctx, env),
+        grace=config.grace_period,
+        log_limit=config.log_limit,
+        sandbox=config.sandbox,
+        network=config.sandbox_network,
+    )
+    result = await run_command(
+        command,
+        cwd=ctx.worktree,
+        env=env,
+        log_path=ctx.log_path,
+        grace=config.grace_period,
+        on_start=ctx.on_process_start,
+        wrapper=wrapper,
+    )
+    if not result.ok():
+        raise FeatureFailedError(f"command failed: {result.describe()}")
+
+
+def _place(ctx: WorkerContext, env: dict[str, str]) -> TaskPlace:
+    repo = Path(ctx.mission.repo)
+    hidden = [rho_folder(repo), Path(ctx.mission.dir)]
+    shown = (env.get(name) for name in _READABLE)
+    return TaskPlace(ctx.worktree, repo, hidden, [Path(path) for path in shown if path])
+
+
+def _detach_head(worktree: Path) -> None:
+    # A sandboxed task commits on a detached HEAD (it cannot write refs/); rho moves the
+    # feature branch to its result afterwards, as for a worker that left the branch.
+    pin = require_pinned(worktree)
+    repo = GitRepo(pin.path, pin.common_dir)
+    repo.run("update-ref", "--no-deref", "HEAD", "HEAD", cwd=worktree)
+
+
+def worker_environment(ctx: WorkerContext, prompt_file: Path) -> dict[str, str]:
+    """The process environment: the caller's, plus the RHO_* variables (docs/architecture.md).
+
+    Git's repository variables are dropped (see ``containment._environ``). The subject is cut to
+    ``SUBJECT_ENV_LIMIT`` characters: a hand-written store may hold one too long for ``execve``;
+    the whole text is in the prompt file.
+    """
+    return child_environ(
+        {
+            "RHO_MISSION_ID": ctx.mission.id,
+            "RHO_MISSION_DIR": ctx.mission.dir,
+            "RHO_TASK_ID": ctx.feature.id,
+            "RHO_TASK_SUBJECT": _env_text(ctx.feature.description),
+            "RHO_TASK_PROMPT_FILE": str(prompt_file),
+            "RHO_WORKTREE": str(ctx.worktree),
+            "RHO_BASE_COMMIT": ctx.base_commit,
+            "RHO_ATTEMPT": str(ctx.attempt),
+        }
+    )
+
+
+def _env_text(text: str) -> str:
+    text = text.replace("\0", "")
+    return text if len(text) <= SUBJECT_ENV_LIMIT else text[: SUBJECT_ENV_LIMIT - 1] + "…"
+
+
+def _write_prompt(ctx: WorkerContext) -> Path:
+    """Write the feature's subject, description and expected behaviour for an agent to read."""
+    text = (
+        f"# {ctx.feature.description}\n\n"
+        f"Mission: {ctx.mission.prompt}\n\n"
+        f"Expected behaviour:\n\n{ctx.feature.expected_behavior}\n"
+    )
+    return write_prompt(ctx, text)
+
+
+def write_prompt(ctx: WorkerContext, text: str) -> Path:
+    """Write *text* as ``prompts/<feature>.md`` of the mission folder (0600), following no link."""
+    path = Path(ctx.mission.dir) / "prompts" / f"{ctx.feature.id}.md"
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path

@@ -1,0 +1,342 @@
+"""A feature's result: what its worktree holds, committed; one ``git status`` decides the rest.
+
+``commit_worktree`` is the body of ``GitRepo.commit_all``. Its first call, ``git status
+--porcelain=v2 --branch``, names HEAD's commit and branch and lists every change, untracked and
+ignored file at once: a worker that changed nothing costs that one git process (no staging, no
+commit, no ref read). The result also says what the feature branch holds afterwards and whether
+the worktree was spotless, so that the attempt and the worktree pool skip what they now know.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, Protocol
+
+from .._errors import FeatureResultError, GitOperationError
+
+__all__ = [
+    "CommitResult",
+    "Repository",
+    "WorktreeResult",
+    "WorktreeStatus",
+    "commit_worktree",
+    "parse_status",
+    "path_text",
+    "read_status",
+]
+
+_UNRELATED = (
+    "the worktree's HEAD does not descend from the feature's start commit; "
+    "its work cannot be merged"
+)
+
+# Ignored files are listed too (a directory that a pattern matches as one entry, not walked):
+# only a worktree with nothing at all beyond HEAD may skip its next "git clean".
+_STATUS = (
+    "status",
+    "--porcelain=v2",
+    "--branch",
+    "--no-ahead-behind",
+    "--no-renames",
+    "-z",
+    "--untracked-files=all",
+    "--ignored=matching",
+    # A submodule's commit counts; its work tree is not entered (no git runs in a nested
+    # repository, whose config a task may have written).
+    "--ignore-submodules=dirty",
+)
+_NO_COMMIT = "(initial)"
+_NO_BRANCH = ("(detached)", "(unknown)")
+
+
+class Repository(Protocol):
+    """What this module uses of ``GitRepo`` (which imports this module: no import back)."""
+
+    def run(
+        self, *args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    ) -> str: ...
+
+    def run_status(
+        self, *args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    ) -> tuple[int, str, str]: ...
+
+    def locked(self, timeout: float | None = None) -> contextlib.AbstractContextManager[None]: ...
+
+    def commit_id(self, ref: str) -> str: ...
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool: ...
+
+    def branch_commit(self, name: str) -> str | None: ...
+
+    def move_branch(self, name: str, new: str, expected: str | None, message: str = "") -> None: ...
+
+    def identity_env(self) -> dict[str, str]: ...
+
+
+class CommitResult(NamedTuple):
+    """What a feature's worktree holds beyond its start commit.
+
+    ``commit_id`` is the branch head when it moved past the start commit (committed by rho or by
+    the worker itself), else None; ``files_changed`` lists the paths that differ from the start
+    commit (added, modified, deleted), sorted.
+    """
+
+    commit_id: str | None
+    files_changed: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeStatus:
+    """One ``git status`` of a worktree.
+
+    ``head`` is HEAD's commit (None on a branch with no commit yet), ``branch`` the short name
+    of the branch HEAD is on (None when detached); ``changed``: something to stage (a tracked
+    change or an untracked file); ``spotless``: nothing listed at all, not even an ignored file;
+    ``stageable``: every entry is a plain file change or untracked file that ``add --all``
+    stages whole (no ignored file, no submodule, no conflict, no untracked folder git does not
+    walk, such as a nested repository): once all is committed, nothing is left beyond HEAD.
+    ``unstaged``: when stageable and nothing is staged (the index is HEAD's), the paths listed:
+    what ``add --all`` stages, and exactly the paths a commit of everything changes; else None.
+    """
+
+    head: str | None
+    branch: str | None
+    changed: bool
+    spotless: bool
+    stageable: bool = False
+    unstaged: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeResult:
+    """``CommitResult`` plus what the caller may skip reading again.
+
+    ``branch_head`` is what the feature branch holds afterwards, trustworthy when
+    ``branch_known`` (False when the worker left the branch and rho did not move it);
+    ``spotless``: the worktree held nothing beyond HEAD (no change, untracked or ignored file).
+    """
+
+    commit_id: str | None
+    files_changed: list[str]
+    branch_head: str | None
+    branch_known: bool
+    spotless: bool
+
+    def commit_result(self) -> CommitResult:
+        """The public part: the commit and the changed files."""
+        return CommitResult(self.commit_id, self.files_changed)
+
+
+def read_status(repo: Repository, worktree: Path) -> WorktreeStatus:
+    """Run ``git status`` once in *worktree* and parse it.
+
+    Raises:
+        GitOperationError: git refused (for example: *worktree* is no work tree any more).
+    """
+    return parse_status(repo.run(*_STATUS, cwd=worktree))
+
+
+def parse_status(out: str) -> WorktreeStatus:
+    """Parse ``git status --porcelain=v2 --branch -z`` output."""
+    head: str | None = None
+    branch: str | None = None
+    kinds: set[str] = set()
+    whole = True  # every entry is one add --all stages entirely
+    listed: list[str] | None = []  # while every entry is stageable by name: their paths
+    index_is_head = True  # no entry has a staged change
+    records = iter(out.split("\0"))
+    for record in records:
+        if record.startswith("# branch.oid "):
+            value = record.removeprefix("# branch.oid ")
+            head = None if value == _NO_COMMIT else value
+        elif record.startswith("# branch.head "):
+            value = record.removeprefix("# branch.head ")
+            branch = None if value in _NO_BRANCH else value
+        elif record and not record.startswith("#"):
+            kinds.add(record[0])
+            whole = whole and _stageable(record)
+            path = _record_path(record) if whole else None
+            if path is None:
+                listed = None
+            elif listed is not None:
+                listed.append(path)
+            index_is_head = index_is_head and not (record[0] == "1" and record[2] != ".")
+            if record[0] == "2":
+                next(records, None)  # a rename's original path is a record of its own
+    unstaged = tuple(listed) if listed is not None and index_is_head else None
+    return WorktreeStatus(head, branch, bool(kinds - {"!"}), not kinds, whole, unstaged)
+
+
+def _record_path(record: str) -> str | None:
+    # "? path" or "1 XY sub mH mI mW hH hI path"; None for any other entry (a rename, "2",
+    # which "--no-renames" leaves out, would need its original path staged too).
+    if record[0] == "?":
+        return record[2:]
+    fields = record.split(" ", 8)
+    return fields[8] if record[0] == "1" and len(fields) == 9 else None
+
+
+def _stageable(record: str) -> bool:
+    # "1 XY N... ..." and "2 XY N... ...": an ordinary change (a submodule's is "S..."); "? path":
+    # an untracked file (with --untracked-files=all, a folder is listed only when git does not
+    # walk it: a nested repository). Ignored ("!") and unmerged ("u") entries are not.
+    if record[0] in "12":
+        fields = record.split(" ", 3)
+        return len(fields) > 2 and fields[2].startswith("N")
+    return record[0] == "?" and not record.endswith("/")
+
+
+def commit_worktree(
+    repo: Repository,
+    worktree: Path,
+    message: str,
+    *,
+    base: str | None = None,
+    branch: str | None = None,
+) -> WorktreeResult:
+    """Commit what *worktree* holds, its HEAD and its uncommitted changes, on *branch*.
+
+    ``GitRepo.commit_all`` documents the behaviour; this also returns what the feature branch
+    holds afterwards and whether the worktree was spotless.
+
+    Raises:
+        UnknownRefError: *base* names no commit.
+        FeatureResultError: HEAD does not descend from *base*, or names no commit at all.
+        GitOperationError: staging or committing failed (for example mid-rebase).
+    """
+    status = read_status(repo, worktree)
+    if status.head is None:
+        raise FeatureResultError(_UNRELATED)  # an orphan branch: HEAD names no commit yet
+    start = status.head if base is None else repo.commit_id(base)
+    on_branch = branch is None or status.branch == branch
+    if not on_branch:
+        # rho's commit must move no branch of the worker's: detach HEAD where it stands.
+        repo.run("update-ref", "--no-deref", "HEAD", status.head, cwd=worktree)
+    committed = _commit_changes(repo, worktree, message, status) if status.changed else None
+    head = committed or status.head
+    known = branch is not None
+    if head == start:
+        # On the branch, it holds HEAD; off it, whatever the worker last put there.
+        return WorktreeResult(None, [], head, known and on_branch, status.spotless)
+    # rho's own commit on a HEAD still at the start descends from it: its parent is the start.
+    if not (committed and status.head == start) and not repo.is_ancestor(start, head):
+        raise FeatureResultError(_UNRELATED)
+    if not on_branch and branch is not None:
+        with repo.locked():
+            repo.move_branch(branch, head, repo.branch_commit(branch), message)
+    # Everything listed was staged whole and committed: the worktree now holds HEAD and nothing
+    # else, so its next use skips the clean and the second checkout.
+    tidy = status.spotless or (committed is not None and status.stageable)
+    if committed and status.head == start and status.unstaged is not None:
+        # The commit holds what the status listed, on top of the start: no diff to run.
+        files = sorted({path_text(name) for name in status.unstaged})
+    else:
+        files = _changed_files(repo, start, head)
+    return WorktreeResult(head, files, head, known, tidy)
+
+
+def _commit_changes(
+    repo: Repository, worktree: Path, message: str, status: WorktreeStatus
+) -> str | None:
+    """Stage everything and commit it; the new HEAD, or None when nothing was staged.
+
+    When every entry of *status* is one ``add --all`` stages (``stageable``), something is
+    staged for sure: the commit goes ahead without asking git first, and only a refused
+    commit asks whether it had anything to commit.
+    """
+    _stage(repo, worktree, status)
+    if not status.stageable and not _staged(repo, worktree):
+        return None  # only what cannot be staged (a submodule's own changes)
+    try:
+        with repo.locked():
+            repo.run(*_commit_args(message), cwd=worktree, env=repo.identity_env())
+    except GitOperationError:
+        if not _staged(repo, worktree):
+            return None
+        raise
+    return repo.run("rev-parse", "--verify", "HEAD^{commit}", cwd=worktree).strip()
+
+
+# The most argument bytes that name the paths to stage; beyond, "add --all" walks the tree.
+_PATHS_BYTES = 64 * 1024
+# Every name literal: a listed "*.txt" or ":(top)x" is that one file, never a pattern. The other
+# global pathspec settings are switched off, as git refuses them together with this one.
+_LITERAL = {
+    "GIT_LITERAL_PATHSPECS": "1",
+    "GIT_GLOB_PATHSPECS": "0",
+    "GIT_NOGLOB_PATHSPECS": "0",
+    "GIT_ICASE_PATHSPECS": "0",
+}
+
+
+def _stage(repo: Repository, worktree: Path, status: WorktreeStatus) -> None:
+    """Stage what *status* listed: by name when it is all unstaged changes and new files (git
+    then looks at those paths only, not at the whole tree a second time), else ``add --all``.
+    A change the worker staged itself may be a removal from the index, which no name matches."""
+    paths = status.unstaged
+    size = sum(len(path) + 1 for path in paths) if paths is not None else _PATHS_BYTES
+    if paths is None or size >= _PATHS_BYTES:
+        repo.run("add", "--all", cwd=worktree)
+        return
+    # "git add <path>" of a deleted file stages its removal.
+    repo.run("add", "--", *paths, cwd=worktree, env=_LITERAL)
+
+
+def _staged(repo: Repository, worktree: Path) -> bool:
+    return repo.run_status("diff", "--cached", "--quiet", cwd=worktree)[0] == 1
+
+
+def _changed_files(repo: Repository, start: str, head: str) -> list[str]:
+    out = repo.run("diff", "--name-only", "--no-renames", "-z", start, head)
+    return sorted({path_text(name) for name in out.split("\0") if name})
+
+
+def _commit_args(message: str) -> tuple[str, ...]:
+    # A message starting with "#" must survive: clean up whitespace only.
+    return (
+        "-c",
+        "commit.gpgSign=false",
+        "commit",
+        "--no-verify",
+        "--quiet",
+        "--allow-empty-message",
+        "--cleanup=whitespace",
+        f"--message={message}",
+    )
+
+
+# C escapes git itself uses when it quotes a path (``core.quotePath``).
+_ESCAPES = {0x07: "a", 0x08: "b", 0x09: "t", 0x0A: "n", 0x0B: "v", 0x0C: "f", 0x0D: "r"}
+
+
+def path_text(name: str) -> str:
+    """A path from git's output (undecodable bytes kept as surrogates) as text JSON can hold.
+
+    A path that is UTF-8 stays as it is; one that is not (any bytes git accepts), or one that
+    starts with a double quote, is written the way git quotes it: in double quotes, with C
+    escapes (``"bad\\377.txt"``). So every stored path is valid UTF-8 and names one file.
+    """
+    raw = name.encode("utf-8", "surrogateescape")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return _quoted(raw)
+    return _quoted(raw) if text.startswith('"') else text
+
+
+def _quoted(raw: bytes) -> str:
+    parts = ['"']
+    for byte in raw:
+        if byte in (0x22, 0x5C):  # " and \
+            parts.append("\\" + chr(byte))
+        elif byte in _ESCAPES:
+            parts.append("\\" + _ESCAPES[byte])
+        elif 0x20 <= byte < 0x7F:
+            parts.append(chr(byte))
+        else:
+            parts.append(f"\\{byte:03o}")
+    parts.append('"')
+    return "".join(parts)

@@ -1,0 +1,339 @@
+"""The mission.json document: Mission, Feature, Handoff, WaveJoin, MissionConfig.
+
+Keys are snake_case, as in mission.json (docs/architecture.md). ``Mission`` is both the
+persisted document and the object a library caller drives (``Mission.new(...)``,
+``await mission.run_staged(...)``); the behaviour lives in ``engine._loop`` and is attached in
+``mission._mission``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ._places import mission_ref_prefix
+
+if TYPE_CHECKING:
+    from taskstore import Task
+
+__all__ = [
+    "FEATURE_STATUSES",
+    "MISSION_SCHEMA",
+    "Feature",
+    "FeatureStatus",
+    "Handoff",
+    "HeldTask",
+    "MissionConfig",
+    "MissionDocument",
+    "MissionStatus",
+    "Planning",
+    "PlanningStatus",
+    "Verification",
+    "VerificationStatus",
+    "WaveJoin",
+    "feature_from_task",
+    "feature_id_problem",
+]
+
+# A feature id becomes the last component of its branch name, so it must be a safe ref part,
+# and short enough for a file name (its log, its branch's file under .git/refs).
+_BRANCH_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?<![.])(?<!\.lock)")
+MAX_FEATURE_ID = 100
+# Names of the mission's own refs and logs (rho-mission/<id>/integration; the verify and fix
+# stages' verify-<wave> and fix-<wave>; the planning stage's plan): a feature named so would
+# share its branch or its log. Case-insensitive file systems too.
+_RESERVED = re.compile(r"(?i)integration|plan|fix-\d+|verify-\d+")
+
+
+@functools.lru_cache(maxsize=4096)
+def feature_id_problem(feature_id: str) -> str | None:
+    """Why *feature_id* cannot name a feature's branch, or None when it can.
+
+    Cached: a mission document checks every feature's id again on each assignment to one of
+    its fields (``validate_assignment``), several times per wave.
+    """
+    shown = json.dumps(feature_id, ensure_ascii=False)
+    if len(feature_id) > MAX_FEATURE_ID:
+        return f"feature id is {len(feature_id)} characters; the limit is {MAX_FEATURE_ID}"
+    if not _BRANCH_SAFE.fullmatch(feature_id) or ".." in feature_id:
+        return f"feature id {shown} cannot name a git branch; use letters, digits, '.', '_' and '-'"
+    if _RESERVED.fullmatch(feature_id):
+        return f"feature id {shown} is reserved: it names a ref of the mission itself"
+    return None
+
+
+MISSION_SCHEMA: Literal["rho.mission/v1"] = "rho.mission/v1"
+MissionStatus = Literal["planning", "executing", "completed", "failed", "partial", "cancelled"]
+FeatureStatus = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
+FEATURE_STATUSES: tuple[FeatureStatus, ...] = (
+    "pending",
+    "in_progress",
+    "completed",
+    "failed",
+    "cancelled",
+)
+
+
+class Handoff(BaseModel):
+    """What a completed feature hands to the features after it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    commit_id: str | None = None
+    files_changed: list[str] = Field(default_factory=list)
+    summary: str = ""
+    tests_passed: bool | None = None
+
+
+class Feature(BaseModel):
+    """One unit of work of a mission (one task of the store, with ``--from-tasks``).
+
+    ``Feature("task_1", "Write the parser")`` works positionally, like the library API promises.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    id: str
+    description: str = ""
+    expected_behavior: str = ""
+    command: str | None = None
+    blocked_by: list[str] = Field(default_factory=list)
+    branch: str | None = None
+    status: FeatureStatus = "pending"
+    attempts: int = 0
+    error: str | None = None
+    handoff: Handoff | None = None
+    started_at: str | None = None
+    completed_at: str | None = None
+    log: str | None = None
+
+    def __init__(
+        self, id: str, description: str = "", expected_behavior: str = "", **data: Any
+    ) -> None:
+        super().__init__(
+            id=id,
+            description=description,
+            expected_behavior=expected_behavior or description,
+            **data,
+        )
+
+    @property
+    def work_commit(self) -> str | None:
+        """The commit of its own work, when it completed with one (a join merges it), else
+        None: not completed, completed before the mission, or it changed nothing."""
+        if self.status != "completed" or self.handoff is None:
+            return None
+        return self.handoff.commit_id
+
+
+VerificationStatus = Literal["skipped", "running", "passed", "failed", "cancelled"]
+
+
+class Verification(BaseModel):
+    """What the verify stage (``--verify``) said of the integration head after a wave's merges.
+
+    ``skipped``: no verify stage, or the wave stopped the mission anyway (a failed feature
+    without ``keep_going``, a cancellation), so its head is verified when the wave is resumed.
+    ``running`` is what mission.json holds while the checks run: a crash leaves it, and the
+    resume verifies that wave again. ``attempts`` counts runs of the checks, ``fix_attempts``
+    runs of the fix stage; ``error`` is the last check's failure, ``fix_error`` the last fix's
+    when it failed. ``head`` is the commit last checked. The commands appear only as digests,
+    so that the wave's graph fragment depends on its join alone (None: a library worker ran).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: VerificationStatus = "skipped"
+    attempts: int = Field(default=0, ge=0)
+    fix_attempts: int = Field(default=0, ge=0)
+    log: str | None = None
+    duration_ms: int = Field(default=0, ge=0)
+    error: str | None = None
+    fix_error: str | None = None
+    head: str | None = None
+    command_sha256: str | None = None
+    fix_command_sha256: str | None = None
+
+
+class WaveJoin(BaseModel):
+    """The record of one wave's end; every id list sorted.
+
+    ``cancelled_ids`` is an addition to the seed's join: a cancelled feature is neither
+    completed nor failed, and the join says so. ``blocked_ids`` are the features of later waves
+    downstream of a failure or a cancellation (transitively); ``not_run_ids`` those that did
+    not run only because the mission stopped after this wave (another failure, a failed
+    verification), so that nothing is called blocked by work it does not depend on.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    wave: int = Field(ge=1)
+    feature_ids: list[str]
+    completed_ids: list[str]
+    failed_ids: list[str]
+    cancelled_ids: list[str] = Field(default_factory=list)
+    blocked_ids: list[str]
+    not_run_ids: list[str] = Field(default_factory=list)
+    started_at: str
+    completed_at: str
+    summary: str
+    verification: Verification = Field(default_factory=Verification)
+
+
+class HeldTask(BaseModel):
+    """A task of the store a mission does not run because of the store's own statuses.
+
+    ``held_by`` is the task whose ``cancelled``, ``skipped`` or ``reviewing`` status holds it:
+    itself, or a blocker (transitively). ``status`` is the task's own status in the store;
+    ``reason`` says it in words, for the views (``cancelled in the task store``, ``blocked by
+    "c" (cancelled)``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    status: str
+    held_by: str
+    reason: str
+
+
+# 16 MiB: far beyond what a person reads, small enough that a runaway task fills no disk.
+DEFAULT_LOG_LIMIT = 16 * 1024 * 1024
+MIN_LOG_LIMIT = 4096
+
+
+PlanningStatus = Literal["running", "completed", "failed"]
+
+
+class Planning(BaseModel):
+    """The planning stage of a mission made from a prompt (``rho mission "PROMPT" --planner``).
+
+    The PRD and the plan are kept in the mission folder (``prd.md``, ``plan.json``, 0600); here
+    only their digests. ``plain``: the plan has no blocker, so its features ran as one batch and
+    the mission's graph has no wave-join nodes. ``log`` is the planner's log, relative to the
+    mission folder; ``error`` why planning failed (the planner's exit, or the plan's problem).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: PlanningStatus = "running"
+    started_at: str
+    completed_at: str | None = None
+    log: str = "logs/plan.log"
+    prd_sha256: str | None = None
+    plan_sha256: str | None = None
+    plain: bool = False
+    error: str | None = None
+
+
+class MissionConfig(BaseModel):
+    """How a mission runs. Durations are seconds; ``None`` means no limit."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_workers: int = Field(default=4, ge=1, le=64)
+    retries: int = Field(default=0, ge=0, le=100)
+    task_timeout: float | None = Field(default=None, gt=0)
+    timeout: float | None = Field(default=None, gt=0)
+    keep_worktrees: bool = False
+    grace_period: float = Field(default=5.0, gt=0)
+    run_command: str | None = None
+    task_store: str | None = None
+    # After a failure, run what does not depend on it (like make -k); see ``engine._joins``.
+    keep_going: bool = False
+    # Run tasks leased to an interrupted mission (see ``engine._leases``); a running one still
+    # refuses.
+    takeover: bool = False
+    # A --from-tasks mission bound to a signed plan (``mission._signedplan``): the plan file and the
+    # issuer keys it must verify against, checked before any worker starts and at every resume;
+    # ``signed_plan_sha256`` records the graphSha256 of the plan last verified.
+    signed_plan: str | None = None
+    trusted_keys: list[str] = Field(default_factory=list)
+    signed_plan_sha256: str | None = None
+    # Verified joins (``engine._verify``): the project's checks on the integration head after each
+    # wave, and the command that may repair them, run at most ``max_fix_attempts`` times.
+    verify_command: str | None = None
+    fix_command: str | None = None
+    max_fix_attempts: int = Field(default=3, ge=1, le=100)
+    # Each task's command under bubblewrap (``containment._sandbox``); its network kept unless
+    # ``sandbox_network`` is False.
+    sandbox: bool = False
+    sandbox_network: bool = True
+    # Bytes of a task's output its log keeps: the first and the last half of them, with a line
+    # saying how much was cut in between (``containment._reaper``).
+    log_limit: int = Field(default=DEFAULT_LOG_LIMIT, ge=MIN_LOG_LIMIT)
+    # The agent's command line that writes the plan of a mission made from a prompt
+    # (``planning``): run once, in a worktree of the base, before the first wave.
+    planner_command: str | None = None
+    # The git remote a run on a Dask cluster pushed the mission's branches to (set by the
+    # executor): ``rho mission clean`` deletes them there too.
+    remote: str | None = None
+
+
+class MissionDocument(BaseModel):
+    """The fields of mission.json, in the order they are written."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    schema_version: Literal["rho.mission/v1"] = MISSION_SCHEMA
+    id: str = Field(pattern=r"^[0-9a-f]{8}$")
+    prompt: str
+    dir: str
+    repo: str
+    base_commit: str
+    integration_branch: str
+    integration_head: str | None = None
+    features: list[Feature] = Field(default_factory=list)
+    waves: list[list[str]] = Field(default_factory=list)
+    # Tasks of the store this mission does not run, and why (``mission._selection``).
+    held: list[HeldTask] = Field(default_factory=list)
+    wave_joins: list[WaveJoin] = Field(default_factory=list)
+    status: MissionStatus = "planning"
+    started_at: str | None = None
+    completed_at: str | None = None
+    config: MissionConfig = Field(default_factory=MissionConfig)
+    # Set once a planning stage starts (a mission made from a prompt), else None.
+    planning: Planning | None = None
+
+    @model_validator(mode="after")
+    def _refs_inside_the_mission(self) -> Self:
+        # mission.json is read back by resume: a branch edited to "main" must never be moved.
+        prefix = mission_ref_prefix(self.id)
+        if self.integration_branch != f"{prefix}integration":
+            raise ValueError(f"integration_branch must be {prefix}integration")
+        for feature in self.features:
+            problem = feature_id_problem(feature.id)
+            if problem is not None:
+                raise ValueError(problem)
+            if feature.branch is not None and feature.branch != prefix + feature.id:
+                raise ValueError(f"the branch of feature {feature.id} must be {prefix}{feature.id}")
+        return self
+
+    def feature(self, feature_id: str) -> Feature:
+        """The feature with id *feature_id*.
+
+        Raises:
+            KeyError: no such feature.
+        """
+        for feature in self.features:
+            if feature.id == feature_id:
+                return feature
+        raise KeyError(feature_id)
+
+
+def feature_from_task(task: Task) -> Feature:
+    """The feature that runs *task*: its id, subject, description, command and blockers."""
+    feature = Feature(
+        task.id,
+        task.subject,
+        task.description or task.subject,
+        command=task.command,
+        blocked_by=sorted(set(task.blocker_ids)),
+    )
+    if task.status == "completed":
+        feature.status = "completed"
+    return feature

@@ -1,0 +1,48 @@
+"""journal.jsonl: an append-only log of what the engine observed, metadata and digests only.
+
+Each line is one JSON object: ``seq``, ``at``, ``event`` (``mission``, ``dispatch``, ``finish``,
+``join``) and counts, statuses, ids and ``*_sha256`` digests. Prompts, descriptions, commands,
+branch names, paths, errors and output never appear in clear. Lines are flushed as they are
+written and fsynced at every join, when mission.json becomes durable too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..containment._folders import open_private
+
+__all__ = ["Journal"]
+
+
+class Journal:
+    """Appends observations to ``journal.jsonl`` (created with mode 0600)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._seq = _count_lines(path)
+
+    def record(self, event: str, at: str, *, durable: bool = False, **fields: Any) -> None:
+        """Append one observation; with *durable*, fsync before returning."""
+        self._seq += 1
+        line = json.dumps({"seq": self._seq, "at": at, "event": event, **fields}, sort_keys=True)
+        # No link followed, at every append: one planted in the mission folder must not send
+        # our writes elsewhere.
+        fd = open_private(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            os.write(fd, (line + "\n").encode())
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        with path.open("rb") as handle:
+            return sum(1 for _ in handle)
+    except FileNotFoundError:
+        return 0
