@@ -19,7 +19,7 @@ from taskstore import open_beneath
 
 from .._errors import UnsafePathError
 
-__all__ = ["check_own_folder", "folder_anchor", "open_private", "private_folder"]
+__all__ = ["check_own_folder", "folder_anchor", "open_private", "open_unfollowed", "private_folder"]
 
 
 def folder_anchor(folder: Path, root: Path) -> Path:
@@ -64,6 +64,22 @@ def open_private(path: Path, flags: int) -> int:
         if exc.errno == errno.ELOOP:
             raise UnsafePathError(exc.filename or path, "is a symbolic link") from exc
         raise
+
+
+def open_unfollowed(
+    path: Path | str, flags: int, mode: int = 0o600, *, dir_fd: int | None = None
+) -> int:
+    """``os.open`` of *path* that never follows a link there and is never inherited by a child.
+
+    For the files whose folder rho trusts but whose name a task could have replaced by a link:
+    the locks in git's common directory, a worktree's git directory and ``.git`` file, a log
+    below a checked folder, a planner's plan. Below ``.rho``, where any folder may have been
+    swapped, `open_private` checks every component instead.
+
+    Raises:
+        OSError: as ``os.open`` (``ELOOP`` for a link at *path*).
+    """
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
 
 
 def check_own_folder(path: Path, anchor: Path) -> bool:

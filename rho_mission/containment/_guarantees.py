@@ -25,6 +25,7 @@ from typing import Any
 from taskstore import write_atomic
 
 from .._errors import InvalidMissionError
+from ._folders import open_unfollowed
 
 __all__ = ["guarantees_path", "hold_guarantees"]
 
@@ -83,7 +84,7 @@ def _weaker(recorded: dict[str, Any], found: dict[str, Any]) -> str:
 
 def _read(path: Path) -> dict[str, Any] | None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = open_unfollowed(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     with os.fdopen(fd, "rb") as handle:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._errors import UnsafePathError, WorktreeTamperedError
+from ._folders import open_unfollowed
 
 __all__ = ["PinnedWorktree", "pin_worktree", "pinned", "require_pinned", "unpin"]
 
@@ -149,7 +150,7 @@ def unpin(*paths: Path) -> None:
 def _read_git_file(path: Path) -> bytes:
     # The .git file itself, never what a link there points at; b"" when it is not a file.
     try:
-        fd = os.open(path / ".git", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = open_unfollowed(path / ".git", os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return b""
     try:

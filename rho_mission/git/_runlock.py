@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..containment._folders import open_unfollowed
+
 if TYPE_CHECKING:
     from filelock import FileLock
 
@@ -41,7 +43,7 @@ def is_running_in(common_dir: Path, mission_id: str) -> bool:
         return False
     # What FileLock.acquire(timeout=0) does on POSIX, without importing filelock: flock on a
     # descriptor of its own, so a lock this process holds through another counts as held.
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = open_unfollowed(path, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

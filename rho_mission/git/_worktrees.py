@@ -45,7 +45,12 @@ from .._errors import (
     WorktreeTamperedError,
 )
 from ..containment import PinnedWorktree, pinned, unpin
-from ..containment._folders import check_own_folder, folder_anchor, private_folder
+from ..containment._folders import (
+    check_own_folder,
+    folder_anchor,
+    open_unfollowed,
+    private_folder,
+)
 from ._repo import PARALLEL_CHECKOUT, GitRepo, WorktreeInfo, ref_moved
 
 __all__ = [
@@ -409,8 +414,7 @@ class WorktreePool:
             raise WorktreeTamperedError(path, "is no worktree rho made")
         pin.check()
         temp = pin.git_dir / f".locked.{os.getpid()}.tmp"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(temp, flags, 0o644)
+        fd = open_unfollowed(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             os.write(fd, reason.encode())
         finally:
@@ -622,9 +626,7 @@ def _claim_path(repo: GitRepo, path: Path) -> Path:
 
 def _try_claim(repo: GitRepo, path: Path) -> int | None:
     """The descriptor of *path*'s claim lock, now held; None when another process holds it."""
-    fd = os.open(
-        _claim_path(repo, path), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-    )
+    fd = open_unfollowed(_claim_path(repo, path), os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -33,7 +33,7 @@ from taskstore._plan import MAX_PLAN_BYTES
 
 from .._errors import FeatureFailedError, MissionError, PlanningFailedError, quote
 from ..containment._environ import child_environ
-from ..containment._folders import private_folder
+from ..containment._folders import open_unfollowed, private_folder
 from ..containment._mission_processes import end_mission_processes
 from ..containment._process import note_in_log
 from ..executors._contract import WorkerContext
@@ -240,13 +240,12 @@ def _read_plan_file(worktree: Path) -> bytes:
     Raises:
         PlanningFailedError: no such file, not a regular file, or too large.
     """
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        folder = os.open(worktree, flags | os.O_DIRECTORY)
+        folder = open_unfollowed(worktree, os.O_RDONLY | os.O_DIRECTORY)
     except OSError as exc:
         raise PlanningFailedError(f"the planning worktree is gone: {exc.strerror}") from exc
     try:
-        fd = os.open(PLAN_FILE_NAME, flags | os.O_NONBLOCK, dir_fd=folder)
+        fd = open_unfollowed(PLAN_FILE_NAME, os.O_RDONLY | os.O_NONBLOCK, dir_fd=folder)
     except FileNotFoundError:
         raise PlanningFailedError(
             f"the planner wrote no plan: {PLAN_FILE_NAME} ($RHO_PLAN_FILE) is missing"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._errors import UnsafePathError
-from ..containment._folders import check_own_folder
+from ..containment._folders import check_own_folder, open_unfollowed
 
 if TYPE_CHECKING:
     from ._document import MissionDocument
@@ -65,7 +65,7 @@ def open_log(path: Path) -> int | None:
     """
     check_own_folder(path.parent, path.parent.parent)
     try:
-        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        return open_unfollowed(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     except OSError as exc:
