@@ -17,6 +17,7 @@ Every import counts, the ones inside functions too (a lazy import is still an ar
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -173,6 +174,19 @@ def test_each_package_imports_only_the_layers_below_it() -> None:
 def test_every_module_of_the_library_is_in_a_layer() -> None:
     # A new subpackage must take its place in LAYERS (and in docs/architecture.md).
     assert sorted(m for m in MODULES if _within(m, "rho_mission") and _unit(m) is None) == []
+
+
+def test_the_architecture_document_draws_these_layers() -> None:
+    # docs/architecture.md is the newcomer's map: its table of layers must be this one.
+    rows = re.findall(r"^\| (\d+) \| ([^|]+) \|", (ROOT / "docs/architecture.md").read_text(), re.M)
+    drawn = [
+        tuple(
+            "rho_mission" if n == "rho_mission" else f"rho_mission.{n}"
+            for n in re.findall(r"`([\w.]+)`", names)
+        )
+        for _, names in rows
+    ]
+    assert drawn == [layer for layer in LAYERS if layer != ("rho_mission.__main__",)]
 
 
 def test_the_layer_check_sees_a_wrong_arrow() -> None:

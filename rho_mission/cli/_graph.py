@@ -59,7 +59,7 @@ def load_source(
     mission_dir: Path | None, store_path: Path | None, repository: str | None = None
 ) -> GraphDocument:
     """The graph of a mission folder, or the projection of the command's task store, scoped to
-    a repository (see ``_graphsource``).
+    a repository (see ``mission._graphsource``).
 
     Raises:
         CliError: both sources given, or the store file does not exist.

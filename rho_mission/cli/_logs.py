@@ -1,6 +1,6 @@
 """A feature's log for people: its last lines after a failure, and ``rho mission log``.
 
-What reads a log or the journal safely (no link followed) is the library's ``_logread``; this
+What reads a log or the journal safely (no link followed) is the library's ``records._logs``; this
 module prints and follows what it reads.
 """
 
