@@ -1,5 +1,10 @@
 """rho-mission: run a task graph as waves of isolated git worktrees, with durable joins.
 
+The library is built in layers, bottom first: ``_errors``, ``containment``, ``records``,
+``git``, ``executors``, ``engine``, ``planning``, ``mission``; then ``serve``, ``mcp_server``,
+``client`` and these public names; then ``cli``. Each imports only the layers below it
+(docs/architecture.md draws them; ``tests/test_import_direction.py`` holds them).
+
 Public names load lazily so that ``rho task ...`` (which imports this package on its way to
 the CLI) never pays for git, anyio or pydantic.
 """

@@ -1,4 +1,9 @@
-"""The ``rho`` command line: a thin shell over the libraries (parse, call, render)."""
+"""The ``rho`` command line: a thin shell over the libraries (parse, call, render).
+
+Direction: the top layer. Imports the library (``mission`` and what is below it), ``taskstore``
+and ``graph``, and starts ``serve`` and ``mcp_server``; nothing of the library imports it but
+``rho_mission.__main__``. ``_quick`` imports neither click nor pydantic (see its docstring).
+"""
 
 from __future__ import annotations
 
