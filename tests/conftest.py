@@ -1,4 +1,9 @@
-"""Fixtures of the whole suite: tests that need a system package (chromium, bubblewrap).
+"""Fixtures of the whole suite, and the one place that decides about system packages.
+
+Some tests need a program of the system: Debian's chromium (a real browser), bubblewrap
+(``--sandbox``), Graphviz's ``dot``, Node with npm, Go. Each has one fixture here (``browser``,
+``bwrap``, ``graphviz_dot``, ``node_and_npm``, ``go_tool``), and no test module looks for one
+by itself (``tests/test_system_fixtures.py`` reads their source to hold that).
 
 On a machine without one, ``make test`` still passes: those tests skip, and pytest's summary
 names each skip with its reason (``-rs`` in pyproject.toml). ``.ci/run`` installs the packages
@@ -10,11 +15,31 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
 REQUIRE_SYSTEM = "RHO_TESTS_REQUIRE_SYSTEM"
+
+CHROMIUM = Path("/usr/bin/chromium")
+# Chromium as root on a machine whose network is closed: no sandbox of its own (it is root), no
+# background connections (refused here, many at a time).
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+_CI_INSTALLS = ".ci/run installs it"
 
 
 def require_system(what: str, problem: str | None) -> None:
@@ -26,10 +51,83 @@ def require_system(what: str, problem: str | None) -> None:
     pytest.skip(f"{what} skipped: {problem}")
 
 
-@pytest.fixture(scope="session")
-def system_requirement() -> Callable[[str, str | None], None]:
-    """``system_requirement(what, problem)``: skip (or, in CI, fail) when *problem* is set."""
-    return require_system
+def _program(name: str, package: str, what: str) -> str:
+    """The path of the program *name*, or skip (fail in CI) naming Debian's *package*."""
+    found = shutil.which(name)
+    problem = f"'{name}' is not installed (Debian: {package}; {_CI_INSTALLS})"
+    require_system(what, None if found else problem)
+    assert found is not None
+    return found
+
+
+def _chromium() -> str | None:
+    if CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK):
+        return str(CHROMIUM)
+    return shutil.which("chromium")
+
+
+# Module scope: Playwright's sync API runs an event loop in the test thread while it is open,
+# and a test of another module may need that thread for its own loop (anyio.run).
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Headless chromium (Debian's, never a download), driven by Playwright; skipped, naming
+    it, where it is missing or cannot start (a failure in CI, which installs it)."""
+    executable = _chromium()
+    what = "the browser tests"
+    missing = f"{CHROMIUM} is missing (Debian: chromium; {_CI_INSTALLS})"
+    require_system(what, None if executable else missing)
+    assert executable is not None
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        try:
+            launched = playwright.chromium.launch(
+                executable_path=executable, headless=True, args=CHROMIUM_ARGS
+            )
+        except PlaywrightError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            require_system(what, f"chromium ({executable}) did not start: {first}")
+            raise
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def bwrap() -> str:
+    """The path of bubblewrap, which can make a sandbox here, or the test skips (fails in CI)
+    with bubblewrap's own reason."""
+    from rho_mission._errors import InvalidMissionError
+    from rho_mission.containment import require_bwrap
+
+    try:
+        require_bwrap()
+    except InvalidMissionError as exc:
+        require_system("the sandbox tests", str(exc))
+    found = shutil.which("bwrap")
+    assert found is not None
+    return found
+
+
+@pytest.fixture
+def graphviz_dot() -> str:
+    """The path of Graphviz's ``dot``, or the test skips (fails in CI)."""
+    return _program("dot", "graphviz", "the Graphviz test")
+
+
+@pytest.fixture
+def node_and_npm() -> tuple[str, str]:
+    """The paths of ``node`` and ``npm``, or the test skips (fails in CI)."""
+    what = "the TypeScript client's suite"
+    return _program("node", "nodejs", what), _program("npm", "npm", what)
+
+
+@pytest.fixture
+def go_tool() -> str:
+    """The path of ``go``, or the test skips (fails in CI)."""
+    return _program("go", "golang-go", "the Go client's suite")
 
 
 def table_rows(text: str, first: str = "id") -> list[list[str]]:

@@ -7,11 +7,9 @@ import json
 import os
 import random
 import re
-import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -225,9 +223,7 @@ def test_a_mission_graph_that_fails_validation(tmp_path: Path) -> None:
         load_mission_graph(folder)
 
 
-def test_an_unreadable_graph_file(
-    tmp_path: Path, system_requirement: Callable[[str, str | None], None]
-) -> None:
+def test_an_unreadable_graph_file(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     path = tmp_path / "graph.json"
     path.write_bytes(dump_graph(sample()))
     path.chmod(0)
@@ -237,9 +233,7 @@ def test_an_unreadable_graph_file(
             read_graph_file(path)
         return
     # Root reads any file: read it from a child without the capabilities that let it.
-    bwrap = shutil.which("bwrap")
-    system_requirement("reading a mode-0 file as root", None if bwrap else "bwrap is missing")
-    assert bwrap is not None
+    bwrap: str = request.getfixturevalue("bwrap")
     reader = (
         "import sys\nfrom graph import GraphDocumentError, read_graph_file\n"
         "try:\n    read_graph_file(sys.argv[1])\nexcept GraphDocumentError as exc:\n"

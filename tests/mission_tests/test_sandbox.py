@@ -16,14 +16,12 @@ import os
 import shlex
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from rho_mission import Feature, Mission, MissionConfig
-from rho_mission._errors import InvalidMissionError
-from rho_mission.containment import require_bwrap
 
 from ._cli_helpers import (
     exclude_rho,
@@ -43,15 +41,6 @@ pytestmark = pytest.mark.usefixtures("no_leftover_tasks", "bwrap")
 MARK = "SANDBOX-ESCAPED"
 # The shell's way of writing MARK: the commands the store keeps do not hold MARK itself.
 MARKING = "$(printf 'SANDBOX-%s' ESCAPED)"
-
-
-@pytest.fixture
-def bwrap(system_requirement: Callable[[str, str | None], None]) -> None:
-    """bubblewrap can make a sandbox here, or the test skips (fails in CI) saying why."""
-    try:
-        require_bwrap()
-    except InvalidMissionError as exc:
-        system_requirement("the sandbox tests", str(exc))
 
 
 def q(path: Path | str) -> str:

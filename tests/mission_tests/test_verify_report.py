@@ -1,14 +1,13 @@
 """A verified mission in ``rho mission report``: each wave's checks on the page, no clear text.
 
-The page is opened in Debian's headless chromium, as ``tests/serve_tests`` does.
+The page is opened in the suite's headless chromium (``tests/conftest.py``).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,24 +23,6 @@ pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 
 CHECK = "grep -q new b.py"
 _DATA = re.compile(r'<script type="application/json" id="rho-data">(.*?)</script>', re.S)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    """Headless chromium (Debian's, never a download)."""
-    from playwright.sync_api import sync_playwright
-
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.fail("chromium is missing: 'apt-get install -y chromium' (.ci/run installs it)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=executable, headless=True, args=["--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture

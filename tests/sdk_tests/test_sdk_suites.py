@@ -10,10 +10,8 @@ naming what is missing; under ``.ci/run`` (which installs both) it fails instead
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,24 +30,17 @@ def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-Requirement = Callable[[str, str | None], None]
-
-
-def test_the_typescript_client_suite_passes(system_requirement: Requirement) -> None:
-    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
-    problem = f"{' and '.join(missing)} not installed" if missing else None
-    system_requirement("the TypeScript client's suite", problem)
+def test_the_typescript_client_suite_passes(node_and_npm: tuple[str, str]) -> None:
+    npm = node_and_npm[1]
     folder = SDK / "typescript"
     if not (folder / "node_modules" / "typescript").is_dir():
-        installed = _run(["npm", "ci", "--no-audit", "--no-fund"], folder)
+        installed = _run([npm, "ci", "--no-audit", "--no-fund"], folder)
         assert installed.returncode == 0, installed.stdout + installed.stderr
-    done = _run(["npm", "test"], folder)
+    done = _run([npm, "test"], folder)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "# fail 0" in done.stdout
 
 
-def test_the_go_client_suite_passes(system_requirement: Requirement) -> None:
-    problem = "go not installed" if shutil.which("go") is None else None
-    system_requirement("the Go client's suite", problem)
-    done = _run(["go", "test", "-count=1", "./..."], SDK / "go")
+def test_the_go_client_suite_passes(go_tool: str) -> None:
+    done = _run([go_tool, "test", "-count=1", "./..."], SDK / "go")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]

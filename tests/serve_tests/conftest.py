@@ -1,35 +1,18 @@
 """Fixtures of the ``rho serve`` tests: one finished mission behind one server, a browser.
 
 The world (a repository, its finished mission, a server without ``--token-file``) is made once
-per session: no test changes it. The browser is Debian's chromium driven by Playwright; it is
-never downloaded, and a machine without it fails these tests (they must run in CI).
+per session: no test changes it. The browser is the suite's own (``tests/conftest.py``).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
 from ._world import SAVED, Server, World, make_world, start_server
-
-if TYPE_CHECKING:
-    from playwright.sync_api import Browser
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture(scope="session")
@@ -70,28 +53,3 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """List the screenshots this run saved, so that they can be found."""
     for path in SAVED:
         terminalreporter.write_line(f"rho serve tests: saved {path}")
-
-
-# Module scope: Playwright's sync API runs an event loop in the test thread while it is open,
-# and a test of another module may need that thread for its own loop (anyio.run).
-@pytest.fixture(scope="module")
-def browser(system_requirement: Callable[[str, str | None], None]) -> Iterator[Browser]:
-    """Headless chromium (Debian's, never a download); skipped, naming it, where it is missing
-    (a failure in CI, which installs it)."""
-    if not CHROMIUM.is_file() and shutil.which("chromium") is None:
-        system_requirement(
-            "the browser tests",
-            f"{CHROMIUM} is missing (Debian's chromium: 'apt-get install -y chromium'; "
-            ".ci/run installs it)",
-        )
-    from playwright.sync_api import sync_playwright
-
-    executable = str(CHROMIUM) if CHROMIUM.is_file() else str(shutil.which("chromium"))
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=executable, headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            yield launched
-        finally:
-            launched.close()
