@@ -9,7 +9,8 @@ The tree::
     │   └── DaskUnavailableError    the Dask executor without ``distributed`` installed
     ├── FeatureFailedError          a worker reports that its feature failed (exit 1)
     │   ├── FeatureResultError      what a worktree holds cannot be taken as its feature's work
-    │   └── WorktreeTamperedError   a feature's worktree is not the folder rho made for it
+    │   ├── WorktreeTamperedError   a feature's worktree is not the folder rho made for it
+    │   └── QuarantineRefusedError  a sandboxed task's new objects are not sound git objects
     ├── PlanningFailedError         the planning stage failed: the planner or its plan (exit 1)
     ├── NotAGitRepositoryError      a path lies in no git work tree
     ├── UnknownRefError             a ref names no commit (also LookupError)
@@ -27,6 +28,7 @@ The tree::
     ├── SignedPlanError             the signed plan is refused, or the task store is not what it
     │                               allows (exit 1); ``.code`` is the verifier's failure code
     ├── GitOperationError           a git command failed; ``.stderr`` holds git's own words
+    ├── GitConfigChangedError       git's configuration changed while the mission ran (exit 1)
     └── ServeError                  ``rho serve`` refuses a request (``serve._errors``: its
                                     HTTP subtree, ``status`` 400, 401, 404 or 500)
 
@@ -50,6 +52,7 @@ __all__ = [
     "DaskUnavailableError",
     "FeatureFailedError",
     "FeatureResultError",
+    "GitConfigChangedError",
     "GitOperationError",
     "InvalidMissionError",
     "MergeConflictError",
@@ -61,6 +64,7 @@ __all__ = [
     "NothingToRunError",
     "PickRefusedError",
     "PlanningFailedError",
+    "QuarantineRefusedError",
     "RefMovedError",
     "RepositoryLockTimeoutError",
     "SignedPlanError",
@@ -125,6 +129,36 @@ class WorktreeTamperedError(FeatureFailedError):
     def __init__(self, path: object, problem: str) -> None:
         super().__init__(f"worktree {path} was tampered with: {problem}; rho ran no git there")
         self.path = str(path)
+
+
+class GitConfigChangedError(MissionError):
+    """Raised instead of running git once a configuration file it reads changed mid-mission.
+
+    A task may have written it (a filter, a driver, a ``core.*`` command for rho's git to
+    run); rho runs no git with it. The mission stops; ``.path`` names the file.
+    """
+
+    exit_code = 1
+
+    def __init__(self, path: object) -> None:
+        super().__init__(
+            f"git's configuration changed while the mission ran: {path}; rho ran no git with "
+            "it (a task may have written it: read it before the next mission)"
+        )
+        self.path = str(path)
+
+
+class QuarantineRefusedError(FeatureFailedError):
+    """Raised when what a sandboxed task left in its object quarantine is not admitted.
+
+    A link, a device or a folder where an object goes, an object whose hash is not its name,
+    a pack git refuses, or too much in all: nothing of it enters the repository; the attempt
+    fails.
+    """
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"the task's new git objects were refused: {problem}")
+        self.problem = problem
 
 
 class NotAGitRepositoryError(MissionError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import sys
@@ -170,6 +171,23 @@ _PROMPT_KEY = "rho.mission.prompt"
     help="--sandbox, and no network for the tasks.",
 )
 @click.option(
+    "--sandbox-allow",
+    "sandbox_allow",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help="With --sandbox: show PATH to the tasks read-only although the sandbox hides it "
+    "(a secret of the home folder, a socket, a folder of /run); repeatable.",
+)
+@click.option(
+    "--sandbox-env",
+    "sandbox_env",
+    multiple=True,
+    metavar="NAME,...",
+    help="With --sandbox: pass the tasks only these environment variables (and rho's, PATH, "
+    "HOME, the locale, the terminal, git's identity); comma-separated, repeatable.",
+)
+@click.option(
     "--log-limit",
     callback=_size,
     default="16M",
@@ -305,11 +323,33 @@ def _config(options: dict[str, Any], **extra: Any) -> MissionConfig:
         run_command=options["run_command"],
         sandbox=options["sandbox"] or no_network,
         sandbox_network=not no_network,
+        **_sandbox_reach(options),
         log_limit=options["log_limit"],
         **extra,
     )
     verify, fix = options["verify_command"], options["fix_command"]
     return checked_config(config, verify, fix, options["fix_attempts"])
+
+
+def _sandbox_reach(options: dict[str, Any]) -> dict[str, Any]:
+    """``sandbox_allow`` and ``sandbox_env`` from ``--sandbox-allow`` and ``--sandbox-env``.
+
+    Raises:
+        click.UsageError: either without --sandbox, or a blank or relative name in them.
+    """
+    allowed, named = options["sandbox_allow"], options["sandbox_env"]
+    sandbox = options["sandbox"] or options["no_network"]
+    if (allowed or named) and not sandbox:
+        which = "--sandbox-allow" if allowed else "--sandbox-env"
+        raise click.UsageError(f"{which} needs --sandbox: it says what the sandbox shows")
+    names = [name.strip() for value in named for name in value.split(",")]
+    if any(not name or "=" in name for name in names):
+        raise click.UsageError("--sandbox-env takes variable names, comma-separated")
+    paths = [os.path.abspath(path) for path in allowed]
+    return {
+        "sandbox_allow": sorted(set(paths)),
+        "sandbox_env": sorted(set(names)) if named else None,
+    }
 
 
 def _run_from_tasks(store_path: Path | None, options: dict[str, Any]) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-__all__ = ["GIT_REPOSITORY_VARIABLES", "child_environ"]
+__all__ = ["GIT_REPOSITORY_VARIABLES", "SANDBOX_KEPT", "child_environ", "sandbox_environ"]
 
 # `git rev-parse --local-env-vars` (what git itself clears when it enters a submodule), plus the
 # variables that move refs or objects elsewhere (a namespace, a pre-receive quarantine).
@@ -46,3 +46,38 @@ def child_environ(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """
     merged = {**os.environ, **(extra or {})}
     return {key: value for key, value in merged.items() if key not in GIT_REPOSITORY_VARIABLES}
+
+
+# What a sandboxed task keeps under --sandbox-env besides the variables named: rho's own, where
+# programs are and whose home it is, the locale and terminal, git's identity.
+SANDBOX_KEPT = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "TERM",
+        "TZ",
+        "LANG",
+        "LANGUAGE",
+        "TMPDIR",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_NOSYSTEM",
+    }
+)
+
+
+def sandbox_environ(env: Mapping[str, str], named: list[str] | None) -> dict[str, str]:
+    """*env* for a sandboxed task: whole when *named* is None (``--sandbox-env`` not given),
+    else only the *named* variables, ``RHO_*``, ``LC_*`` and ``SANDBOX_KEPT``."""
+    if named is None:
+        return dict(env)
+    wanted = set(named) | SANDBOX_KEPT
+    return {
+        key: value for key, value in env.items() if key in wanted or key.startswith(("RHO_", "LC_"))
+    }

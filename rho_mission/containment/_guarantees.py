@@ -65,6 +65,8 @@ def _guarantees(config: Any) -> dict[str, Any]:
         "trusted_keys": sorted(config.trusted_keys),
         "sandbox": config.sandbox,
         "sandbox_network": config.sandbox_network,
+        "sandbox_allow": sorted(config.sandbox_allow),
+        "sandbox_env": None if config.sandbox_env is None else sorted(config.sandbox_env),
     }
 
 
@@ -79,7 +81,20 @@ def _weaker(recorded: dict[str, Any], found: dict[str, Any]) -> str:
     network_cut = recorded.get("sandbox") and recorded.get("sandbox_network") is False
     if network_cut and found["sandbox_network"]:
         return "with --sandbox-no-network"
+    if recorded.get("sandbox") and not set(found["sandbox_allow"]) <= set(
+        recorded.get("sandbox_allow") or []
+    ):
+        return "with a sandbox that showed less (--sandbox-allow)"
+    if recorded.get("sandbox") and _passes_more(recorded.get("sandbox_env"), found["sandbox_env"]):
+        return "with a sandbox that passed fewer variables (--sandbox-env)"
     return ""
+
+
+def _passes_more(recorded: list[str] | None, found: list[str] | None) -> bool:
+    # None passes every variable; a list, the named ones.
+    if recorded is None:
+        return False
+    return found is None or not set(found) <= set(recorded)
 
 
 def _read(path: Path) -> dict[str, Any] | None:

@@ -8,9 +8,14 @@ path                                          in the sandbox
 ============================================  ===============================================
 its worktree                                  writable
 its worktree's git dir (``.git/worktrees/X``)  writable: HEAD, index and logs of its commits
-``.git/objects``                              writable: the objects of its commits
+``.git/objects``                              its own quarantine, writable, over a read-only
+                                              view of the store (``_quarantine``): new objects
+                                              are checked and moved in after the task
 ``/tmp``, ``/var/tmp``                        private, empty, writable (gone after the task);
                                               a repository inside is shown as elsewhere
+``/run`` (sockets, daemons' state)            private, empty (``_hostmask``)
+the home's secrets (``~/.ssh``, ``~/.aws``...)  hidden; its sockets read as ``/dev/null``
+``--sandbox-allow PATH``                      read-only, over all of the above
 its prompt file (and a fix's failed log)      read-only
 the repository's ``.rho/``, the mission       hidden: an empty read-only folder (the store,
 folder                                        mission records, logs, tokens, other worktrees)
@@ -33,10 +38,12 @@ import os
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._errors import InvalidMissionError
+from ._hostmask import HostMask
+from ._quarantine import STORE_VIEW
 
 __all__ = ["SandboxSpec", "bwrap_argv", "require_bwrap"]
 
@@ -62,23 +69,38 @@ class SandboxSpec:
     hidden: Sequence[Path] = ()
     readable: Sequence[Path] = ()
     network: bool = True
+    # (quarantine folder, object store): the quarantine is mounted on the store, which is
+    # shown read-only at _quarantine.STORE_VIEW (see _quarantine).
+    objects: tuple[Path, Path] | None = None
+    # The host's sockets and the home's secrets covered, what is shown again (``_hostmask``).
+    mask: HostMask = field(default_factory=HostMask)
 
 
 def bwrap_argv(spec: SandboxSpec) -> list[str]:
     """The ``bwrap ... --`` prefix of a task's command line for *spec*.
 
     Mounts are made in this order, each later one on top: the whole system read-only, the
-    private folders, what is visible inside them, the hidden folders, the writable ones, the
-    readable files, and last the hidden folders made read-only (their mount points made).
+    private folders (``/tmp``, ``/run``...), what is visible inside them, the hidden folders
+    (rho's, the home's secret ones), the writable ones, the object quarantine on the store,
+    the readable files, ``/dev/null`` on the covered files (secrets, sockets), the paths shown
+    again, and last the hidden folders made read-only (their mount points made).
     """
-    hidden = [folder for folder in spec.hidden if os.path.isdir(folder)]
+    mask = spec.mask
+    hidden = [folder for folder in spec.hidden if os.path.isdir(folder)] + list(mask.hidden)
+    private = [*_PRIVATE, *map(str, mask.folders)]
     argv = [_BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for private in _PRIVATE:
-        argv += ["--tmpfs", private]
-    argv += _mounts("--ro-bind", [path for path in spec.visible if _under(path, _PRIVATE)])
+    for folder in private:
+        argv += ["--tmpfs", folder]
+    argv += _mounts("--ro-bind", [path for path in spec.visible if _under(path, private)])
     argv += _mounts("--tmpfs", hidden, twice=False)
     argv += _mounts("--bind", spec.writable)
+    if spec.objects is not None:
+        quarantine, store = spec.objects
+        argv += ["--ro-bind", str(store), str(STORE_VIEW), "--bind", str(quarantine), str(store)]
     argv += _mounts("--ro-bind", [path for path in spec.readable if os.path.exists(path)])
+    for file in mask.files:
+        argv += ["--ro-bind", os.devnull, str(file)]
+    argv += _mounts("--ro-bind", mask.shown)
     argv += _mounts("--remount-ro", hidden, twice=False)
     argv += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
     if not spec.network:

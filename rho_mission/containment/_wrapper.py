@@ -6,6 +6,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._hostmask import host_mask
 from ._pins import require_pinned
 from ._sandbox import SandboxSpec, bwrap_argv
 
@@ -27,6 +28,9 @@ class TaskPlace:
     repo: Path
     hidden: list[Path]
     readable: list[Path]
+    # The task's home folder (its secrets and sockets covered), the paths shown again.
+    home: Path | None = None
+    allowed: tuple[Path, ...] = ()
 
 
 def supervisor_argv(grace: float, log_limit: int) -> list[str]:
@@ -36,24 +40,38 @@ def supervisor_argv(grace: float, log_limit: int) -> list[str]:
 
 
 def task_wrapper(
-    place: TaskPlace, *, grace: float, log_limit: int, sandbox: bool, network: bool
+    place: TaskPlace,
+    *,
+    grace: float,
+    log_limit: int,
+    sandbox: bool,
+    network: bool,
+    quarantine: Path | None = None,
 ) -> list[str]:
     """The start of a task's command line: its supervisor, and inside it the sandbox if asked.
 
     The supervisor leads either way: it keeps the log within its limit, and without a sandbox
-    it is what ends the task's daemons (in the sandbox, the PID namespace ends them too).
+    it is what ends the task's daemons (in the sandbox, the PID namespace ends them too). In
+    the sandbox the object store is read-only; *quarantine* (``_quarantine``) is where the
+    task's new objects go (without one, it can make none).
 
     Raises:
         UnsafePathError: the worktree is not one rho made (no record of its git dir).
     """
     supervisor = supervisor_argv(grace, log_limit)
-    return [*supervisor, *bwrap_argv(_spec(place, network))] if sandbox else supervisor
+    if not sandbox:
+        return supervisor
+    return [*supervisor, *bwrap_argv(_spec(place, network, quarantine))]
 
 
-def _spec(place: TaskPlace, network: bool) -> SandboxSpec:
+def _spec(place: TaskPlace, network: bool, quarantine: Path | None) -> SandboxSpec:
     pin = require_pinned(place.worktree)
-    # The objects of its commits go to the shared object store; HEAD, index and logs to the
-    # worktree's own git dir. Refs, config and hooks stay read-only.
-    writable = [pin.path, pin.git_dir, pin.common_dir / "objects"]
+    # HEAD, index and logs go to the worktree's own git dir; the objects of its commits to
+    # its quarantine (mounted on the object store, which it reads but cannot write). Refs,
+    # config and hooks stay read-only.
+    writable = [pin.path, pin.git_dir]
     visible = [place.repo, pin.common_dir]
-    return SandboxSpec(writable, visible, place.hidden, place.readable, network)
+    store = pin.common_dir / "objects"
+    objects = (quarantine, store) if quarantine is not None else None
+    mask = host_mask(place.home, place.allowed)
+    return SandboxSpec(writable, visible, place.hidden, place.readable, network, objects, mask)

@@ -18,9 +18,10 @@ from graph import sha256_hex
 
 from .._errors import FeatureFailedError
 from ..containment import require_pinned
-from ..containment._environ import child_environ
+from ..containment._environ import child_environ, sandbox_environ
 from ..containment._folders import open_private
 from ..containment._process import note_in_log, run_command
+from ..containment._quarantine import Quarantine, admit, discard, open_quarantine
 from ..containment._wrapper import TaskPlace, task_wrapper
 from ..git._repo import GitRepo
 from ..records._clock import now_rfc3339
@@ -42,6 +43,8 @@ __all__ = [
 SUBJECT_ENV_LIMIT = 1000
 # The files a sandboxed command is shown although they lie in the hidden mission folder.
 _READABLE = ("RHO_TASK_PROMPT_FILE", "RHO_VERIFY_LOG", "RHO_PROMPT_FILE")
+# Where sandboxed attempts' quarantines are made, in the repository's git dir.
+QUARANTINE_FOLDER = "rho-quarantine"
 
 
 async def shell_worker(ctx: WorkerContext) -> Handoff | None:
@@ -80,34 +83,52 @@ async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str])
         UnsafePathError, WorktreeTamperedError: the worktree is not the one rho made.
     """
     config = ctx.mission.config
+    quarantine = None
     if config.sandbox:
         await anyio.to_thread.run_sync(_detach_head, ctx.worktree)
-        env = {**env, "TMPDIR": "/tmp"}  # the sandbox's own; the caller's may be read-only there
-    wrapper = task_wrapper(
-        _place(ctx, env),
-        grace=config.grace_period,
-        log_limit=config.log_limit,
-        sandbox=config.sandbox,
-        network=config.sandbox_network,
-    )
-    result = await run_command(
-        command,
-        cwd=ctx.worktree,
-        env=env,
-        log_path=ctx.log_path,
-        grace=config.grace_period,
-        on_start=ctx.on_process_start,
-        wrapper=wrapper,
-    )
-    if not result.ok():
-        raise FeatureFailedError(f"command failed: {result.describe()}")
+        env = sandbox_environ({**env, "TMPDIR": "/tmp"}, config.sandbox_env)
+        quarantine = await anyio.to_thread.run_sync(_quarantine_for, ctx.worktree)
+    try:
+        wrapper = task_wrapper(
+            _place(ctx, env),
+            grace=config.grace_period,
+            log_limit=config.log_limit,
+            sandbox=config.sandbox,
+            network=config.sandbox_network,
+            quarantine=quarantine.folder if quarantine is not None else None,
+        )
+        result = await run_command(
+            command,
+            cwd=ctx.worktree,
+            env=env,
+            log_path=ctx.log_path,
+            grace=config.grace_period,
+            on_start=ctx.on_process_start,
+            wrapper=wrapper,
+        )
+        if not result.ok():
+            raise FeatureFailedError(f"command failed: {result.describe()}")
+        if quarantine is not None:
+            await anyio.to_thread.run_sync(admit, quarantine, quarantine.store.parent)
+    finally:
+        if quarantine is not None:
+            discard(quarantine)
+
+
+def _quarantine_for(worktree: Path) -> Quarantine:
+    # In the repository's git dir (read-only to tasks): per repository, so that a Dask
+    # worker's cache clone has its own.
+    common_dir = require_pinned(worktree).common_dir
+    return open_quarantine(common_dir / QUARANTINE_FOLDER, common_dir, common_dir / "objects")
 
 
 def _place(ctx: WorkerContext, env: dict[str, str]) -> TaskPlace:
     repo = Path(ctx.mission.repo)
     hidden = [rho_folder(repo), Path(ctx.mission.dir)]
-    shown = (env.get(name) for name in _READABLE)
-    return TaskPlace(ctx.worktree, repo, hidden, [Path(path) for path in shown if path])
+    shown = [Path(path) for path in (env.get(name) for name in _READABLE) if path]
+    home = Path(env["HOME"]) if env.get("HOME") else None
+    allowed = tuple(Path(path) for path in ctx.mission.config.sandbox_allow)
+    return TaskPlace(ctx.worktree, repo, hidden, shown, home, allowed)
 
 
 def _detach_head(worktree: Path) -> None:

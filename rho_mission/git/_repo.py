@@ -37,6 +37,7 @@ from .._errors import (
 )
 from ..containment import PinnedWorktree, pin_worktree, pinned, require_pinned
 from ..containment._environ import child_environ
+from ..containment._gitconfig import check_config
 from ._commit import CommitResult, commit_worktree, path_text
 from ._exclude import add_exclude_line
 from ._lock import repo_lock
@@ -154,12 +155,17 @@ class GitRepo:
         Raises:
             GitOperationError: git could not be started at all.
         """
+        check_config(self.common_dir)
         if cwd is None:
-            return _execute(["git", "-C", str(self.root), *_PLUMBING_CONFIG, *args], env)
-        pin = self._pin_of(cwd)
-        pin.check()
-        where = ("-C", str(pin.path), *pin.git_options())
-        return _execute(["git", *where, *_PLUMBING_CONFIG, *args], env, pin.git_environ())
+            done = _execute(["git", "-C", str(self.root), *_PLUMBING_CONFIG, *args], env)
+        else:
+            pin = self._pin_of(cwd)
+            pin.check()
+            where = ("-C", str(pin.path), *pin.git_options())
+            done = _execute(["git", *where, *_PLUMBING_CONFIG, *args], env, pin.git_environ())
+        # Changed while git ran: what git did is not taken (the caller gets the error).
+        check_config(self.common_dir)
+        return done
 
     # -- worktrees rho made --------------------------------------------------------------------
 

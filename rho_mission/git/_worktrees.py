@@ -51,6 +51,7 @@ from ..containment._folders import (
     open_unfollowed,
     private_folder,
 )
+from ._handover import IndexIdentity, index_identity, index_is_plain, trim_git_dir
 from ._repo import PARALLEL_CHECKOUT, GitRepo, WorktreeInfo, ref_moved
 
 __all__ = [
@@ -149,6 +150,8 @@ class WorktreePool:
         # Idle worktrees known to hold nothing but their HEAD's files (no "git clean" needed),
         # and that HEAD's commit when the caller said it (then a checkout of it writes nothing).
         self._spotless: dict[Path, str | None] = {}
+        # The identity of the index that rho's last checkout left in each worktree.
+        self._index_left: dict[Path, IndexIdentity] = {}
         # Worktrees git had registered when this pool first added one (listed once: later names
         # of this pool are new, see _free_path).
         self._registered: dict[Path, WorktreeInfo] | None = None
@@ -203,13 +206,14 @@ class WorktreePool:
         if path is not None:
             failed = False
             try:
-                if _reusable(path):
+                if _reusable(path) and self._as_new(path):
                     dirty = not spotless
                     # Nothing to write when it already stands at the start: -b under the lock.
                     written = dirty or head == start
                     self._switch(
                         path, branch, start, expected, fill=dirty, clean=dirty, written=written
                     )
+                    self._note_index(path)
                     return path
             except RefMovedError:
                 self._give_back(path)  # healthy: the branch is what was refused
@@ -225,7 +229,22 @@ class WorktreePool:
         except BaseException:
             self._discard(path)
             raise
+        self._note_index(path)
         return path
+
+    def _as_new(self, path: Path) -> bool:
+        # A reused worktree handed on as new (see _handover): its git dir trimmed to what
+        # "worktree add" makes; False when its index holds a bit a task set (then replaced).
+        trim_git_dir(path)
+        with self._state:
+            left = self._index_left.pop(path, None)
+        return index_is_plain(self.repo, path, left)
+
+    def _note_index(self, path: Path) -> None:
+        # The index rho's own checkout left: plain, since the one it started from was.
+        identity = index_identity(path)
+        with self._state:
+            self._index_left[path] = identity
 
     def acquire_detached(self, start_commit: str) -> Path:
         """A new worktree with *start_commit* checked out on a detached HEAD: no branch moves.
@@ -545,6 +564,7 @@ class WorktreePool:
         with self._state:
             self._busy.discard(path)
             self._spotless.pop(path, None)
+            self._index_left.pop(path, None)
             with contextlib.suppress(ValueError):
                 self._idle.remove(path)
         try:

@@ -25,6 +25,7 @@ from .._errors import (
     quote,
 )
 from ..containment import hold_guarantees, require_bwrap
+from ..containment._gitconfig import hold_config
 from ..containment._mission_processes import kill_mission_processes
 from ..engine._loop import run_waves
 from ..engine._stage_workers import stages_for
@@ -513,7 +514,8 @@ def _exclusive(mission: Mission) -> Iterator[None]:
         new = not os.path.lexists(folder)
         prepare_mission_dir(folder, repo.root)
         try:
-            yield
+            with hold_config(repo.common_dir):  # rho's git runs no command a task wrote
+                yield
         except BaseException:
             if new:
                 _remove_if_empty(folder)

@@ -263,6 +263,10 @@ class MissionConfig(BaseModel):
     # ``sandbox_network`` is False.
     sandbox: bool = False
     sandbox_network: bool = True
+    # What the sandbox shows besides (absolute paths, read-only: ``containment._hostmask``),
+    # and, when set, the only variables of the caller's environment it passes on.
+    sandbox_allow: list[str] = Field(default_factory=list)
+    sandbox_env: list[str] | None = None
     # Bytes of a task's output its log keeps: the first and the last half of them, with a line
     # saying how much was cut in between (``containment._reaper``).
     log_limit: int = Field(default=DEFAULT_LOG_LIMIT, ge=MIN_LOG_LIMIT)

@@ -1,0 +1,126 @@
+"""What of the host a sandboxed task never sees by default: its sockets and the home's secrets.
+
+The sandbox shows the whole system read-only (a build needs its compilers, libraries and
+caches). Read-only is not out of reach for two kinds of file:
+
+- a UNIX socket is connected to, not written: a listener on ``/run/docker.sock``, an
+  ssh-agent, a D-Bus session bus answers a task whatever the mount says, and that is the road
+  to a root shell, the user's keys, the desktop. So ``/run`` (and ``/var/run`` where it is a
+  folder of its own) is a private empty folder in the sandbox, and every socket found in the
+  home folder and the folders right below it is covered by ``/dev/null``;
+- a secret file is read, and with the network kept (agents call model APIs) it can leave. So
+  ``SECRETS`` below the home folder are hidden: a folder becomes an empty read-only one, a file
+  reads as empty.
+
+What a build needs from ``/run`` is shown again: the file ``/etc/resolv.conf`` leads to there
+(``systemd-resolved``), without which no name resolves. ``--sandbox-allow PATH`` shows one
+more path read-only, for the user who knows (an ``~/.npmrc`` with a registry's token).
+
+Left as they are, and said in the README: abstract UNIX sockets (they live in the network
+namespace, which the sandbox shares unless ``--sandbox-no-network``), and secrets outside the
+home folder, which rho cannot tell from other files.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["SECRETS", "HostMask", "host_mask"]
+
+# Below the home folder: credentials of git, ssh, gpg, the clouds, clusters and registries.
+SECRETS = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".netrc",
+    ".git-credentials",
+    ".docker/config.json",
+    ".config/gh",
+    ".config/gcloud",
+    ".config/git/credentials",
+    ".pypirc",
+    ".npmrc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".local/share/keyrings",
+    ".password-store",
+)
+# Folders of sockets and daemons' state; private and empty in the sandbox.
+RUNTIME = ("/run", "/var/run")
+_RESOLV = Path("/etc/resolv.conf")
+
+
+@dataclass(frozen=True, slots=True)
+class HostMask:
+    """What a sandbox covers: ``folders`` made private (empty, writable tmpfs: ``/run``),
+    ``hidden`` folders (empty, read-only), ``files`` read as ``/dev/null``, and ``shown``
+    again read-only on top of all that."""
+
+    folders: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
+    files: tuple[Path, ...] = ()
+    shown: tuple[Path, ...] = ()
+
+
+def host_mask(home: Path | None, allowed: tuple[Path, ...] = ()) -> HostMask:
+    """The mask for a task whose home folder is *home* (None: no home to cover), with the
+    *allowed* paths shown read-only again."""
+    folders = tuple(Path(path) for path in RUNTIME if _real_folder(Path(path)))
+    hidden: list[Path] = []
+    files: list[Path] = []
+    if home is not None and _real_folder(home):
+        for name in SECRETS:
+            path = home / name
+            if _real_folder(path):
+                hidden.append(path)
+            elif os.path.lexists(path):
+                files.append(path)
+        files += _sockets_near(home)
+    shown = [*_needed_from(folders), *(path for path in allowed if os.path.lexists(path))]
+    return HostMask(folders, tuple(hidden), tuple(sorted(set(files))), tuple(shown))
+
+
+def _real_folder(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _sockets_near(home: Path) -> list[Path]:
+    """The sockets in *home* and in the folders right below it (links not followed)."""
+    found: list[Path] = []
+    for entry in _entries(home):
+        if _is_socket(entry):
+            found.append(Path(entry.path))
+        elif entry.is_dir(follow_symlinks=False):
+            found += [Path(inner.path) for inner in _entries(Path(entry.path)) if _is_socket(inner)]
+    return found
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as listing:
+            return list(listing)
+    except OSError:
+        return []
+
+
+def _is_socket(entry: os.DirEntry[str]) -> bool:
+    try:
+        return stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _needed_from(folders: tuple[Path, ...]) -> list[Path]:
+    # /etc/resolv.conf may be a link into /run (systemd-resolved): its target stays readable.
+    target = Path(os.path.realpath(_RESOLV))
+    if any(target.is_relative_to(folder) for folder in folders) and target.is_file():
+        return [target]
+    return []
