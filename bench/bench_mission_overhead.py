@@ -17,8 +17,12 @@ and, from the journal.jsonl of each rho run, where rho's wall time goes. ``--san
 times every round with each task under bubblewrap; ``--previous TREE`` also times the rho whose
 source is in TREE (``git worktree add /tmp/prev <commit>``), each against the first.
 
+``--run CMD`` makes every task of rho's run CMD instead of ``true`` (a task that commits, to
+weigh the object quarantine of ``--sandbox``: ``--run 'echo $RHO_TASK_ID > $RHO_TASK_ID.txt &&
+git add -A && git commit -qm t'``).
+
 Run: ``.venv/bin/python bench/bench_mission_overhead.py [--runs 3] [--files 500] [--tmpdir D]
-[--sandbox] [--previous TREE]``.
+[--sandbox] [--previous TREE] [--run CMD]``.
 The file system decides much of make's side (a fresh ``worktree add`` writes every file): try
 both the default temporary folder and a tmpfs (``--tmpdir /dev/shm``).
 Nothing here asserts on speed; a failed run (non-zero exit, missing branches) stops the script.
@@ -79,6 +83,7 @@ class Variant:
     name: str
     flags: tuple[str, ...] = ()
     source: Path | None = None
+    command: str = "true"
 
 
 def run(argv: Sequence[str], cwd: Path, source: Path | None = None) -> str:
@@ -210,7 +215,7 @@ def run_rho(setup: Setup, variant: Variant) -> tuple[float, dict[str, float]]:
         RuntimeError: rho failed, or did not leave one branch per task.
     """
     argv = [str(RHO), "mission", "--from-tasks", "--store", str(setup.store)]
-    argv += ["--run", "true", "--workers", str(WORKERS), *variant.flags]
+    argv += ["--run", variant.command, "--workers", str(WORKERS), *variant.flags]
     took, started_at = timed(argv, setup.repo, variant.source)
     features = [b for b in branches(setup.repo, RHO_PREFIX) if not b.endswith("/integration")]
     if len(features) != WAVES * WIDTH:
@@ -330,12 +335,19 @@ def report(times: Times, parts: list[dict[str, float]]) -> None:
 
 
 def variants_from(options: argparse.Namespace) -> list[Variant]:
-    """rho as it is, then with --sandbox and the --previous tree when asked."""
-    variants = [Variant(f"rho mission -w{WORKERS}")]
+    """rho as it is, then with --sandbox and the --previous tree when asked (both: the
+    previous tree with --sandbox too); every task running ``--run``."""
+    command = options.run
+    variants = [Variant(f"rho mission -w{WORKERS}", command=command)]
+    previous = Path(options.previous).resolve() if options.previous else None
     if options.sandbox:
-        variants.append(Variant("rho --sandbox", ("--sandbox",)))
-    if options.previous:
-        variants.append(Variant("rho (previous)", source=Path(options.previous).resolve()))
+        variants.append(Variant("rho --sandbox", ("--sandbox",), command=command))
+    if previous is not None:
+        variants.append(Variant("rho (previous)", source=previous, command=command))
+    if options.sandbox and previous is not None:
+        variants.append(
+            Variant("rho --sandbox (previous)", ("--sandbox",), source=previous, command=command)
+        )
     return variants
 
 
@@ -348,6 +360,12 @@ def main() -> None:
     parser.add_argument("--sandbox", action="store_true", help="also time rho --sandbox")
     parser.add_argument(
         "--previous", metavar="TREE", help="also time the rho whose source is in TREE"
+    )
+    parser.add_argument(
+        "--run",
+        default="true",
+        metavar="CMD",
+        help="what each of rho's tasks runs (make's recipes still run 'true'), e.g. a commit",
     )
     options = parser.parse_args()
     for tool in ("make", "flock", "git"):

@@ -1,9 +1,10 @@
 """Fixtures of the whole suite, and the one place that decides about system packages.
 
 Some tests need a program of the system: Debian's chromium (a real browser), bubblewrap
-(``--sandbox``), Graphviz's ``dot``, Node with npm, Go. Each has one fixture here (``browser``,
-``bwrap``, ``graphviz_dot``, ``node_and_npm``, ``go_tool``), and no test module looks for one
-by itself (``tests/test_system_fixtures.py`` reads their source to hold that).
+(``--sandbox``), Graphviz's ``dot``, Node with npm, Go; and one a facility of the kernel, cgroup
+v2 folders rho may make. Each has one fixture here (``browser``, ``bwrap``, ``graphviz_dot``,
+``node_and_npm``, ``go_tool``, ``task_cgroups``), and no test module looks for one by itself
+(``tests/test_system_fixtures.py`` reads their source to hold that).
 
 On a machine without one, ``make test`` still passes: those tests skip, and pytest's summary
 names each skip with its reason (``-rs`` in pyproject.toml). ``.ci/run`` installs the packages
@@ -109,6 +110,16 @@ def bwrap() -> str:
     found = shutil.which("bwrap")
     assert found is not None
     return found
+
+
+@pytest.fixture
+def task_cgroups() -> None:
+    """rho can make a cgroup per task here (cgroup v2, a folder of its own cgroup), or the test
+    skips (fails in CI) saying why."""
+    from rho_mission.containment._cgroup import cgroup_support
+
+    line = cgroup_support()
+    require_system("the cgroup tests", line if line.startswith("none") else None)
 
 
 @pytest.fixture

@@ -21,9 +21,16 @@ THE_PLACE = TESTS / "conftest.py"
 SYSTEM_PROGRAMS = frozenset({"chromium", "bwrap", "dot", "node", "npm", "go"})
 # Names through which a module would start a browser or test for a program on its own.
 FORBIDDEN_NAMES = frozenset(
-    {"sync_playwright", "async_playwright", "require_bwrap", "require_system", "REQUIRE_SYSTEM"}
+    {
+        "sync_playwright",
+        "async_playwright",
+        "require_bwrap",
+        "require_system",
+        "REQUIRE_SYSTEM",
+        "cgroup_support",
+    }
 )
-FIXTURES = ("browser", "bwrap", "graphviz_dot", "node_and_npm", "go_tool")
+FIXTURES = ("browser", "bwrap", "graphviz_dot", "node_and_npm", "go_tool", "task_cgroups")
 
 
 def _modules() -> Iterator[Path]:

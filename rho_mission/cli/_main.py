@@ -25,6 +25,7 @@ _BARE_GROUP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 # the group's module never imports them back, so no module of the CLI imports in a circle.
 _NOUNS = {
     "cloud": ("rho_mission.cli._graph:cloud",),
+    "doctor": ("rho_mission.cli._doctor:doctor",),
     "graph": ("rho_mission.cli._graph:graph", "rho_mission.cli._swarm"),
     "mcp": ("rho_mission.cli._mcp:mcp",),
     "mission": (

@@ -15,7 +15,12 @@
   outside its mission folder, so that a resume never runs it with less;
 - ``_sandbox``: ``--sandbox``, each task under bubblewrap: its worktree writable, the store,
   the mission records, the user's checkout and ``.git`` out of its reach, its own PID
-  namespace.
+  namespace; ``_quarantine``: where a sandboxed task's new objects go, checked and moved in
+  after it; ``_hostmask``: the host's sockets and the home's secrets it never sees;
+- ``_gitconfig``: git's configuration held as it was when a mission began, checked around
+  every git call of rho's;
+- ``_orphans``: rho as the child subreaper above every supervisor, and the ending of what a
+  killed supervisor left; ``_cgroup``: a cgroup per task where the machine allows.
 
 Direction: the bottom of the library. Imports only the standard library,
 ``taskstore``'s atomic writes and ``rho_mission._errors``; every other package may import it,

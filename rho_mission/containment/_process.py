@@ -29,6 +29,7 @@ import anyio
 from anyio.abc import Process
 
 from ._folders import open_private
+from ._orphans import become_subreaper, drop_leader, end_adopted, note_leader
 
 __all__ = [
     "LOG_NOTE_PREFIX",
@@ -121,7 +122,9 @@ async def run_command(
         BaseException: a cancellation of the calling task, or an error raised by ``on_start``,
             re-raised once the whole group is gone.
     """
+    become_subreaper()  # a task that kills its supervisor leaves its orphans to rho
     process = await _spawn([*wrapper, _SHELL, "-c", command], cwd=cwd, env=env, log_path=log_path)
+    note_leader(process.pid)
     try:
         if on_start is not None:
             on_start(process.pid)
@@ -136,8 +139,19 @@ async def run_command(
         # before the exception goes on: shield the stop from the cancellation that caused it.
         with anyio.CancelScope(shield=True):
             await _stop(process, grace)
+            await _end_orphans(process, grace)
         raise
+    finally:
+        drop_leader(process.pid)
+    await _end_orphans(process, grace)
     return _result(process, deadline.cancelled_caught, timeout)
+
+
+async def _end_orphans(process: Process, grace: float) -> None:
+    # A leader (a supervisor) that died by a signal ended nothing: what it left came to rho.
+    code = process.returncode
+    if code is not None and code < 0:
+        await end_adopted(grace)
 
 
 async def _spawn(

@@ -23,7 +23,8 @@ what it holds only if all of it is sound (``admit``):
 
 Loose objects are written into the store the way git writes them (a temporary file in the
 object's folder, then a link to its name; an object already there is kept), through folder
-descriptors opened without following a link. The quarantine is then deleted.
+descriptors opened without following a link. The quarantine is then deleted; one a crashed
+rho left (its pid in its name, no longer alive) is deleted by the next that makes one.
 """
 
 from __future__ import annotations
@@ -78,11 +79,34 @@ def open_quarantine(parent: Path, anchor: Path, store: Path) -> Quarantine:
     """Make a new, empty quarantine in *parent* (made 0700 from *anchor*) for the object
     *store*: its ``info/alternates`` names the sandbox's view of the store first, then the
     store's own alternates made absolute."""
-    folder = private_folder(parent / f"q-{secrets.token_hex(8)}", anchor)
+    _sweep(private_folder(parent, anchor))  # a real folder: the sweep follows no link
+    folder = private_folder(parent / f"q-{os.getpid()}-{secrets.token_hex(6)}", anchor)
     os.mkdir(folder / "info", 0o700)
     lines = [str(STORE_VIEW), *_alternates_of(store)]
     (folder / "info" / "alternates").write_text("".join(f"{line}\n" for line in lines))
     return Quarantine(folder, store)
+
+
+def _sweep(parent: Path) -> None:
+    # The quarantines of processes that died (a crash, kill -9) before deleting theirs.
+    try:
+        names = os.listdir(parent)
+    except FileNotFoundError:
+        return
+    for name in names:
+        owner = name.split("-")[1] if name.startswith("q-") and name.count("-") == 2 else ""
+        if owner.isdigit() and not _alive(int(owner)):
+            shutil.rmtree(parent / name, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _alternates_of(store: Path) -> list[str]:

@@ -1,12 +1,14 @@
 """A task's supervisor: the child subreaper of every process the task starts, its reaper, and
 the keeper of its log.
 
-Run as ``python -I -S _reaper.py GRACE LOG_LIMIT PROGRAM ARGS...`` (standard library only, no
-site, no ``typing`` or ``enum``: it starts in a few milliseconds), with the log as its standard
-output. It makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``), then starts PROGRAM
-with its output on a pipe. A process the task detaches (``setsid``, a double fork, ``env -i``,
-a new process title) is still its descendant: when its parent dies it is reparented here, not
-to init.
+Run as ``python -I -S _reaper.py GRACE LOG_LIMIT PARENT CGROUP PROGRAM ARGS...`` (standard
+library only, no site, no ``typing`` or ``enum``: it starts in a few milliseconds), with the
+log as its standard output. It makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``),
+then starts PROGRAM with its output on a pipe. A process the task detaches (``setsid``, a
+double fork, ``env -i``, a new process title) is still its descendant: when its parent dies it
+is reparented here, not to init. It moves itself into the cgroup CGROUP first, where rho made
+one ("-" where not: ``_cgroup``), and it stops the task when rho (PARENT) dies
+(``PR_SET_PDEATHSIG``), as on SIGTERM: a task never runs on unattended.
 
 When PROGRAM exits, or when the supervisor gets SIGTERM, SIGINT or SIGHUP, every descendant
 gets SIGTERM; those left after GRACE seconds get SIGKILL; the supervisor exits only once it has
@@ -30,6 +32,7 @@ import sys
 import time
 
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_PDEATHSIG = 1
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _CHUNK = 65536
 _POLL = 0.01
@@ -75,12 +78,18 @@ class _Log:
 
 
 def main(argv: list[str]) -> None:
-    grace, limit, program = float(argv[0]), int(argv[1]), argv[2:]
+    grace, limit, parent, cgroup = float(argv[0]), int(argv[1]), int(argv[2]), argv[3]
+    program = argv[4:]
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
     state = _State()
     wake = _wake_on_signals(state)
+    # rho's death is a stop: a task never runs on unattended (spending an agent's money).
+    # Asked after the handlers are set; rho gone before the ask is seen in the parent's pid.
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0 or os.getppid() != parent:
+        os._exit(1)
+    _enter_cgroup(cgroup)
     out_read, out_write = os.pipe()
     child = os.fork()
     if child == 0:
@@ -93,6 +102,23 @@ def main(argv: list[str]) -> None:
     _reap_all(grace, child, state, log, open_out)
     log.finish()
     _exit_like(state.status if state.status is not None else 0)
+
+
+def _enter_cgroup(cgroup: str) -> None:
+    # Into the task's own cgroup before the task starts: all it starts is counted there. Where
+    # the move fails the subreapers (this one, rho) are what there is.
+    if cgroup == "-":
+        return
+    try:
+        fd = os.open(cgroup + "/cgroup.procs", os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.write(fd, b"0")
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _wake_on_signals(state: _State) -> int:

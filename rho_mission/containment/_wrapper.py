@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,10 +34,14 @@ class TaskPlace:
     allowed: tuple[Path, ...] = ()
 
 
-def supervisor_argv(grace: float, log_limit: int) -> list[str]:
-    """``python -I -S _reaper.py GRACE LOG_LIMIT``: the reaper of everything a task starts,
-    and the keeper of its log (at most *log_limit* bytes: its head and its tail)."""
-    return [sys.executable, "-I", "-S", str(_REAPER), f"{grace:g}", str(log_limit)]
+def supervisor_argv(grace: float, log_limit: int, cgroup: Path | None = None) -> list[str]:
+    """``python -I -S _reaper.py GRACE LOG_LIMIT PARENT CGROUP``: the reaper of everything a
+    task starts, and the keeper of its log (at most *log_limit* bytes: its head and its
+    tail); it ends the task when this process (PARENT) dies, and moves itself into *cgroup*
+    ("-": none) before the task starts."""
+    where = "-" if cgroup is None else str(cgroup)
+    parent = str(os.getpid())
+    return [sys.executable, "-I", "-S", str(_REAPER), f"{grace:g}", str(log_limit), parent, where]
 
 
 def task_wrapper(
@@ -47,18 +52,20 @@ def task_wrapper(
     sandbox: bool,
     network: bool,
     quarantine: Path | None = None,
+    cgroup: Path | None = None,
 ) -> list[str]:
     """The start of a task's command line: its supervisor, and inside it the sandbox if asked.
 
     The supervisor leads either way: it keeps the log within its limit, and without a sandbox
     it is what ends the task's daemons (in the sandbox, the PID namespace ends them too). In
     the sandbox the object store is read-only; *quarantine* (``_quarantine``) is where the
-    task's new objects go (without one, it can make none).
+    task's new objects go (without one, it can make none). *cgroup* (``_cgroup``) is where
+    the supervisor puts itself and so the task.
 
     Raises:
         UnsafePathError: the worktree is not one rho made (no record of its git dir).
     """
-    supervisor = supervisor_argv(grace, log_limit)
+    supervisor = supervisor_argv(grace, log_limit, cgroup)
     if not sandbox:
         return supervisor
     return [*supervisor, *bwrap_argv(_spec(place, network, quarantine))]

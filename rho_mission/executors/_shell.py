@@ -18,6 +18,7 @@ from graph import sha256_hex
 
 from .._errors import FeatureFailedError
 from ..containment import require_pinned
+from ..containment._cgroup import end_cgroup, new_cgroup
 from ..containment._environ import child_environ, sandbox_environ
 from ..containment._folders import open_private
 from ..containment._process import note_in_log, run_command
@@ -88,6 +89,7 @@ async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str])
         await anyio.to_thread.run_sync(_detach_head, ctx.worktree)
         env = sandbox_environ({**env, "TMPDIR": "/tmp"}, config.sandbox_env)
         quarantine = await anyio.to_thread.run_sync(_quarantine_for, ctx.worktree)
+    cgroup = new_cgroup()
     try:
         wrapper = task_wrapper(
             _place(ctx, env),
@@ -96,6 +98,7 @@ async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str])
             sandbox=config.sandbox,
             network=config.sandbox_network,
             quarantine=quarantine.folder if quarantine is not None else None,
+            cgroup=cgroup,
         )
         result = await run_command(
             command,
@@ -111,8 +114,11 @@ async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str])
         if quarantine is not None:
             await anyio.to_thread.run_sync(admit, quarantine, quarantine.store.parent)
     finally:
-        if quarantine is not None:
-            discard(quarantine)
+        with anyio.CancelScope(shield=True):
+            if cgroup is not None:  # what outlived a killed supervisor ends here
+                await end_cgroup(cgroup, config.grace_period)
+            if quarantine is not None:
+                discard(quarantine)
 
 
 def _quarantine_for(worktree: Path) -> Quarantine:

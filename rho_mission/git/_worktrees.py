@@ -800,27 +800,38 @@ def _alive(pid: int) -> bool:
 
 
 def _someone_works_in(path: Path) -> bool:
-    """Whether a live process has its working folder in *path* (``/proc/<pid>/cwd``).
+    """Whether a live process holds *path* open: its working folder, an open file or a mapped
+    file there (``/proc/<pid>/cwd``, ``fd/``, ``map_files/``).
 
     A pooled worktree is given back only after its mission ended its processes, and a task
-    could forge the ``rho-pool idle`` lock reason; so one that a process still works in is
-    left alone.
+    could forge the ``rho-pool idle`` lock reason; so one that a process still holds (a
+    daemon that did ``cd /`` but kept a file of it open) is left alone.
     """
     inside = str(path)
     try:
-        entries = list(os.scandir("/proc"))
+        entries = [entry.name for entry in os.scandir("/proc") if entry.name.isdigit()]
     except OSError:
         return False  # no /proc: the claim lock and the lock reason are what there is
-    for entry in entries:
-        if not entry.name.isdigit():
-            continue
+    return any(_holds(pid, inside) for pid in entries)
+
+
+def _holds(pid: str, inside: str) -> bool:
+    # Another user's (or a vanished) process shows nothing: it is not rho's to find.
+    for link in (f"/proc/{pid}/cwd", *_links(f"/proc/{pid}/fd"), *_links(f"/proc/{pid}/map_files")):
         try:
-            cwd = os.readlink(f"/proc/{entry.name}/cwd")
+            target = os.readlink(link)
         except OSError:
-            continue  # gone, or another user's
-        if cwd == inside or cwd.startswith(inside + os.sep):
+            continue
+        if target == inside or target.startswith(inside + os.sep):
             return True
     return False
+
+
+def _links(folder: str) -> list[str]:
+    try:
+        return [f"{folder}/{name}" for name in os.listdir(folder)]
+    except OSError:
+        return []
 
 
 def _reusable(path: Path) -> bool:

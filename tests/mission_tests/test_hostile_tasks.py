@@ -9,12 +9,22 @@ real ``rho`` (``test_sandbox.py`` has those made from inside the sandbox):
 - it poisons the Makefile of its pooled worktree and hides the change from git
   (``update-index --skip-worktree`` or ``--assume-unchanged``), and leaves per-worktree refs and
   files in the worktree's git dir: the next mission's task in that worktree must get it as
-  new (``git/_handover``).
+  new (``git/_handover``);
+- it starts a daemon that drops every mark and kills its own supervisor (``kill -9 $PPID``):
+  the daemon must not outlive the mission, with a cgroup per task and without
+  (``containment/_cgroup``, ``containment/_orphans``); a process that holds a pooled worktree
+  open keeps it from the next mission; and when rho itself is killed, its tasks end within
+  the grace (the supervisor's parent-death signal).
 """
 
 from __future__ import annotations
 
+import re
 import shlex
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +33,20 @@ from rho_mission.git._handover import index_identity, index_is_plain
 from rho_mission.git._repo import GitRepo
 from rho_mission.git._worktrees import WorktreePool
 
-from ._cli_helpers import import_tasks, run_rho, spec, store_tasks, tree_files
+from ._cli_helpers import (
+    RhoRuns,
+    import_tasks,
+    pgid_of,
+    pid_gone,
+    read_pid,
+    rho_env,
+    run_rho,
+    spec,
+    store_tasks,
+    tree_files,
+    wait_until,
+    worktree_paths,
+)
 from .conftest import run_git
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
@@ -152,3 +175,88 @@ def test_an_index_with_a_bit_a_task_set_is_not_plain(repo: GitRepo, bit: str) ->
         assert not index_is_plain(repo, path, left)
         assert not index_is_plain(repo, path, None)
         pool.release(path)
+
+
+@pytest.mark.parametrize("cgroups", ["1", "0"], ids=["a cgroup per task", "no cgroup"])
+def test_a_daemon_whose_task_killed_its_supervisor_does_not_outlive_the_mission(
+    project: Path, marks: Path, cgroups: str
+) -> None:
+    pid_file = marks / "daemon.pid"
+    daemon = f"( setsid env -i sh -c 'cd /; echo $$ > {q(pid_file)}; exec sleep 300' & )"
+    wait = f"while [ ! -s {q(pid_file)} ]; do sleep 0.05; done"
+    task = f"{daemon}; {wait}; echo a > a.txt; kill -9 $PPID; sleep 1"
+    import_tasks(project, [spec("a", task)])
+    env = {**rho_env(), "RHO_TASK_CGROUPS": cgroups}
+    result = run_rho("mission", "--from-tasks", "--grace", "1s", cwd=project, env=env)
+    assert result.code == 1, result.stderr
+    pid = read_pid(pid_file)
+    assert pid_gone(pid), f"the daemon {pid} outlived its mission"
+    assert "killed by SIGKILL" in store_tasks(project)["a"]["lastError"]
+
+
+@pytest.fixture
+def holder() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Processes a test starts to hold files open; killed at teardown."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+def test_a_pooled_worktree_a_process_holds_open_is_not_handed_to_the_next_mission(
+    project: Path, holder: list[subprocess.Popen[bytes]]
+) -> None:
+    import_tasks(project, [spec("first", "echo first > first.txt")])
+    assert run_rho("mission", "--from-tasks", cwd=project).code == 0
+    [_, pooled] = worktree_paths(project, pooled=True)
+    # What a daemon that did "cd /" but kept a file of its old worktree open looks like.
+    hold = "import sys, time; f = open(sys.argv[1], 'rb'); print(1, flush=True); time.sleep(300)"
+    process = subprocess.Popen(
+        [sys.executable, "-c", hold, f"{pooled}/file0000.txt"], cwd="/", stdout=subprocess.PIPE
+    )
+    holder.append(process)
+    assert process.stdout is not None
+    assert process.stdout.readline() == b"1\n"
+    import_tasks(project, [spec("second", 'echo "$RHO_WORKTREE" > where.txt')])
+    assert run_rho("mission", "--from-tasks", cwd=project).code == 0
+    where = tree_files(project, _integration(project))["where.txt"].strip()
+    assert where != pooled
+
+
+def test_a_task_of_a_killed_rho_ends_within_the_grace(
+    project: Path, marks: Path, runs: RhoRuns
+) -> None:
+    pid_file = marks / "task.pid"
+    import_tasks(project, [spec("a", f"echo $$ > {q(pid_file)}; exec sleep 300")])
+    mission = runs.start("mission", "--from-tasks", "--grace", "1s", cwd=project)
+    pid = read_pid(pid_file)
+    supervisor = pgid_of(pid)  # the task's group leader
+    mission.send_signal(signal.SIGKILL)
+    mission.wait()
+    ended = (pid, supervisor)
+    wait_until(lambda: all(map(pid_gone, ended)), "the task of the killed rho to end", timeout=10)
+
+
+@pytest.mark.usefixtures("task_cgroups")
+def test_a_task_runs_in_a_cgroup_of_its_own_removed_after_it(project: Path) -> None:
+    import_tasks(project, [spec("a", "cat /proc/self/cgroup > cgroup.txt")])
+    assert run_rho("mission", "--from-tasks", cwd=project).code == 0
+    lines = tree_files(project, _integration(project))["cgroup.txt"].splitlines()
+    [unified] = [line.removeprefix("0::") for line in lines if line.startswith("0::")]
+    assert re.fullmatch(r".*/rho-\d+-\d+", unified), unified
+    mount = next(
+        Path(line.split()[4])
+        for line in Path("/proc/self/mountinfo").read_text().splitlines()
+        if line.split(" - ", 1)[1].startswith("cgroup2 ")
+    )
+    assert not (mount / unified.lstrip("/")).exists(), "the task's cgroup was left behind"
+
+
+@pytest.mark.parametrize(("cgroups", "said"), [("0", "none (turned off by RHO_TASK_CGROUPS=0)")])
+def test_rho_doctor_says_what_keeps_a_task_in(project: Path, cgroups: str, said: str) -> None:
+    result = run_rho("doctor", cwd=project, env={**rho_env(), "RHO_TASK_CGROUPS": cgroups})
+    assert result.code == 0, result.stderr
+    names = [line.partition(":")[0] for line in result.stdout_lines]
+    assert names == ["supervisor", "orphans", "cgroups", "sandbox"]
+    assert result.stdout_lines[2].startswith(f"cgroups: {said}")

@@ -116,9 +116,12 @@ def test_clean_of_a_crashed_mission_ends_its_processes_worktrees_and_leases(
     project: Path, tmp_path: Path, runs: RhoRuns
 ) -> None:
     pid_file = tmp_path / "task.pid"
-    command = f"echo $$ > {shlex.quote(str(pid_file))}; {wait_file_cmd(tmp_path / 'never')}"
+    # It ignores SIGTERM, and the grace is long: rho's death leaves it running that long.
+    command = (
+        f"trap '' TERM; echo $$ > {shlex.quote(str(pid_file))}; {wait_file_cmd(tmp_path / 'never')}"
+    )
     import_tasks(project, [spec("task_1", command)])
-    crashed = runs.start("mission", "--from-tasks", cwd=project)
+    crashed = runs.start("mission", "--from-tasks", "--grace", "60s", cwd=project)
     orphan = read_pid(pid_file)
     crashed.send_signal(signal.SIGKILL)
     crashed.wait(timeout=30)

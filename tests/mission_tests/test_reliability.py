@@ -97,7 +97,9 @@ def _crash_mid_wave_2(project: Path, runs: RhoRuns, task_2_first_run: str, ran: 
             spec("task_4", "cat two.txt three.txt > four.txt", "task_2", "task_3"),
         ],
     )
-    first = runs.start("mission", "--from-tasks", cwd=project)
+    # A long grace: the supervisor of a task that ignores the SIGTERM of rho's death keeps it
+    # for that long, the orphan a later command must end.
+    first = runs.start("mission", "--from-tasks", "--grace", "60s", cwd=project)
     wait_until(
         lambda: (
             _journal_has(project, "process", "task_2") and _journal_has(project, "finish", "task_3")
@@ -149,7 +151,10 @@ def test_kill_9_mid_wave_then_resume_finishes_and_kills_the_orphan(
 ) -> None:
     before = snapshot(project)
     pid_file, ran = marks / "task_2.pid", marks / "ran"
-    blocked = f"echo $$ > {q(pid_file)}; touch {q(ran)}; {wait_file_cmd(marks / 'never')}"
+    # It ignores SIGTERM: rho's death stops it only after the grace (see _crash_mid_wave_2).
+    blocked = (
+        f"trap '' TERM; echo $$ > {q(pid_file)}; touch {q(ran)}; {wait_file_cmd(marks / 'never')}"
+    )
 
     folder = _crash_mid_wave_2(project, runs, blocked, ran)
 
