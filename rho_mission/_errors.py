@@ -135,7 +135,8 @@ class GitConfigChangedError(MissionError):
     """Raised instead of running git once a configuration file it reads changed mid-mission.
 
     A task may have written it (a filter, a driver, a ``core.*`` command for rho's git to
-    run); rho runs no git with it. The mission stops; ``.path`` names the file.
+    run); rho runs no git with it. The feature whose step met it fails, and so does every git
+    step after it: the mission ends at its next join. ``.path`` names the file.
     """
 
     exit_code = 1

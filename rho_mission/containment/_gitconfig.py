@@ -11,9 +11,10 @@ the repository's ``config``, every file it includes (``include.path``, ``include
 recursively), the user's global files (``$GIT_CONFIG_GLOBAL``, else ``~/.gitconfig`` and
 ``$XDG_CONFIG_HOME/git/config``) and the system's (``/etc/gitconfig``), each as its identity
 (device, inode, size, modification and change times: a write changes the change time, which no
-user can set back) or its absence. Right before every git call rho makes on that repository,
-and right after it, ``check_config`` compares them (a few ``lstat`` calls, no read): a change
-raises ``GitConfigChangedError`` naming the file, before git runs with it.
+user can set back), with its target's when it is a link, or its absence. Right before every git
+call rho makes on that repository, and right after it, ``check_config`` compares them (a few
+``stat`` calls, no read): a change raises ``GitConfigChangedError`` naming the file, before git
+runs with it.
 
 A change made during a git call of rho's is caught right after it, not before: that window is
 the length of one git process, and under ``--sandbox`` (the configuration read-only to tasks) it
@@ -40,7 +41,7 @@ __all__ = ["ConfigSnapshot", "check_config", "config_files", "hold_config"]
 _INCLUDE_DEPTH = 10
 _SYSTEM_CONFIG = Path("/etc/gitconfig")
 
-Identity = tuple[int, int, int, int, int] | None
+Identity = tuple[tuple[int, int, int, int, int] | None, tuple[int, int, int, int, int] | None]
 
 _HELD: dict[Path, list[ConfigSnapshot]] = {}
 _GUARD = threading.Lock()
@@ -61,8 +62,14 @@ class ConfigSnapshot:
 
 
 def _identity(path: Path) -> Identity:
+    # The file's own identity and, for a link (a dotfiles manager's ~/.gitconfig), its
+    # target's: an edit of either is a change.
+    return (_stat_of(path, follow=False), _stat_of(path, follow=True))
+
+
+def _stat_of(path: Path, *, follow: bool) -> tuple[int, int, int, int, int] | None:
     try:
-        found = os.lstat(path)
+        found = os.stat(path, follow_symlinks=follow)
     except (FileNotFoundError, NotADirectoryError):
         return None
     return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)

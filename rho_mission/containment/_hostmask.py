@@ -75,13 +75,15 @@ def host_mask(home: Path | None, allowed: tuple[Path, ...] = ()) -> HostMask:
     files: list[Path] = []
     if home is not None and _real_folder(home):
         for name in SECRETS:
-            path = home / name
-            if _real_folder(path):
+            # A link (a dotfiles manager's ~/.ssh) is covered where it leads; a dangling one
+            # leads nowhere to read.
+            path = Path(os.path.realpath(home / name))
+            if os.path.isdir(path):
                 hidden.append(path)
-            elif os.path.lexists(path):
+            elif os.path.isfile(path):
                 files.append(path)
         files += _sockets_near(home)
-    shown = [*_needed_from(folders), *(path for path in allowed if os.path.lexists(path))]
+    shown = [*_needed_from(folders), *(path for path in allowed if os.path.exists(path))]
     return HostMask(folders, tuple(hidden), tuple(sorted(set(files))), tuple(shown))
 
 

@@ -6,13 +6,16 @@ daemon's parent becomes PID 1 and nothing of rho's can tell it from any other pr
 the first task rho starts makes rho a child subreaper (``PR_SET_CHILD_SUBREAPER``): the
 orphans of a dead supervisor become rho's children.
 
-An *adopted orphan* is a live child of rho's that rho did not start: not one of the task
-supervisors it started and still waits for (``note_leader``), not in rho's own session (every
-other process rho starts, git and the like, stays in it; a supervisor makes a session of its
-own, and so does everything below it unless it stays in the supervisor's), and not a child
-rho already had when it became a subreaper (a library caller's own). rho ends them, with what
-descends from them, when a supervisor dies by a signal (``end_adopted``) and at the end of
-every mission; their zombies are collected by pid.
+An *adopted orphan* of a supervisor that died is a live child of rho's that rho did not start:
+not one of the task supervisors it started and still waits for (``note_leader``), not in
+rho's own session (every other process rho starts, git and the like, stays in it; a
+supervisor makes a session of its own, and so does everything below it unless it stays in
+the supervisor's), not a child rho already had when it became a subreaper (a library caller's
+own), and started after that supervisor was. rho ends them, with what descends from them,
+when a supervisor dies by a signal (``end_adopted``); their zombies are collected by pid. A
+process a library caller started in a session of its own while a task ran, and whose parent
+died, would be taken for one: a caller that needs such processes runs rho in a process of its
+own.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ _POLL = 0.01
 _KILL_WAIT = 5.0
 
 _GUARD = threading.Lock()
-_LEADERS: set[int] = set()
+_LEADERS: dict[int, int] = {}  # supervisor pid -> its start time (clock ticks since boot)
 _SPARED: set[int] | None = None  # rho's children when it became a subreaper
 
 
@@ -47,33 +50,44 @@ def become_subreaper() -> bool:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
             return False
-        _SPARED = {pid for pid, _, _, _ in _children()}
+        _SPARED = {process[0] for process in _children()}
         return True
 
 
-def note_leader(pid: int) -> None:
-    """*pid* is a supervisor rho started: never an orphan while rho waits for it."""
+def note_leader(pid: int) -> int:
+    """*pid* is a supervisor rho started: never an orphan while rho waits for it. Its start
+    time (0 when it is gone already)."""
+    started = _start_time(pid)
     with _GUARD:
-        _LEADERS.add(pid)
+        _LEADERS[pid] = started
+    return started
 
 
 def drop_leader(pid: int) -> None:
     """rho has reaped the supervisor *pid*."""
     with _GUARD:
-        _LEADERS.discard(pid)
+        _LEADERS.pop(pid, None)
 
 
-def _children() -> list[tuple[int, str, int, int]]:
-    """(pid, state, ppid, session) of rho's children, from /proc."""
+def _start_time(pid: int) -> int:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return 0
+    return int(text.rpartition(")")[2].split()[19])
+
+
+# (pid, state, ppid, session, start time) of a process, from /proc/<pid>/stat.
+_Process = tuple[int, str, int, int, int]
+
+
+def _children() -> list[_Process]:
+    """rho's children, from /proc."""
     me = os.getpid()
-    found = []
-    for pid, state, ppid, session in _processes():
-        if ppid == me:
-            found.append((pid, state, ppid, session))
-    return found
+    return [process for process in _processes() if process[2] == me]
 
 
-def _processes() -> list[tuple[int, str, int, int]]:
+def _processes() -> list[_Process]:
     found = []
     for entry in os.scandir(_PROC) if _PROC.is_dir() else ():
         if entry.name.isdigit():
@@ -83,35 +97,44 @@ def _processes() -> list[tuple[int, str, int, int]]:
     return found
 
 
-def _stat(proc_dir: str) -> tuple[str, int, int] | None:
+def _stat(proc_dir: str) -> tuple[str, int, int, int] | None:
     try:
         text = Path(proc_dir, "stat").read_text(encoding="ascii", errors="replace")
     except OSError:
         return None
     fields = text.rpartition(")")[2].split()
-    return fields[0], int(fields[1]), int(fields[3])
+    return fields[0], int(fields[1]), int(fields[3]), int(fields[19])
 
 
-def adopted_orphans() -> list[int]:
-    """The live processes that came back to rho from its tasks, and all they started."""
+def _skipped() -> set[int]:
+    with _GUARD:
+        return set(_LEADERS) | (_SPARED or set())
+
+
+def adopted_orphans(since: int = 0) -> list[int]:
+    """The live processes that came back to rho from its tasks, started at or after *since*
+    (clock ticks since boot: a supervisor's start), and all they started."""
     if _SPARED is None:
         return []
     own_session = os.getsid(0)
     processes = _processes()
-    with _GUARD:
-        skip = _LEADERS | _SPARED
+    skip = _skipped()
     me = os.getpid()
     roots = {
         pid
-        for pid, state, ppid, session in processes
-        if ppid == me and state not in ("Z", "X") and session != own_session and pid not in skip
+        for pid, state, ppid, session, started in processes
+        if ppid == me
+        and state not in ("Z", "X")
+        and session != own_session
+        and pid not in skip
+        and started >= since
     }
     return sorted(_with_descendants(roots, processes))
 
 
-def _with_descendants(roots: set[int], processes: list[tuple[int, str, int, int]]) -> set[int]:
+def _with_descendants(roots: set[int], processes: list[_Process]) -> set[int]:
     children: dict[int, list[int]] = {}
-    for pid, state, ppid, _ in processes:
+    for pid, state, ppid, _, _ in processes:
         if state not in ("Z", "X"):
             children.setdefault(ppid, []).append(pid)
     found: set[int] = set()
@@ -124,24 +147,24 @@ def _with_descendants(roots: set[int], processes: list[tuple[int, str, int, int]
     return found
 
 
-async def end_adopted(grace: float) -> list[int]:
-    """SIGTERM the adopted orphans, SIGKILL those left after *grace*; collect their zombies.
-    The processes found."""
-    found = adopted_orphans()
+async def end_adopted(grace: float, since: int = 0) -> list[int]:
+    """SIGTERM the adopted orphans started at or after *since*, SIGKILL those left after
+    *grace*; collect their zombies. The processes found."""
+    found = adopted_orphans(since)
     if not found:
         return []
     _signal(found, SIGTERM)
-    if not await _gone(grace):
-        _signal(adopted_orphans(), SIGKILL)
-        await _gone(_KILL_WAIT)
+    if not await _gone(grace, since):
+        _signal(adopted_orphans(since), SIGKILL)
+        await _gone(_KILL_WAIT, since)
     return found
 
 
-async def _gone(timeout: float) -> bool:  # noqa: ASYNC109
+async def _gone(timeout: float, since: int) -> bool:  # noqa: ASYNC109
     with anyio.move_on_after(timeout):
         while True:
             reap_adopted()
-            if not adopted_orphans():
+            if not adopted_orphans(since):
                 return True
             await anyio.sleep(_POLL)
     return False
@@ -158,9 +181,8 @@ def reap_adopted() -> None:
     if _SPARED is None:
         return
     own_session = os.getsid(0)
-    with _GUARD:
-        skip = _LEADERS | _SPARED
-    for pid, state, _, session in _children():
+    skip = _skipped()
+    for pid, state, _, session, _ in _children():
         if state == "Z" and session != own_session and pid not in skip:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)

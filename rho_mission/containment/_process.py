@@ -124,7 +124,7 @@ async def run_command(
     """
     become_subreaper()  # a task that kills its supervisor leaves its orphans to rho
     process = await _spawn([*wrapper, _SHELL, "-c", command], cwd=cwd, env=env, log_path=log_path)
-    note_leader(process.pid)
+    started = note_leader(process.pid)
     try:
         if on_start is not None:
             on_start(process.pid)
@@ -139,19 +139,19 @@ async def run_command(
         # before the exception goes on: shield the stop from the cancellation that caused it.
         with anyio.CancelScope(shield=True):
             await _stop(process, grace)
-            await _end_orphans(process, grace)
+            await _end_orphans(process, grace, started)
         raise
     finally:
         drop_leader(process.pid)
-    await _end_orphans(process, grace)
+    await _end_orphans(process, grace, started)
     return _result(process, deadline.cancelled_caught, timeout)
 
 
-async def _end_orphans(process: Process, grace: float) -> None:
+async def _end_orphans(process: Process, grace: float, started: int) -> None:
     # A leader (a supervisor) that died by a signal ended nothing: what it left came to rho.
     code = process.returncode
     if code is not None and code < 0:
-        await end_adopted(grace)
+        await end_adopted(grace, started)
 
 
 async def _spawn(

@@ -8,38 +8,42 @@ writable, whose ``info/alternates`` names a read-only view of the real store (wh
 ``receive-pack`` does with ``GIT_OBJECT_DIRECTORY``, done with a mount instead of a variable,
 so that a ``git clone`` the task runs for its own work is not redirected too).
 
-After the task ends rho reads the quarantine itself, never following a link, and admits
-what it holds only if all of it is sound (``admit``):
+After the task ends rho reads the quarantine itself, never following a link, and refuses it
+whole (the attempt fails: ``QuarantineRefusedError``) unless everything in it is sound:
 
-- a loose object (``XX/<hex>``, a regular file) is inflated and hashed by rho: its header is a
-  known type with the size that follows, and its hash is its name;
-- a pack (``pack/pack-<hex>.pack``) is handed to ``git index-pack --stdin``, which re-hashes
-  every object it holds and writes the pack and a new index into the store (the task's own
-  ``.idx`` is never used);
+- a loose object (``XX/<hex>``) is a regular file that inflates, streamed and bounded, to a
+  known type, a size written as git writes it, exactly that many bytes and nothing after, and
+  hashes to its name;
+- a pack (``pack/pack-<hex>.pack``) is a regular file;
 - a link, a device or a fifo where an object would be, a folder where a file would be, or
-  more than ``QUARANTINE_LIMIT`` bytes in all, refuses the whole quarantine (the attempt
-  fails: ``QuarantineRefusedError``). Other names (a ``tmp_obj_`` a killed git left, the
-  task's ``.idx`` and ``.keep`` files, ``info/``) are left out.
+  more than ``QUARANTINE_LIMIT`` bytes in all (on disk, and inflated) refuses it.
 
-Loose objects are written into the store the way git writes them (a temporary file in the
-object's folder, then a link to its name; an object already there is kept), through folder
-descriptors opened without following a link. The quarantine is then deleted; one a crashed
-rho left (its pid in its name, no longer alive) is deleted by the next that makes one.
+Other names (a ``tmp_obj_`` a killed git left, the task's ``.idx`` and ``.keep`` files,
+``info/``) are left out. Then git itself admits what passed, as it admits a push: the loose
+objects go to ``git unpack-objects --strict`` as one pack rho builds from them (git hashes each
+again, checks trees and commits as ``fsck`` does, and writes them as loose objects); each pack
+to ``git index-pack --strict --stdin`` (its own index made, the task's never used). Objects git
+wrote before it refused a later one are sound ones. The quarantine is then deleted, even one
+the task made read-only; one a crashed rho left (its pid in its name, no longer alive) is
+deleted by the next that makes one.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
 import secrets
 import shutil
 import stat
+import struct
 import subprocess
+import tempfile
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from .._errors import QuarantineRefusedError
 from ._environ import child_environ
@@ -63,6 +67,7 @@ _LOOSE_FOLDER = re.compile(r"^[0-9a-f]{2}$")
 _LOOSE_NAME = re.compile(r"^(?:[0-9a-f]{38}|[0-9a-f]{62})$")
 _PACK_NAME = re.compile(r"^pack-(?:[0-9a-f]{40}|[0-9a-f]{64})\.pack$")
 _TYPES = (b"blob", b"tree", b"commit", b"tag")
+_PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY
 _CHUNK = 1 << 20
 
@@ -96,7 +101,7 @@ def _sweep(parent: Path) -> None:
     for name in names:
         owner = name.split("-")[1] if name.startswith("q-") and name.count("-") == 2 else ""
         if owner.isdigit() and not _alive(int(owner)):
-            shutil.rmtree(parent / name, ignore_errors=True)
+            _remove_tree(parent / name)
 
 
 def _alive(pid: int) -> bool:
@@ -119,34 +124,67 @@ def _alternates_of(store: Path) -> list[str]:
 
 
 def admit(quarantine: Quarantine, common_dir: Path) -> int:
-    """Check everything *quarantine* holds and move it into the store; the count of objects
-    admitted (packs count their objects as one each). The quarantine is deleted either way.
+    """Check everything *quarantine* holds and have git admit it into the store; the count of
+    loose objects and packs admitted. The quarantine is deleted either way.
 
     Raises:
-        QuarantineRefusedError: something in it is not a sound object (nothing was admitted).
-        GitConfigChangedError: git's configuration changed (no git ran for the packs).
+        QuarantineRefusedError: something in it is not a sound object.
+        GitConfigChangedError: git's configuration changed (no git ran).
     """
     try:
         loose, packs = _checked_contents(quarantine.folder)
+        if loose:
+            _unpack(quarantine.folder, loose, common_dir)
         for pack in packs:
             _index_pack(pack, common_dir)
-        for name, data in loose:
-            _store_loose(quarantine.store, name, data)
         return len(loose) + len(packs)
+    except OSError as exc:  # a folder or file the task made unreadable
+        raise QuarantineRefusedError(f"it cannot be read: {exc.strerror}") from exc
     finally:
         discard(quarantine)
 
 
 def discard(quarantine: Quarantine) -> None:
-    """Delete *quarantine* (``rmtree`` removes links, never follows them)."""
-    shutil.rmtree(quarantine.folder, ignore_errors=True)
+    """Delete *quarantine*, even where the task took the write bit from a folder of it."""
+    _remove_tree(quarantine.folder)
 
 
-def _checked_contents(folder: Path) -> tuple[list[tuple[str, bytes]], list[Path]]:
-    """The loose objects of *folder*, checked (name, compressed bytes), and its pack files."""
-    loose: list[tuple[str, bytes]] = []
+def _remove_tree(path: Path) -> None:
+    # rmtree removes links, never follows them; a folder without its write bit gets it back.
+    def retry(function: Callable[..., object], failed: str, _: object) -> None:
+        parent = os.path.dirname(failed)
+        if not os.path.islink(parent):
+            os.chmod(parent, 0o700)
+        if function is os.rmdir or function is os.unlink:
+            function(failed)
+
+    if os.path.lexists(path):
+        shutil.rmtree(path, onerror=retry)
+
+
+class _Budget:
+    """What one attempt may still add: bytes on disk and inflated, ``QUARANTINE_LIMIT`` each."""
+
+    def __init__(self) -> None:
+        self.stored = QUARANTINE_LIMIT
+        self.inflated = QUARANTINE_LIMIT
+
+    def store(self, size: int) -> None:
+        self.stored -= size
+        if self.stored < 0:
+            raise QuarantineRefusedError(f"its objects exceed {QUARANTINE_LIMIT} bytes")
+
+    def inflate(self, size: int) -> None:
+        self.inflated -= size
+        if self.inflated < 0:
+            raise QuarantineRefusedError(f"its objects exceed {QUARANTINE_LIMIT} bytes inflated")
+
+
+def _checked_contents(folder: Path) -> tuple[list[str], list[Path]]:
+    """The names of *folder*'s loose objects, each checked, and its pack files, sorted."""
+    loose: list[str] = []
     packs: list[Path] = []
-    budget = [QUARANTINE_LIMIT]
+    budget = _Budget()
     root = open_unfollowed(folder, _DIRECTORY)
     try:
         for entry in sorted(os.listdir(root)):
@@ -159,26 +197,32 @@ def _checked_contents(folder: Path) -> tuple[list[tuple[str, bytes]], list[Path]
     return loose, packs
 
 
-def _loose_in(root: int, prefix: str, budget: list[int]) -> list[tuple[str, bytes]]:
-    found: list[tuple[str, bytes]] = []
+def _loose_in(root: int, prefix: str, budget: _Budget) -> list[str]:
+    found: list[str] = []
     folder = _open_folder(root, prefix)
     try:
         for name in sorted(os.listdir(folder)):
             if _LOOSE_NAME.match(name):
-                data = _read_regular(folder, f"{prefix}/{name}", budget)
-                _require_named_by_hash(prefix + name, data)
-                found.append((prefix + name, data))
+                shown = f"{prefix}/{name}"
+                budget.store(_regular_size(folder, shown))
+                with _open_object(folder, name) as handle:
+                    digest, _, _ = _inflate(handle, prefix + name, budget)
+                if digest != prefix + name:
+                    raise QuarantineRefusedError(
+                        f"object {prefix + name} is not what its name says (forged)"
+                    )
+                found.append(prefix + name)
     finally:
         os.close(folder)
     return found
 
 
-def _packs_in(root: int, path: Path, budget: list[int]) -> list[Path]:
+def _packs_in(root: int, path: Path, budget: _Budget) -> list[Path]:
     folder = _open_folder(root, "pack")
     try:
         names = sorted(name for name in os.listdir(folder) if _PACK_NAME.match(name))
         for name in names:
-            _require_regular(folder, f"pack/{name}", budget)
+            budget.store(_regular_size(folder, f"pack/{name}"))
     finally:
         os.close(folder)
     return [path / name for name in names]
@@ -191,93 +235,180 @@ def _open_folder(root: int, name: str) -> int:
         raise QuarantineRefusedError(f"{name} is not a folder") from exc
 
 
-def _require_regular(folder: int, shown: str, budget: list[int]) -> int:
+def _regular_size(folder: int, shown: str) -> int:
     found = os.stat(shown.rpartition("/")[2], dir_fd=folder, follow_symlinks=False)
     if not stat.S_ISREG(found.st_mode):
         raise QuarantineRefusedError(f"{shown} is not a regular file")
-    budget[0] -= found.st_size
-    if budget[0] < 0:
-        raise QuarantineRefusedError(f"its objects exceed {QUARANTINE_LIMIT} bytes")
     return found.st_size
 
 
-def _read_regular(folder: int, shown: str, budget: list[int]) -> bytes:
-    _require_regular(folder, shown, budget)
-    fd = open_unfollowed(shown.rpartition("/")[2], os.O_RDONLY, dir_fd=folder)
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+def _open_object(folder: int, name: str) -> IO[bytes]:
+    return os.fdopen(open_unfollowed(name, os.O_RDONLY, dir_fd=folder), "rb")
 
 
-def _require_named_by_hash(name: str, data: bytes) -> None:
-    """Refuse a loose object whose content is not a git object, or hashes to another name."""
+def _inflate(
+    handle: IO[bytes],
+    name: str,
+    budget: _Budget,
+    sink: Callable[[bytes], None] | None = None,
+    on_header: Callable[[bytes, int], None] | None = None,
+) -> tuple[str, bytes, int]:
+    """Inflate the loose object in *handle*, bounded and streamed: its hash, its type, its size.
+
+    *on_header* gets its type and size once read; *sink* its content as it comes.
+
+    Raises:
+        QuarantineRefusedError: it is no git object as git writes one.
+    """
     inflater = zlib.decompressobj()
+    digest = hashlib.sha1() if len(name) == 40 else hashlib.sha256()
+    header = b""
+    kind, size, seen = b"", -1, 0
     try:
-        head = inflater.decompress(data, 64)
-        kind, _, rest = head.partition(b" ")
-        size_text, nul, _ = rest.partition(b"\0")
-        if kind not in _TYPES or not nul or not size_text.isdigit():
-            raise QuarantineRefusedError(f"object {name} is no git object")
-        if int(size_text) > QUARANTINE_LIMIT:
-            raise QuarantineRefusedError(f"object {name} says it exceeds {QUARANTINE_LIMIT} bytes")
-        # sha1 names git objects here (sha256 only in repositories made for it).
-        digest = hashlib.sha1() if len(name) == 40 else hashlib.sha256()
-        digest.update(head)
-        length = len(head)
-        expected = len(kind) + 1 + len(size_text) + 1 + int(size_text)
-        while not inflater.eof and length <= expected:
-            chunk = inflater.decompress(inflater.unconsumed_tail, _CHUNK)
-            if not chunk and not inflater.unconsumed_tail:
-                break  # the data ends before its stream does
-            digest.update(chunk)
-            length += len(chunk)
+        for piece in _pieces(handle, inflater):
+            digest.update(piece)
+            if size < 0:
+                header += piece
+                kind, size, piece = _parse_header(header, name)
+                if size < 0:
+                    continue
+                if on_header is not None:
+                    on_header(kind, size)
+            seen += len(piece)
+            budget.inflate(len(piece))
+            if seen > size:
+                break
+            if sink is not None:
+                sink(piece)
     except zlib.error as exc:
         raise QuarantineRefusedError(f"object {name} is no git object") from exc
-    if length != expected or not inflater.eof:
+    if size < 0 or seen != size or not inflater.eof or inflater.unused_data or handle.read(1):
         raise QuarantineRefusedError(f"object {name} is not the size its header says")
-    if digest.hexdigest() != name:
-        raise QuarantineRefusedError(f"object {name} is not what its name says (forged)")
+    return digest.hexdigest(), kind, size
+
+
+def _pieces(handle: IO[bytes], inflater: zlib._Decompress) -> Iterator[bytes]:
+    # The inflated bytes in pieces of at most _CHUNK, the input read _CHUNK at a time: no
+    # piece of input is copied more than once (unconsumed_tail stays below _CHUNK).
+    while not inflater.eof:
+        data = handle.read(_CHUNK)
+        if not data:
+            return
+        while data and not inflater.eof:
+            piece = inflater.decompress(data, _CHUNK)
+            data = inflater.unconsumed_tail
+            if piece:
+                yield piece
+        if inflater.eof and data:
+            return  # what follows the stream: unused_data, refused by the caller
+
+
+def _parse_header(header: bytes, name: str) -> tuple[bytes, int, bytes]:
+    """(type, size, the content after the header) once *header* holds its NUL; size -1 before."""
+    head, nul, rest = header.partition(b"\0")
+    if not nul:
+        if len(head) > 32:
+            raise QuarantineRefusedError(f"object {name} is no git object")
+        return b"", -1, b""
+    kind, _, size_text = head.partition(b" ")
+    canonical = size_text.isdigit() and (size_text == b"0" or not size_text.startswith(b"0"))
+    if kind not in _TYPES or not canonical:
+        raise QuarantineRefusedError(f"object {name} is no git object")
+    size = int(size_text)
+    if size > QUARANTINE_LIMIT:
+        raise QuarantineRefusedError(f"object {name} says it exceeds {QUARANTINE_LIMIT} bytes")
+    return kind, size, rest
+
+
+def _unpack(folder: Path, names: list[str], common_dir: Path) -> None:
+    """Give the checked loose objects *names* to ``git unpack-objects --strict`` as one pack."""
+    check_config(common_dir)
+    command = ["git", "--git-dir", str(common_dir), "unpack-objects", "-q", "--strict"]
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            env=child_environ({}),
+        )
+        assert process.stdin is not None
+        try:
+            _write_pack(folder, names, process.stdin)
+        except BrokenPipeError:
+            pass  # git refused before the end: its words follow
+        finally:
+            process.stdin.close()
+        code = process.wait()
+        errors.seek(0)
+        said = errors.read().decode("utf-8", "replace").strip().splitlines()
+    check_config(common_dir)
+    if code != 0:
+        raise QuarantineRefusedError(f"git refused its objects: {said[-1] if said else ''}")
+
+
+def _write_pack(folder: Path, names: list[str], out: IO[bytes]) -> None:
+    # Pack version 2: a header, each object as its type and size then its deflated content,
+    # and the SHA-1 of all of it.
+    trailer = hashlib.sha1()
+
+    def write(data: bytes) -> None:
+        trailer.update(data)
+        out.write(data)
+
+    write(b"PACK" + struct.pack(">II", 2, len(names)))
+    budget = _Budget()
+    for name in names:
+        sub = open_unfollowed(folder / name[:2], _DIRECTORY)
+        try:
+            with _open_object(sub, name[2:]) as handle:
+                _write_entry(handle, name, budget, write)
+        finally:
+            os.close(sub)
+    out.write(trailer.digest())
+
+
+def _write_entry(
+    handle: IO[bytes], name: str, budget: _Budget, write: Callable[[bytes], None]
+) -> None:
+    # The object's header opens its pack entry; its content follows, deflated again.
+    deflater = zlib.compressobj(1)
+
+    def opening(kind: bytes, size: int) -> None:
+        write(_entry_header(_PACK_TYPES[kind], size))
+
+    _inflate(
+        handle, name, budget, sink=lambda piece: write(deflater.compress(piece)), on_header=opening
+    )
+    write(deflater.flush())
+
+
+def _entry_header(kind: int, size: int) -> bytes:
+    first = (kind << 4) | (size & 0x0F)
+    size >>= 4
+    out = bytearray()
+    while size:
+        out.append(first | 0x80)
+        first = size & 0x7F
+        size >>= 7
+    out.append(first)
+    return bytes(out)
 
 
 def _index_pack(pack: Path, common_dir: Path) -> None:
-    # git re-hashes every object of the pack and writes it, with an index of its own making,
-    # into the store; the pack is read through a descriptor rho opened without a link.
+    # git re-hashes and checks every object of the pack and writes it, with an index of its
+    # own making, into the store; the pack is read through a descriptor opened without a link.
     check_config(common_dir)
     fd = open_unfollowed(pack, os.O_RDONLY)
     with os.fdopen(fd, "rb") as source:
         done = subprocess.run(
-            ["git", "--git-dir", str(common_dir), "index-pack", "--stdin"],
+            ["git", "--git-dir", str(common_dir), "index-pack", "--strict", "--stdin"],
             stdin=source,
             env=child_environ({}),
             capture_output=True,
             check=False,
         )
+    check_config(common_dir)
     if done.returncode != 0:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise QuarantineRefusedError(f"{pack.name} was refused by git: {said[-1] if said else ''}")
-
-
-def _store_loose(store: Path, name: str, data: bytes) -> None:
-    """Write the loose object *name* into *store* as git does, following no link."""
-    root = open_unfollowed(store, _DIRECTORY)
-    try:
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(name[:2], 0o755, dir_fd=root)
-        folder = open_unfollowed(name[:2], _DIRECTORY, dir_fd=root)
-    finally:
-        os.close(root)
-    try:
-        temporary = f"tmp_obj_rho_{secrets.token_hex(6)}"
-        fd = open_unfollowed(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444, dir_fd=folder)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(temporary, name[2:], src_dir_fd=folder, dst_dir_fd=folder)
-        except FileExistsError:
-            pass  # content-addressed: the one there is the same object
-        finally:
-            os.unlink(temporary, dir_fd=folder)
-        os.fsync(folder)
-    finally:
-        os.close(folder)

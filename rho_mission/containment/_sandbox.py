@@ -80,33 +80,42 @@ def bwrap_argv(spec: SandboxSpec) -> list[str]:
     """The ``bwrap ... --`` prefix of a task's command line for *spec*.
 
     Mounts are made in this order, each later one on top: the whole system read-only, the
-    private folders (``/tmp``, ``/run``...), what is visible inside them, the hidden folders
-    (rho's, the home's secret ones), the writable ones, the object quarantine on the store,
-    the readable files, ``/dev/null`` on the covered files (secrets, sockets), the paths shown
-    again, and last the hidden folders made read-only (their mount points made).
+    private folders (``/tmp``, ``/run``...), what is visible inside them; the home's secret
+    folders hidden, ``/dev/null`` on its secret files and sockets, the paths shown again
+    (``--sandbox-allow``), those hidden folders made read-only; then rho's own: the hidden
+    folders, the writable ones, the object quarantine on the store, the readable files, and
+    last rho's hidden folders made read-only (their mount points made).
     """
     mask = spec.mask
-    hidden = [folder for folder in spec.hidden if os.path.isdir(folder)] + list(mask.hidden)
+    hidden = [folder for folder in spec.hidden if os.path.isdir(folder)]
     private = [*_PRIVATE, *map(str, mask.folders)]
     argv = [_BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for folder in private:
         argv += ["--tmpfs", folder]
     argv += _mounts("--ro-bind", [path for path in spec.visible if _under(path, private)])
+    argv += _mask_mounts(mask)
     argv += _mounts("--tmpfs", hidden, twice=False)
     argv += _mounts("--bind", spec.writable)
     if spec.objects is not None:
         quarantine, store = spec.objects
         argv += ["--ro-bind", str(store), str(STORE_VIEW), "--bind", str(quarantine), str(store)]
     argv += _mounts("--ro-bind", [path for path in spec.readable if os.path.exists(path)])
-    for file in mask.files:
-        argv += ["--ro-bind", os.devnull, str(file)]
-    argv += _mounts("--ro-bind", mask.shown)
     argv += _mounts("--remount-ro", hidden, twice=False)
     argv += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
     if not spec.network:
         argv.append("--unshare-net")
     argv.append("--")
     return argv
+
+
+def _mask_mounts(mask: HostMask) -> list[str]:
+    # Before rho's own mounts, so that a path shown again (--sandbox-allow ~/src, a parent of
+    # the repository) never lies over the worktree, the quarantine or the hidden .rho.
+    argv = _mounts("--tmpfs", mask.hidden, twice=False)
+    for file in mask.files:
+        argv += ["--ro-bind", os.devnull, str(file)]
+    argv += _mounts("--ro-bind", mask.shown)
+    return argv + _mounts("--remount-ro", mask.hidden, twice=False)
 
 
 def _mounts(option: str, paths: Sequence[Path], *, twice: bool = True) -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anyio
 
-from .._errors import MissionError, RefMovedError
+from .._errors import FeatureResultError, MissionError, RefMovedError
 from ..git._commit import WorktreeResult, commit_worktree
 from ..git._repo import GitRepo
 from ..git._worktrees import WorktreePool
@@ -47,7 +47,7 @@ async def attempt_in_pool(repo: GitRepo, pool: WorktreePool, attempt: Attempt) -
         return AttemptResult(error=str(exc), branch_head=found)
     result: WorktreeResult | None = None
     try:
-        outcome, result = await _work(repo, worktree, attempt)
+        outcome, result = await _work(repo, pool, worktree, attempt)
     finally:
         with anyio.CancelScope(shield=True):
             found = await _settle(repo, branch, head, attempt, result)
@@ -66,7 +66,7 @@ def _branch(feature: Feature) -> str:
 
 
 async def _work(
-    repo: GitRepo, worktree: Path, attempt: Attempt
+    repo: GitRepo, pool: WorktreePool, worktree: Path, attempt: Attempt
 ) -> tuple[Handoff | str, WorktreeResult | None]:
     """Run the worker, then commit what it left: its handoff, or the error text; and what the
     commit step found (None when it did not run or failed)."""
@@ -89,7 +89,7 @@ async def _work(
             return failure_text(exc, attempt.log_path), None
         if scope.cancelled_caught:
             return f"timed out after {timeout:g}s", None
-        committed, result = await _commit(repo, worktree, attempt)
+        committed, result = await _commit(repo, pool, worktree, attempt)
     except MissionError as exc:  # committing what the worker left: git refused
         return str(exc), None
     if handoff is None:
@@ -101,15 +101,23 @@ async def _work(
 
 
 async def _commit(
-    repo: GitRepo, worktree: Path, attempt: Attempt
+    repo: GitRepo, pool: WorktreePool, worktree: Path, attempt: Attempt
 ) -> tuple[Handoff, WorktreeResult]:
     feature = attempt.feature
     message = f"rho-mission {attempt.mission.id}: {feature.id} {feature.description}".strip()
 
     def commit() -> WorktreeResult:
-        return commit_worktree(
+        # Staged from rho's own index (a task's may lie about what changed), and what the
+        # commit left is rho's own for the next feature in this worktree.
+        try:
+            pool.own_index(worktree)
+        except OSError as exc:
+            raise FeatureResultError(f"its index could not be put back: {exc.strerror}") from exc
+        done = commit_worktree(
             repo, worktree, message, base=attempt.base_commit, branch=feature.branch
         )
+        pool.note_index(worktree)
+        return done
 
     result = await anyio.to_thread.run_sync(commit)
     count = len(result.files_changed)

@@ -118,7 +118,7 @@ async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str])
             if cgroup is not None:  # what outlived a killed supervisor ends here
                 await end_cgroup(cgroup, config.grace_period)
             if quarantine is not None:
-                discard(quarantine)
+                await anyio.to_thread.run_sync(discard, quarantine)
 
 
 def _quarantine_for(worktree: Path) -> Quarantine:

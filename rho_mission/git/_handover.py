@@ -14,10 +14,17 @@ So before a worktree is handed on (``WorktreePool.acquire`` of a reused or recla
 - ``trim_git_dir`` removes from its git dir all that ``git worktree add`` does not make (its
   ``HEAD``, ``commondir``, ``gitdir``, ``index``, ``logs/HEAD``, and rho's ``locked``),
   never following a link;
-- ``index_is_plain`` tells whether its index holds only plain entries (``git ls-files -v``
-  tags each ``H``); one that does not is replaced by a new worktree. git is asked only when
-  the index is not the file rho's own last checkout left there (``index_identity``): a task
-  that ran no git in it costs no process.
+- its index is rho's own: the bytes its last checkout there left (``SavedIndex``) are put
+  back whenever the index is no longer that file (``restore_index``). A task can set a bit in
+  the index, and it can also make an entry lie (the original blob's id with the stat data of
+  its edited file, so that git takes the edit for the original); rho's own index tells the
+  truth, and the forced checkout that follows rewrites every file that is not what it says.
+  A task that ran no git in the worktree costs nothing (the index is still rho's file);
+- a worktree with no saved index (given back by another mission) must hold only plain entries
+  (``index_is_plain``: no ``skip-worktree``, ``assume-unchanged`` or unmerged one), or it is
+  replaced by a new one. A small index is read here, a large (or version 4) one by
+  ``git ls-files -v``. Under ``--sandbox`` no task reaches another worktree's index; without
+  it a task can write any file the user can, those of idle pooled worktrees too.
 """
 
 from __future__ import annotations
@@ -26,18 +33,36 @@ import contextlib
 import os
 import shutil
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..containment import require_pinned
+from ..containment._folders import open_unfollowed
 from ._repo import GitRepo
 
-__all__ = ["IndexIdentity", "index_identity", "index_is_plain", "trim_git_dir"]
+__all__ = [
+    "IndexIdentity",
+    "SavedIndex",
+    "index_identity",
+    "index_is_plain",
+    "restore_index",
+    "save_index",
+    "trim_git_dir",
+]
 
 # What "git worktree add" makes in a worktree's git dir, and the lock rho puts there.
 _KEPT = frozenset({"HEAD", "commondir", "gitdir", "index", "locked", "logs"})
 _KEPT_LOGS = frozenset({"HEAD"})
 
 IndexIdentity = tuple[int, int, int, int, int] | None
+
+# Read here up to 1 MiB (about 10,000 entries); a larger index is read by git.
+_READ_LIMIT = 1 << 20
+_ASSUME_VALID = 0x8000
+_EXTENDED = 0x4000
+_UNMERGED_STAGE = 0x3000
+_NAME_MASK = 0x0FFF
+_SKIP_WORKTREE = 0x4000
 
 
 def trim_git_dir(worktree: Path) -> None:
@@ -69,6 +94,43 @@ def _remove(path: Path) -> None:
             os.unlink(path)
 
 
+@dataclass(frozen=True, slots=True)
+class SavedIndex:
+    """The index file rho's checkout left in a worktree: its identity and its bytes."""
+
+    identity: IndexIdentity
+    data: bytes
+
+
+def save_index(worktree: Path) -> SavedIndex | None:
+    """The index of *worktree* as it is now (right after rho's own checkout), or None."""
+    try:
+        fd = open_unfollowed(require_pinned(worktree).git_dir / "index", os.O_RDONLY)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        found = os.fstat(handle.fileno())
+        data = handle.read()
+    identity = (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+    return SavedIndex(identity, data)
+
+
+def restore_index(worktree: Path, saved: SavedIndex) -> bool:
+    """Put *saved* back as *worktree*'s index unless the index is still that file; whether it
+    was put back (written to a new file, renamed over the index: no link followed)."""
+    if index_identity(worktree) == saved.identity:
+        return False
+    git_dir = require_pinned(worktree).git_dir
+    temporary = git_dir / f"index.rho-{os.getpid()}"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temporary)
+    fd = open_unfollowed(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(saved.data)
+    os.replace(temporary, git_dir / "index")
+    return True
+
+
 def index_identity(worktree: Path) -> IndexIdentity:
     """The identity of *worktree*'s index file (device, inode, size, times), None if absent."""
     try:
@@ -89,5 +151,52 @@ def index_is_plain(repo: GitRepo, worktree: Path, left: IndexIdentity) -> bool:
     """
     if left is not None and index_identity(worktree) == left:
         return True
+    plain = _read_plain(require_pinned(worktree).git_dir / "index")
+    if plain is not None:
+        return plain
     listed = repo.run("ls-files", "-v", "-z", cwd=worktree)
     return all(entry.startswith("H ") for entry in listed.split("\0") if entry)
+
+
+def _read_plain(index: Path) -> bool | None:
+    """Whether the index file holds only plain entries, read here (no git process); None when
+    git must say: a version 4 index (paths compressed), a large one (git reads it faster), or
+    one that cannot be read as an index."""
+    try:
+        fd = open_unfollowed(index, os.O_RDONLY)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(_READ_LIMIT + 1)
+    if len(data) > _READ_LIMIT or data[:4] != b"DIRC":
+        return None
+    try:
+        return _entries_plain(data)
+    except (IndexError, ValueError):
+        return None
+
+
+def _entries_plain(data: bytes) -> bool | None:
+    # git's index format: a 12-byte header, then per entry 62 bytes of stat data, name and
+    # flags, an extended-flags word when the "extended" bit is set (version 3), the path and
+    # 1 to 8 NULs up to a multiple of 8.
+    version = int.from_bytes(data[4:8], "big")
+    if version not in (2, 3):
+        return None
+    offset = 12
+    for _ in range(int.from_bytes(data[8:12], "big")):
+        flags = int.from_bytes(data[offset + 60 : offset + 62], "big")
+        if flags & _ASSUME_VALID or flags & _UNMERGED_STAGE:
+            return False
+        fixed = 62
+        if flags & _EXTENDED:
+            if int.from_bytes(data[offset + 62 : offset + 64], "big") & _SKIP_WORKTREE:
+                return False
+            fixed = 64
+        length = flags & _NAME_MASK
+        if length == _NAME_MASK:
+            length = data.index(b"\0", offset + fixed) - offset - fixed
+        offset += (fixed + length + 8) & ~7
+        if offset > len(data):
+            raise ValueError("truncated index")
+    return True

@@ -72,6 +72,10 @@ _PLUMBING_CONFIG = (
     "core.fsmonitor=false",
     "-c",
     "submodule.recurse=false",
+    # No "gc --auto" from rho's plumbing: detached, it would be a daemon in a session of its
+    # own under rho (the subreaper), ended as a task's orphan.
+    "-c",
+    "gc.auto=0",
 )
 
 
@@ -528,8 +532,11 @@ class GitRepo:
             handle.write(diff.encode("utf-8", "surrogateescape"))  # git's bytes, as read
 
         def git(*args: str) -> tuple[int, str, str]:
+            check_config(self.common_dir)
             command = ["git", "-C", str(self.root), *_PLUMBING_CONFIG, *args]
-            return _execute(command, None, {"GIT_INDEX_FILE": str(index)})
+            done = _execute(command, None, {"GIT_INDEX_FILE": str(index)})
+            check_config(self.common_dir)
+            return done
 
         try:
             status, _, err = git("read-tree", onto)

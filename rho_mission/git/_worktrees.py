@@ -39,8 +39,10 @@ from pathlib import Path
 from types import TracebackType
 
 from .._errors import (
+    GitConfigChangedError,
     GitOperationError,
     InvalidMissionError,
+    MissionError,
     RefMovedError,
     WorktreeTamperedError,
 )
@@ -51,7 +53,7 @@ from ..containment._folders import (
     open_unfollowed,
     private_folder,
 )
-from ._handover import IndexIdentity, index_identity, index_is_plain, trim_git_dir
+from ._handover import SavedIndex, index_is_plain, restore_index, save_index, trim_git_dir
 from ._repo import PARALLEL_CHECKOUT, GitRepo, WorktreeInfo, ref_moved
 
 __all__ = [
@@ -150,8 +152,8 @@ class WorktreePool:
         # Idle worktrees known to hold nothing but their HEAD's files (no "git clean" needed),
         # and that HEAD's commit when the caller said it (then a checkout of it writes nothing).
         self._spotless: dict[Path, str | None] = {}
-        # The identity of the index that rho's last checkout left in each worktree.
-        self._index_left: dict[Path, IndexIdentity] = {}
+        # The index that rho's last checkout left in each worktree (see _handover).
+        self._index_saved: dict[Path, SavedIndex] = {}
         # Worktrees git had registered when this pool first added one (listed once: later names
         # of this pool are new, see _free_path).
         self._registered: dict[Path, WorktreeInfo] | None = None
@@ -206,14 +208,15 @@ class WorktreePool:
         if path is not None:
             failed = False
             try:
-                if _reusable(path) and self._as_new(path):
-                    dirty = not spotless
+                usable, restored = self._as_new(path) if _reusable(path) else (False, False)
+                if usable:
+                    dirty = not spotless or restored
                     # Nothing to write when it already stands at the start: -b under the lock.
                     written = dirty or head == start
                     self._switch(
                         path, branch, start, expected, fill=dirty, clean=dirty, written=written
                     )
-                    self._note_index(path)
+                    self.note_index(path)
                     return path
             except RefMovedError:
                 self._give_back(path)  # healthy: the branch is what was refused
@@ -229,22 +232,49 @@ class WorktreePool:
         except BaseException:
             self._discard(path)
             raise
-        self._note_index(path)
+        self.note_index(path)
         return path
 
-    def _as_new(self, path: Path) -> bool:
+    def _as_new(self, path: Path) -> tuple[bool, bool]:
         # A reused worktree handed on as new (see _handover): its git dir trimmed to what
-        # "worktree add" makes; False when its index holds a bit a task set (then replaced).
-        trim_git_dir(path)
-        with self._state:
-            left = self._index_left.pop(path, None)
-        return index_is_plain(self.repo, path, left)
+        # "worktree add" makes, its index rho's own again. Whether it can be used (not when it
+        # came from another mission with a bit a task set in its index, nor when any of this
+        # fails: then it is replaced), and whether its index was put back (then every file is
+        # checked out again).
+        try:
+            trim_git_dir(path)
+            with self._state:
+                saved = self._index_saved.pop(path, None)
+            if saved is not None:
+                return True, restore_index(path, saved)
+            return index_is_plain(self.repo, path, None), False
+        except GitConfigChangedError:
+            raise  # the repository's, not this worktree's: no git runs at all
+        except (OSError, MissionError):
+            return False, False
 
-    def _note_index(self, path: Path) -> None:
-        # The index rho's own checkout left: plain, since the one it started from was.
-        identity = index_identity(path)
+    def own_index(self, path: Path) -> bool:
+        """Put back the index rho last left in *path* if something else wrote it since (a
+        task's git); whether it did. Before rho stages a task's work: ``git add`` trusts the
+        index's stat data, which a task can make lie (see ``_handover``).
+
+        Raises:
+            UnsafePathError, WorktreeTamperedError: the worktree is not the one rho made.
+            OSError: the index could not be written.
+        """
         with self._state:
-            self._index_left[path] = identity
+            saved = self._index_saved.get(path)
+        return saved is not None and restore_index(path, saved)
+
+    def note_index(self, path: Path) -> None:
+        """Keep *path*'s index as rho's own: right after rho's checkout or commit there, from
+        an index that told the truth."""
+        saved = save_index(path)
+        with self._state:
+            if saved is None:
+                self._index_saved.pop(path, None)
+            else:
+                self._index_saved[path] = saved
 
     def acquire_detached(self, start_commit: str) -> Path:
         """A new worktree with *start_commit* checked out on a detached HEAD: no branch moves.
@@ -408,7 +438,7 @@ class WorktreePool:
         given: list[Path] = []
         for path in idle[: max(0, self._limit - len(others))]:
             try:
-                if not _reusable(path):
+                if not _reusable(path) or not self._as_new(path)[0]:
                     continue
                 # Detached, so that its last branch can be deleted or checked out elsewhere.
                 self.repo.run("update-ref", "--no-deref", "HEAD", "HEAD", cwd=path)
@@ -564,7 +594,7 @@ class WorktreePool:
         with self._state:
             self._busy.discard(path)
             self._spotless.pop(path, None)
-            self._index_left.pop(path, None)
+            self._index_saved.pop(path, None)
             with contextlib.suppress(ValueError):
                 self._idle.remove(path)
         try:

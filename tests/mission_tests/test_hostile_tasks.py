@@ -120,15 +120,60 @@ def with_makefile(project: Path) -> Path:
     return project
 
 
+def _poison_then_build(repo: Path, poison: str) -> dict[str, str]:
+    """Run *poison* then, in the same worktree (one worker, one wave, in id order), a build;
+    the files of the integration branch. The poison's edit is its own work, committed in the
+    open; what the build runs is the wave's start."""
+    build = 'make -s && mv made.txt "made-by-build.txt"'
+    import_tasks(repo, [spec("a_poison", poison), spec("b_build", build)])
+    result = run_rho("mission", "--from-tasks", "--workers", "1", cwd=repo)
+    assert result.code == 0, result.stderr
+    return tree_files(repo, _integration(repo))
+
+
 def test_a_worktree_whose_makefile_a_task_poisoned_and_hid_goes_to_its_next_task_as_new(
     with_makefile: Path,
 ) -> None:
-    # One worker: the next wave's task gets the same worktree, which came back "spotless".
-    poison = f"{POISON} && git update-index --skip-worktree Makefile"
-    import_tasks(with_makefile, [spec("poison", poison), spec("build", "make -s", "poison")])
-    result = run_rho("mission", "--from-tasks", "--workers", "1", cwd=with_makefile)
-    assert result.code == 0, result.stderr
-    assert tree_files(with_makefile, _integration(with_makefile))["made.txt"] == "good\n"
+    files = _poison_then_build(
+        with_makefile, f"{POISON} && git update-index --skip-worktree Makefile"
+    )
+    assert files["made-by-build.txt"] == "good\n"
+    assert "POISON" in files["Makefile"], "the hidden edit is the task's work, in its commit"
+
+
+# An index entry that lies: the original blob's id with the stat data of the edited file, so
+# that git takes the edit for the original (status clean, no checkout rewrites it).
+LYING_INDEX = """
+import hashlib, subprocess
+def git(*args):
+    return subprocess.check_output(["git", *args]).decode().strip()
+original = bytes.fromhex(git("rev-parse", "HEAD:Makefile"))
+subprocess.check_call(["git", "add", "Makefile"])
+path = git("rev-parse", "--git-path", "index")
+data = bytearray(open(path, "rb").read())
+offset = 12
+for _ in range(int.from_bytes(data[8:12], "big")):
+    length = int.from_bytes(data[offset + 60 : offset + 62], "big") & 0xFFF
+    if data[offset + 62 : offset + 62 + length] == b"Makefile":
+        data[offset + 40 : offset + 60] = original
+    offset += (62 + length + 8) & ~7
+body = bytes(data[:-20])
+open(path, "wb").write(body + hashlib.sha1(body).digest())
+"""
+
+
+def test_a_worktree_whose_index_a_task_made_lie_goes_to_its_next_task_as_new(
+    with_makefile: Path, marks: Path
+) -> None:
+    script = marks / "lie.py"
+    script.write_text(LYING_INDEX)
+    # An old modification time: git's check of a "racily clean" entry would see through it.
+    lie = f"touch -d 2000-01-01 Makefile && python3 {q(script)}"
+    files = _poison_then_build(
+        with_makefile, f'{POISON} && {lie} && test -z "$(git status --porcelain)"'
+    )
+    assert files["made-by-build.txt"] == "good\n"
+    assert "POISON" in files["Makefile"], "the hidden edit is the task's work, in its commit"
 
 
 def test_a_pooled_worktree_whose_makefile_a_task_poisoned_and_hid_is_new_to_the_next_mission(
@@ -163,12 +208,16 @@ def test_a_pooled_worktree_git_dir_keeps_only_what_worktree_add_makes(project: P
     assert files["new.txt"] == "new\n"
 
 
+@pytest.mark.parametrize("version", ["2", "3", "4"])
 @pytest.mark.parametrize("bit", ["--skip-worktree", "--assume-unchanged"])
-def test_an_index_with_a_bit_a_task_set_is_not_plain(repo: GitRepo, bit: str) -> None:
+def test_an_index_with_a_bit_a_task_set_is_not_plain(repo: GitRepo, bit: str, version: str) -> None:
     # The forced checkout of a reused worktree rewrites an assume-unchanged file but keeps its
-    # bit, which would hide the next task's edit of it from rho's commit: neither bit passes.
+    # bit, which would hide the next task's edit of it from rho's commit: neither bit passes,
+    # whether rho reads the index itself (versions 2 and 3) or asks git (version 4).
     with WorktreePool(repo, repo.root / ".rho" / "worktrees" / "m1", "m1") as pool:
         path = pool.acquire("rho-mission/m1/a", "HEAD")
+        run_git(path, "update-index", "--index-version", version)
+        assert index_is_plain(repo, path, None)
         left = index_identity(path)
         assert index_is_plain(repo, path, left)
         run_git(path, "update-index", bit, "file0002.txt")

@@ -143,3 +143,53 @@ def test_the_quarantine_of_a_dead_process_is_swept(common: Path) -> None:
     live = _quarantine(common)
     assert not dead.exists()
     assert live.folder.exists()
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (zlib.compress(b"blob 3\0hi\n") + b"junk", "is not the size its header says"),
+        (zlib.compress(b"blob 03\0hi\n"), "is no git object"),
+        (zlib.compress(b"blob 4\0hi\n"), "is not the size its header says"),
+        (zlib.compress(b"blob 2\0hi\n"), "is not the size its header says"),
+        (zlib.compress(b"blob 3\0hi\n")[:-3], "is not the size its header says"),
+        (zlib.compress(b"blob 3 hi\n" + b"x" * 40), "is no git object"),
+    ],
+    ids=["data after the stream", "a size git never writes", "short", "long", "cut", "no NUL"],
+)
+def test_an_object_git_would_not_read_is_refused(common: Path, data: bytes, problem: str) -> None:
+    quarantine = _quarantine(common)
+    name = hashlib.sha1(zlib.decompressobj().decompress(data)).hexdigest()
+    _put(quarantine, name, data)
+    with pytest.raises(QuarantineRefusedError, match=re.escape(problem)):
+        admit(quarantine, common)
+    assert not _has(common, name)
+
+
+def test_a_malformed_tree_is_refused_by_git(common: Path) -> None:
+    quarantine = _quarantine(common)
+    name, data = _loose(b"100644 f\0" + b"\x01" * 5, kind=b"tree")  # an id of 5 bytes, not 20
+    _put(quarantine, name, data)
+    with pytest.raises(
+        QuarantineRefusedError, match=r"^the task's new git objects were refused: git refused"
+    ):
+        admit(quarantine, common)
+
+
+def test_a_large_object_is_checked_in_one_pass(common: Path) -> None:
+    body = os.urandom(8 << 20)  # incompressible: what made an unbounded inflate quadratic
+    quarantine = _quarantine(common)
+    name, data = _loose(body)
+    _put(quarantine, name, data)
+    assert admit(quarantine, common) == 1
+    assert _has(common, name)
+
+
+def test_a_quarantine_the_task_made_read_only_is_still_deleted(common: Path) -> None:
+    quarantine = _quarantine(common)
+    name, data = _loose(b"kept?\n")
+    path = _put(quarantine, name, data)
+    path.parent.chmod(0o500)
+    quarantine.folder.chmod(0o500)
+    assert admit(quarantine, common) == 1
+    assert not quarantine.folder.exists()

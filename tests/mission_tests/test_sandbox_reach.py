@@ -265,3 +265,32 @@ def test_sandbox_reach_options_without_a_sandbox_are_one_error_line(
     result = run_rho("mission", "--from-tasks", *flags, cwd=project)
     assert (result.code, result.stderr_lines[0]) == (2, message)
     assert store_bytes(project) == before
+
+
+def test_secrets_behind_links_are_hidden_where_they_lead(project: Path, tmp_path: Path) -> None:
+    home = Path(os.environ["HOME"])
+    dotfiles = tmp_path / "dotfiles"
+    (dotfiles / "ssh").mkdir(parents=True)
+    (dotfiles / "ssh" / "id_ed25519").write_text("SECRET-linked-key\n")
+    (dotfiles / "netrc").write_text("SECRET-linked-netrc\n")
+    (home / ".ssh").symlink_to(dotfiles / "ssh")
+    (home / ".netrc").symlink_to(dotfiles / "netrc")
+    (home / ".git-credentials").symlink_to(tmp_path / "nowhere")  # dangling: nothing to read
+    reads = f"cat {q(home / '.ssh' / 'id_ed25519')} {q(home / '.netrc')} > seen.txt 2>/dev/null"
+    import_tasks(project, [spec("reach", f"{reads}; echo done >> seen.txt")])
+    result = run_rho("mission", "--from-tasks", "--sandbox", cwd=project)
+    assert result.code == 0, result.stderr
+    assert tree_files(project, _integration(project))["seen.txt"] == "done\n"
+
+
+def test_a_shown_parent_of_the_repository_lies_under_rhos_own_mounts(project: Path) -> None:
+    task = (
+        f"cat {q(project / '.rho' / 'tasks.json')} > seen.txt 2>/dev/null; "
+        "echo written > written.txt"
+    )
+    import_tasks(project, [spec("reach", task)])
+    flags = ("--sandbox", "--sandbox-allow", str(project.parent))
+    result = run_rho("mission", "--from-tasks", *flags, cwd=project)
+    assert result.code == 0, result.stderr
+    files = tree_files(project, _integration(project))
+    assert (files["seen.txt"], files["written.txt"]) == ("", "written\n")
