@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,15 +95,38 @@ def _real_folder(path: Path) -> bool:
         return False
 
 
+# The last look at a home folder: the folders looked in with their modification times, and
+# the sockets found. A socket made (or removed) in a folder changes the folder's time.
+_LOOKED: dict[Path, tuple[tuple[tuple[str, int], ...], list[Path]]] = {}
+_LOOKED_GUARD = threading.Lock()
+
+
 def _sockets_near(home: Path) -> list[Path]:
-    """The sockets in *home* and in the folders right below it (links not followed)."""
+    """The sockets in *home* and in the folders right below it (links not followed); looked
+    for again only when one of those folders changed since the last look (a few ``stat``
+    calls, not a listing of each)."""
+    with _LOOKED_GUARD:
+        last = _LOOKED.get(home)
+    if last is not None and all(_mtime(folder) == when for folder, when in last[0]):
+        return list(last[1])
+    folders = [(str(home), _mtime(str(home)))]
     found: list[Path] = []
     for entry in _entries(home):
         if _is_socket(entry):
             found.append(Path(entry.path))
         elif entry.is_dir(follow_symlinks=False):
+            folders.append((entry.path, _mtime(entry.path)))
             found += [Path(inner.path) for inner in _entries(Path(entry.path)) if _is_socket(inner)]
-    return found
+    with _LOOKED_GUARD:
+        _LOOKED[home] = (tuple(folders), found)
+    return list(found)
+
+
+def _mtime(folder: str) -> int:
+    try:
+        return os.lstat(folder).st_mtime_ns
+    except OSError:
+        return -1
 
 
 def _entries(folder: Path) -> list[os.DirEntry[str]]:

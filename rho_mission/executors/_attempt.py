@@ -116,7 +116,8 @@ async def _commit(
         done = commit_worktree(
             repo, worktree, message, base=attempt.base_commit, branch=feature.branch
         )
-        pool.note_index(worktree)
+        if done.branch_head is not None:  # the worktree's HEAD, whose index rho just wrote
+            pool.note_index(worktree, done.branch_head)
         return done
 
     result = await anyio.to_thread.run_sync(commit)

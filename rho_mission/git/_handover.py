@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import stat
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from ._repo import GitRepo
 __all__ = [
     "IndexIdentity",
     "SavedIndex",
+    "carry_index",
     "index_identity",
     "index_is_plain",
     "restore_index",
@@ -96,14 +98,17 @@ def _remove(path: Path) -> None:
 
 @dataclass(frozen=True, slots=True)
 class SavedIndex:
-    """The index file rho's checkout left in a worktree: its identity and its bytes."""
+    """The index file rho's checkout or commit left in a worktree: its identity, its bytes,
+    and the commit it was the index of."""
 
     identity: IndexIdentity
     data: bytes
+    commit: str
 
 
-def save_index(worktree: Path) -> SavedIndex | None:
-    """The index of *worktree* as it is now (right after rho's own checkout), or None."""
+def save_index(worktree: Path, commit: str) -> SavedIndex | None:
+    """The index of *worktree* as it is now (right after rho's own checkout of *commit*, or
+    its commit of it), or None."""
     try:
         fd = open_unfollowed(require_pinned(worktree).git_dir / "index", os.O_RDONLY)
     except OSError:
@@ -112,7 +117,7 @@ def save_index(worktree: Path) -> SavedIndex | None:
         found = os.fstat(handle.fileno())
         data = handle.read()
     identity = (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
-    return SavedIndex(identity, data)
+    return SavedIndex(identity, data, commit)
 
 
 def restore_index(worktree: Path, saved: SavedIndex) -> bool:
@@ -129,6 +134,33 @@ def restore_index(worktree: Path, saved: SavedIndex) -> bool:
         handle.write(saved.data)
     os.replace(temporary, git_dir / "index")
     return True
+
+
+def carry_index(repo: GitRepo, worktree: Path, saved: SavedIndex) -> None:
+    """Move the index *saved* put back to the worktree's HEAD, when a task's commits moved HEAD
+    since: ``git read-tree -m`` of the two commits keeps the stat data of every entry the
+    commits share (those rho's checkout wrote, told truly) and takes the others from HEAD
+    without any (git reads those files again). The index then differs from HEAD by what the
+    worktree holds uncommitted, as a task's own index would.
+
+    Raises:
+        GitOperationError: HEAD names no commit, or git refused.
+    """
+    head = _detached_head(worktree) or repo.run("rev-parse", "--verify", "HEAD", cwd=worktree)
+    head = head.strip()
+    if head != saved.commit:
+        repo.run("read-tree", "-m", saved.commit, head, cwd=worktree)
+
+
+def _detached_head(worktree: Path) -> str | None:
+    # A detached HEAD (a sandboxed task's) is its commit's id: no git process to read it.
+    try:
+        fd = open_unfollowed(require_pinned(worktree).git_dir / "HEAD", os.O_RDONLY)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        text = handle.read(100).decode("ascii", "replace").strip()
+    return text if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", text) else None
 
 
 def index_identity(worktree: Path) -> IndexIdentity:

@@ -53,7 +53,14 @@ from ..containment._folders import (
     open_unfollowed,
     private_folder,
 )
-from ._handover import SavedIndex, index_is_plain, restore_index, save_index, trim_git_dir
+from ._handover import (
+    SavedIndex,
+    carry_index,
+    index_is_plain,
+    restore_index,
+    save_index,
+    trim_git_dir,
+)
 from ._repo import PARALLEL_CHECKOUT, GitRepo, WorktreeInfo, ref_moved
 
 __all__ = [
@@ -216,7 +223,7 @@ class WorktreePool:
                     self._switch(
                         path, branch, start, expected, fill=dirty, clean=dirty, written=written
                     )
-                    self.note_index(path)
+                    self.note_index(path, start)
                     return path
             except RefMovedError:
                 self._give_back(path)  # healthy: the branch is what was refused
@@ -232,7 +239,7 @@ class WorktreePool:
         except BaseException:
             self._discard(path)
             raise
-        self.note_index(path)
+        self.note_index(path, start)
         return path
 
     def _as_new(self, path: Path) -> tuple[bool, bool]:
@@ -260,16 +267,20 @@ class WorktreePool:
 
         Raises:
             UnsafePathError, WorktreeTamperedError: the worktree is not the one rho made.
+            GitOperationError: git could not move the index to the task's HEAD.
             OSError: the index could not be written.
         """
         with self._state:
             saved = self._index_saved.get(path)
-        return saved is not None and restore_index(path, saved)
+        if saved is None or not restore_index(path, saved):
+            return False
+        carry_index(self.repo, path, saved)
+        return True
 
-    def note_index(self, path: Path) -> None:
-        """Keep *path*'s index as rho's own: right after rho's checkout or commit there, from
-        an index that told the truth."""
-        saved = save_index(path)
+    def note_index(self, path: Path, commit: str) -> None:
+        """Keep *path*'s index as rho's own, the index of *commit*: right after rho's checkout
+        of it or its commit there, from an index that told the truth."""
+        saved = save_index(path, commit)
         with self._state:
             if saved is None:
                 self._index_saved.pop(path, None)

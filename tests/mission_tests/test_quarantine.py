@@ -1,11 +1,13 @@
 """The object quarantine of a sandboxed attempt, checked and admitted by rho (no sandbox here:
-what a task could leave in it is made by hand, and ``admit`` is called as rho calls it)."""
+what a task could leave in it is made by hand, and ``admit`` is called as rho calls it); and
+the host mask's kept look at the home folder."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import re
+import socket
 import subprocess
 import zlib
 from collections.abc import Callable
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from rho_mission._errors import QuarantineRefusedError
+from rho_mission.containment._hostmask import host_mask
 from rho_mission.containment._quarantine import Quarantine, admit, open_quarantine
 
 from .conftest import run_git
@@ -193,3 +196,16 @@ def test_a_quarantine_the_task_made_read_only_is_still_deleted(common: Path) -> 
     quarantine.folder.chmod(0o500)
     assert admit(quarantine, common) == 1
     assert not quarantine.folder.exists()
+
+
+def test_the_host_mask_sees_a_socket_made_after_its_last_look(tmp_path: Path) -> None:
+    # The look is kept while the folders it listed are unchanged; a new socket changes one.
+    home = tmp_path / "home"
+    (home / ".agent").mkdir(parents=True)
+    assert host_mask(home).files == ()
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(home / ".agent" / "agent.sock"))
+        assert host_mask(home).files == (home / ".agent" / "agent.sock",)
+    finally:
+        server.close()
