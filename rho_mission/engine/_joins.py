@@ -21,11 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from .._errors import MergeConflictError
 from ..records._clock import now_rfc3339
 from ..records._document import Feature, MissionStatus, Verification, WaveJoin
 
 __all__ = [
     "blocked_downstream",
+    "conflict_text",
     "final_status",
     "first_unfinished",
     "join_record",
@@ -95,6 +97,20 @@ def blocked_downstream(
             if any(b in bad or b in blocked for b in feature.blocked_by):
                 blocked.add(feature_id)
     return blocked
+
+
+def conflict_text(conflict: MergeConflictError, merged: Sequence[Feature]) -> str:
+    """Why a feature's merge failed, with whom: ``merge conflict in a.py with task_1 (add
+    y)``: the features merged before it in this join whose work changed a conflicted path,
+    each with its subject; or the work already on the integration branch when none did."""
+    paths = set(conflict.files)
+    met = [
+        f"{feature.id} ({feature.description})" if feature.description else feature.id
+        for feature in merged
+        if feature.handoff is not None and paths & set(feature.handoff.files_changed)
+    ]
+    whom = ", ".join(met) if met else "the work already on the integration branch"
+    return f"{conflict} with {whom}"
 
 
 def join_record(

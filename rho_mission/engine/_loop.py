@@ -28,7 +28,7 @@ import anyio.lowlevel
 
 from graph import sha256_hex as digest
 
-from .._errors import MissionError
+from .._errors import MergeConflictError, MissionError
 from ..containment._mission_processes import end_mission_processes
 from ..executors._contract import Attempt, Executor, Observer, Worker
 from ..git._refs import RefHistory, check_id_free, settle_refs
@@ -45,7 +45,13 @@ from ..records._document import (
 )
 from ..records._journal import Journal
 from ..records._persist import note_feature_end, save_mission, save_mission_after
-from ._joins import blocked_downstream, final_status, first_unfinished, join_record
+from ._joins import (
+    blocked_downstream,
+    conflict_text,
+    final_status,
+    first_unfinished,
+    join_record,
+)
 from ._stage_workers import StageRun, Stages
 from ._storesync import StoreSync
 from ._verify import JoinChecks, VerificationRun
@@ -487,13 +493,18 @@ class _WaveRunner:
             return  # no new commit, or completed before the mission
         join = MergeChain(self.repo, start, await self._parents(commits.values()))
         riding: list[Feature] = []  # the features whose work is in the join's head alone
+        merged: list[Feature] = []  # those merged so far in this join, in its order
         for feature_id, commit in commits.items():
             feature = self.mission.feature(feature_id)
             try:
                 await anyio.to_thread.run_sync(self._merge_one, join, feature, commit)
-            except MissionError as exc:
-                await self._merge_failed(feature, exc)
+            except MergeConflictError as exc:
+                await self._merge_failed(feature, conflict_text(exc, merged))
                 continue
+            except MissionError as exc:
+                await self._merge_failed(feature, str(exc))
+                continue
+            merged.append(feature)
             if join.head != start:
                 riding.append(feature)
         if join.head != start:
@@ -503,7 +514,7 @@ class _WaveRunner:
                 await self._move_integration(join.head, start, label)
             except MissionError as exc:  # none of their work reached the integration branch
                 for feature in riding:
-                    await self._merge_failed(feature, exc)
+                    await self._merge_failed(feature, str(exc))
                 return
         self.mission.integration_head = join.head
 
@@ -515,9 +526,9 @@ class _WaveRunner:
         except MissionError:
             return {}
 
-    async def _merge_failed(self, feature: Feature, exc: MissionError) -> None:
+    async def _merge_failed(self, feature: Feature, reason: str) -> None:
         feature.handoff = None
-        await self._end(feature, "failed", str(exc))
+        await self._end(feature, "failed", reason)
 
     def _merge_one(self, join: MergeChain, feature: Feature, commit: str) -> None:
         message = f"rho-mission {self.mission.id}: merge {feature.id}"

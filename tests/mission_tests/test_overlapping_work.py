@@ -1,0 +1,92 @@
+"""Parallel work that overlaps (design §10): what a join does when two features of one wave
+change the same file. Real repositories and real ``rho`` runs.
+
+- git's own merge drivers apply to rho's merges: ``merge=union`` in ``.gitattributes`` lands
+  three tasks that each append a line to one ``__init__.py``;
+- without one, the features whose merge conflicts fail, each naming the paths and the
+  features of the join whose work they met.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rho_mission import Feature, Handoff
+from rho_mission._errors import MergeConflictError
+from rho_mission.engine._joins import conflict_text
+
+from ._cli_helpers import import_tasks, run_rho, spec, store_tasks, tree_files
+from .conftest import run_git
+
+pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
+
+NAMES = ("a", "b", "c")
+
+
+def _package(project: Path, attributes: str | None) -> None:
+    (project / "pkg").mkdir()
+    (project / "pkg" / "__init__.py").write_text("")
+    if attributes is not None:
+        (project / ".gitattributes").write_text(attributes)
+    run_git(project, "add", "--all")
+    run_git(project, "commit", "--quiet", "--message=package")
+
+
+def _registering_tasks(project: Path) -> None:
+    # What agents do all day: a module of one's own, and one line in the package's registry.
+    tasks = []
+    for name in NAMES:
+        register = f"echo 'from .{name} import {name}' >> pkg/__init__.py"
+        task = spec(f"add_{name}", f"{register} && echo '{name} = 1' > pkg/{name}.py")
+        task["subject"] = f"add {name}"
+        tasks.append(task)
+    import_tasks(project, tasks)
+
+
+def _integration(repo: Path) -> str:
+    listed = run_git(repo, "for-each-ref", "--sort=-creatordate", "--format=%(refname:short)")
+    return next(ref for ref in listed.splitlines() if ref.endswith("/integration"))
+
+
+def test_a_union_merge_driver_lands_three_appends_to_one_file(project: Path) -> None:
+    _package(project, "pkg/__init__.py merge=union\n")
+    _registering_tasks(project)
+    result = run_rho("mission", "--from-tasks", cwd=project)
+    assert result.code == 0, result.stderr
+    files = tree_files(project, _integration(project))
+    assert files["pkg/__init__.py"] == "".join(f"from .{n} import {n}\n" for n in NAMES)
+    assert {f"pkg/{n}.py" for n in NAMES} <= set(files)
+
+
+def test_a_conflicted_merge_names_the_paths_and_the_features_it_met(project: Path) -> None:
+    _package(project, None)
+    _registering_tasks(project)
+    result = run_rho("mission", "--from-tasks", cwd=project)
+    assert result.code == 1, result.stderr
+    tasks = store_tasks(project)
+    assert tasks["add_a"]["status"] == "completed"
+    expected = "merge conflict in pkg/__init__.py with add_a (add a)"
+    assert [tasks[f"add_{n}"]["lastError"] for n in ("b", "c")] == [expected, expected]
+    assert f"add_b failed: {expected}" in result.stdout_lines
+
+
+def _merged(feature_id: str, files: list[str]) -> Feature:
+    feature = Feature(feature_id, f"do {feature_id}")
+    feature.handoff = Handoff(commit_id="0" * 40, files_changed=files)
+    return feature
+
+
+@pytest.mark.parametrize(
+    ("merged", "expected"),
+    [
+        ([_merged("t1", ["a.py"]), _merged("t2", ["b.py"])], "with t1 (do t1)"),
+        ([_merged("t1", ["a.py"]), _merged("t2", ["a.py", "c"])], "with t1 (do t1), t2 (do t2)"),
+        ([_merged("t1", ["b.py"])], "with the work already on the integration branch"),
+        ([], "with the work already on the integration branch"),
+    ],
+)
+def test_a_conflict_says_with_whom(merged: list[Feature], expected: str) -> None:
+    text = conflict_text(MergeConflictError(["a.py"]), merged)
+    assert text == f"merge conflict in a.py {expected}"
