@@ -138,18 +138,23 @@ def restore_index(worktree: Path, saved: SavedIndex) -> bool:
 
 def carry_index(repo: GitRepo, worktree: Path, saved: SavedIndex) -> None:
     """Move the index *saved* put back to the worktree's HEAD, when a task's commits moved HEAD
-    since: ``git read-tree -m`` of the two commits keeps the stat data of every entry the
-    commits share (those rho's checkout wrote, told truly) and takes the others from HEAD
-    without any (git reads those files again). The index then differs from HEAD by what the
-    worktree holds uncommitted, as a task's own index would.
+    since: ``git read-tree --reset HEAD`` keeps the stat data of every entry HEAD shares with
+    it (those rho's checkout wrote, told truly) and takes the others from HEAD without any (git
+    reads those files again). The index then differs from HEAD by what the worktree holds
+    uncommitted, as a task's own index would. A HEAD that names no commit is left for the
+    commit step to refuse, in its own words.
 
     Raises:
-        GitOperationError: HEAD names no commit, or git refused.
+        GitOperationError: git refused to read HEAD's tree.
     """
-    head = _detached_head(worktree) or repo.run("rev-parse", "--verify", "HEAD", cwd=worktree)
-    head = head.strip()
+    head = _detached_head(worktree)
+    if head is None:
+        status, out, _ = repo.run_status("rev-parse", "--verify", "--quiet", "HEAD", cwd=worktree)
+        if status != 0:
+            return
+        head = out.strip()
     if head != saved.commit:
-        repo.run("read-tree", "-m", saved.commit, head, cwd=worktree)
+        repo.run("read-tree", "--reset", head, cwd=worktree)
 
 
 def _detached_head(worktree: Path) -> str | None:

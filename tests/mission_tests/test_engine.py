@@ -394,7 +394,7 @@ async def test_a_merge_conflict_fails_the_later_feature_in_sorted_order(repo_pat
     assert (a.status, b.status, b.error, b.handoff) == (
         "completed",
         "failed",
-        "merge conflict in shared.txt",
+        "merge conflict in shared.txt with a (do a)",
         None,
     )
     assert c.status == "pending"
