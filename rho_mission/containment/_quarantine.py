@@ -49,6 +49,7 @@ from .._errors import QuarantineRefusedError
 from ._environ import child_environ
 from ._folders import open_unfollowed, private_folder
 from ._gitconfig import check_config
+from ._process import pid_alive
 
 __all__ = [
     "QUARANTINE_LIMIT",
@@ -100,18 +101,8 @@ def _sweep(parent: Path) -> None:
         return
     for name in names:
         owner = name.split("-")[1] if name.startswith("q-") and name.count("-") == 2 else ""
-        if owner.isdigit() and not _alive(int(owner)):
+        if owner.isdigit() and not pid_alive(int(owner)):
             _remove_tree(parent / name)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _alternates_of(store: Path) -> list[str]:

@@ -53,6 +53,7 @@ from ..containment._folders import (
     open_unfollowed,
     private_folder,
 )
+from ..containment._process import pid_alive
 from ._handover import (
     SavedIndex,
     carry_index,
@@ -827,17 +828,7 @@ def _in_use(tree: WorktreeInfo) -> bool:
         return True  # locked by the user or another tool, for its own reasons
     pid = int(match[1])
     # Our own pid with no open pool here means a previous process that had the same pid.
-    return pid != os.getpid() and _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    return True
+    return pid != os.getpid() and pid_alive(pid)
 
 
 def _someone_works_in(path: Path) -> bool:

@@ -259,6 +259,12 @@ def worktree_paths(repo: Path, *, pooled: bool = False) -> list[str]:
     ]
 
 
+def integration_branch(repo: Path) -> str:
+    """The integration branch of the newest mission of *repo* (by its branch's creation)."""
+    listed = _git(repo, "for-each-ref", "--sort=-creatordate", "--format=%(refname:short)")
+    return next(ref for ref in listed.splitlines() if ref.endswith("/integration"))
+
+
 def tree_files(repo: Path, ref: str) -> dict[str, str]:
     """The files of commit *ref*, each with its content."""
     names = _git(repo, "ls-tree", "-r", "--name-only", ref).split()

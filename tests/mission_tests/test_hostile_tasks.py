@@ -36,6 +36,7 @@ from rho_mission.git._worktrees import WorktreePool
 from ._cli_helpers import (
     RhoRuns,
     import_tasks,
+    integration_branch,
     pgid_of,
     pid_gone,
     read_pid,
@@ -54,11 +55,6 @@ pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 
 def q(path: Path | str) -> str:
     return shlex.quote(str(path))
-
-
-def _integration(repo: Path) -> str:
-    listed = run_git(repo, "for-each-ref", "--sort=-creatordate", "--format=%(refname:short)")
-    return next(ref for ref in listed.splitlines() if ref.endswith("/integration"))
 
 
 def test_a_filter_the_task_wrote_into_the_repository_config_never_runs(
@@ -128,7 +124,7 @@ def _poison_then_build(repo: Path, poison: str) -> dict[str, str]:
     import_tasks(repo, [spec("a_poison", poison), spec("b_build", build)])
     result = run_rho("mission", "--from-tasks", "--workers", "1", cwd=repo)
     assert result.code == 0, result.stderr
-    return tree_files(repo, _integration(repo))
+    return tree_files(repo, integration_branch(repo))
 
 
 def test_a_worktree_whose_makefile_a_task_poisoned_and_hid_goes_to_its_next_task_as_new(
@@ -185,7 +181,7 @@ def test_a_pooled_worktree_whose_makefile_a_task_poisoned_and_hid_is_new_to_the_
     import_tasks(with_makefile, [spec("build", "make -s")])
     result = run_rho("mission", "--from-tasks", cwd=with_makefile)
     assert result.code == 0, result.stderr
-    assert tree_files(with_makefile, _integration(with_makefile))["made.txt"] == "good\n"
+    assert tree_files(with_makefile, integration_branch(with_makefile))["made.txt"] == "good\n"
 
 
 def test_a_pooled_worktree_git_dir_keeps_only_what_worktree_add_makes(project: Path) -> None:
@@ -202,7 +198,7 @@ def test_a_pooled_worktree_git_dir_keeps_only_what_worktree_add_makes(project: P
     import_tasks(project, [spec("look", look), spec("add", "echo new > new.txt", "look")])
     result = run_rho("mission", "--from-tasks", "--workers", "1", cwd=project)
     assert result.code == 0, result.stderr
-    files = tree_files(project, _integration(project))
+    files = tree_files(project, integration_branch(project))
     assert files["gitdir.txt"].split() == ["HEAD", "commondir", "gitdir", "index", "locked", "logs"]
     assert files["logs.txt"].split() == ["HEAD"]
     assert files["new.txt"] == "new\n"
@@ -269,7 +265,7 @@ def test_a_pooled_worktree_a_process_holds_open_is_not_handed_to_the_next_missio
     assert process.stdout.readline() == b"1\n"
     import_tasks(project, [spec("second", 'echo "$RHO_WORKTREE" > where.txt')])
     assert run_rho("mission", "--from-tasks", cwd=project).code == 0
-    where = tree_files(project, _integration(project))["where.txt"].strip()
+    where = tree_files(project, integration_branch(project))["where.txt"].strip()
     assert where != pooled
 
 
@@ -291,7 +287,7 @@ def test_a_task_of_a_killed_rho_ends_within_the_grace(
 def test_a_task_runs_in_a_cgroup_of_its_own_removed_after_it(project: Path) -> None:
     import_tasks(project, [spec("a", "cat /proc/self/cgroup > cgroup.txt")])
     assert run_rho("mission", "--from-tasks", cwd=project).code == 0
-    lines = tree_files(project, _integration(project))["cgroup.txt"].splitlines()
+    lines = tree_files(project, integration_branch(project))["cgroup.txt"].splitlines()
     [unified] = [line.removeprefix("0::") for line in lines if line.startswith("0::")]
     assert re.fullmatch(r".*/rho-\d+-\d+", unified), unified
     mount = next(

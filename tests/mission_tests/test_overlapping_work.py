@@ -17,7 +17,7 @@ from rho_mission import Feature, Handoff
 from rho_mission._errors import MergeConflictError
 from rho_mission.engine._joins import conflict_text
 
-from ._cli_helpers import import_tasks, run_rho, spec, store_tasks, tree_files
+from ._cli_helpers import import_tasks, integration_branch, run_rho, spec, store_tasks, tree_files
 from .conftest import run_git
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
@@ -45,17 +45,12 @@ def _registering_tasks(project: Path) -> None:
     import_tasks(project, tasks)
 
 
-def _integration(repo: Path) -> str:
-    listed = run_git(repo, "for-each-ref", "--sort=-creatordate", "--format=%(refname:short)")
-    return next(ref for ref in listed.splitlines() if ref.endswith("/integration"))
-
-
 def test_a_union_merge_driver_lands_three_appends_to_one_file(project: Path) -> None:
     _package(project, "pkg/__init__.py merge=union\n")
     _registering_tasks(project)
     result = run_rho("mission", "--from-tasks", cwd=project)
     assert result.code == 0, result.stderr
-    files = tree_files(project, _integration(project))
+    files = tree_files(project, integration_branch(project))
     assert files["pkg/__init__.py"] == "".join(f"from .{n} import {n}\n" for n in NAMES)
     assert {f"pkg/{n}.py" for n in NAMES} <= set(files)
 

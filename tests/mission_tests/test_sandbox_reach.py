@@ -23,6 +23,7 @@ import pytest
 
 from ._cli_helpers import (
     import_tasks,
+    integration_branch,
     rho_env,
     run_rho,
     spec,
@@ -37,11 +38,6 @@ pytestmark = pytest.mark.usefixtures("no_leftover_tasks", "bwrap")
 
 def q(path: Path | str) -> str:
     return shlex.quote(str(path))
-
-
-def _integration(repo: Path) -> str:
-    listed = run_git(repo, "for-each-ref", "--sort=-creatordate", "--format=%(refname:short)")
-    return next(ref for ref in listed.splitlines() if ref.endswith("/integration"))
 
 
 def _objects(project: Path) -> dict[str, bytes]:
@@ -211,7 +207,7 @@ def test_host_sockets_and_home_secrets_are_out_of_a_sandboxed_tasks_reach(
     import_tasks(project, [spec("reach", _reach_command(home, sockets))])
     result = run_rho("mission", "--from-tasks", flag, cwd=project)
     assert result.code == 0, result.stderr
-    seen = tree_files(project, _integration(project))["seen.txt"]
+    seen = tree_files(project, integration_branch(project))["seen.txt"]
     assert "SECRET" not in seen
     assert "CONNECTED" not in seen
     assert seen.count("refused") == len(sockets)
@@ -225,7 +221,7 @@ def test_sandbox_allow_shows_one_more_path_read_only(project: Path) -> None:
     flags = ("--sandbox", "--sandbox-allow", str(allowed))
     result = run_rho("mission", "--from-tasks", *flags, cwd=project)
     assert result.code == 0, result.stderr
-    assert tree_files(project, _integration(project))["seen.txt"] == "SECRET-.netrc\n"
+    assert tree_files(project, integration_branch(project))["seen.txt"] == "SECRET-.netrc\n"
     assert allowed.read_text() == "SECRET-.netrc\n"
 
 
@@ -236,7 +232,7 @@ def test_sandbox_env_passes_only_the_named_variables(project: Path) -> None:
     flags = ("--sandbox", "--sandbox-env", "AGENT_API_KEY")
     result = run_rho("mission", "--from-tasks", *flags, cwd=project, env=env)
     assert result.code == 0, result.stderr
-    seen = tree_files(project, _integration(project))["seen.txt"]
+    seen = tree_files(project, integration_branch(project))["seen.txt"]
     assert seen == "key=kept token= task=env\n"
 
 
@@ -280,7 +276,7 @@ def test_secrets_behind_links_are_hidden_where_they_lead(project: Path, tmp_path
     import_tasks(project, [spec("reach", f"{reads}; echo done >> seen.txt")])
     result = run_rho("mission", "--from-tasks", "--sandbox", cwd=project)
     assert result.code == 0, result.stderr
-    assert tree_files(project, _integration(project))["seen.txt"] == "done\n"
+    assert tree_files(project, integration_branch(project))["seen.txt"] == "done\n"
 
 
 def test_a_shown_parent_of_the_repository_lies_under_rhos_own_mounts(project: Path) -> None:
@@ -292,5 +288,5 @@ def test_a_shown_parent_of_the_repository_lies_under_rhos_own_mounts(project: Pa
     flags = ("--sandbox", "--sandbox-allow", str(project.parent))
     result = run_rho("mission", "--from-tasks", *flags, cwd=project)
     assert result.code == 0, result.stderr
-    files = tree_files(project, _integration(project))
+    files = tree_files(project, integration_branch(project))
     assert (files["seen.txt"], files["written.txt"]) == ("", "written\n")
