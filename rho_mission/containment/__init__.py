@@ -7,6 +7,7 @@
   and the one way rho opens its private files (``open_private``);
 - ``_environ``: the environment of every process rho starts, without git's repository paths;
 - ``_process``: a command in its own process group, and that group stopped for good;
+  ``_pids``: whether a process exists (for the light readers: no anyio);
 - ``_reaper``: a per-task supervisor, the child subreaper of everything the task starts, so
   that no process of a task outlives it (``setsid``, ``env -i`` and a changed process title
   included); ``_wrapper``: the command line that starts a task under it;

@@ -49,7 +49,7 @@ from .._errors import QuarantineRefusedError
 from ._environ import child_environ
 from ._folders import open_unfollowed, private_folder
 from ._gitconfig import check_config
-from ._process import pid_alive
+from ._pids import pid_alive
 
 __all__ = [
     "QUARANTINE_LIMIT",

@@ -53,7 +53,7 @@ from ..containment._folders import (
     open_unfollowed,
     private_folder,
 )
-from ..containment._process import pid_alive
+from ..containment._pids import pid_alive
 from ._handover import (
     SavedIndex,
     carry_index,
@@ -306,6 +306,7 @@ class WorktreePool:
         except BaseException:
             self._discard(path)
             raise
+        self.note_index(path, start)  # handed on as new later, like any other
         return path
 
     def release(self, path: Path, *, spotless: bool = False, head: str | None = None) -> None:
