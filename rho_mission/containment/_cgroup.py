@@ -29,6 +29,8 @@ from signal import SIGKILL, SIGTERM
 
 import anyio
 
+from ._pids import signal_each
+
 __all__ = ["CGROUPS_VARIABLE", "cgroup_support", "end_cgroup", "members", "new_cgroup"]
 
 # RHO_TASK_CGROUPS=0 turns task cgroups off (a machine whose cgroups misbehave).
@@ -135,7 +137,7 @@ async def end_cgroup(cgroup: Path, grace: float) -> list[int]:
     SIGKILL) and remove it; the processes that were found."""
     found = members(cgroup)
     if found:
-        _signal_all(found, SIGTERM)
+        signal_each(found, SIGTERM)
         if not await _emptied(cgroup, grace):
             _kill_all(cgroup)
             await _emptied(cgroup, _KILL_WAIT)
@@ -150,13 +152,7 @@ def _kill_all(cgroup: Path) -> None:
     try:
         (cgroup / "cgroup.kill").write_text("1")
     except OSError:  # before Linux 5.14: each one (a fork in between is caught next round)
-        _signal_all(members(cgroup), SIGKILL)
-
-
-def _signal_all(pids: list[int], signum: int) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signum)
+        signal_each(members(cgroup), SIGKILL)
 
 
 async def _emptied(cgroup: Path, timeout: float) -> bool:  # noqa: ASYNC109

@@ -19,7 +19,24 @@ from taskstore import open_beneath
 
 from .._errors import UnsafePathError
 
-__all__ = ["check_own_folder", "folder_anchor", "open_private", "open_unfollowed", "private_folder"]
+__all__ = [
+    "FileIdentity",
+    "check_own_folder",
+    "file_identity",
+    "folder_anchor",
+    "open_private",
+    "open_unfollowed",
+    "private_folder",
+]
+
+# Device, inode, size, modification and change times: any write changes the change time,
+# which no user can set back.
+FileIdentity = tuple[int, int, int, int, int]
+
+
+def file_identity(found: os.stat_result) -> FileIdentity:
+    """The identity of the file *found* describes: equal while nobody wrote or replaced it."""
+    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
 
 
 def folder_anchor(folder: Path, root: Path) -> Path:

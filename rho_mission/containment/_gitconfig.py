@@ -34,6 +34,7 @@ from pathlib import Path
 
 from .._errors import GitConfigChangedError
 from ._environ import child_environ
+from ._folders import FileIdentity, file_identity
 
 __all__ = ["ConfigSnapshot", "check_config", "config_files", "hold_config"]
 
@@ -41,7 +42,7 @@ __all__ = ["ConfigSnapshot", "check_config", "config_files", "hold_config"]
 _INCLUDE_DEPTH = 10
 _SYSTEM_CONFIG = Path("/etc/gitconfig")
 
-Identity = tuple[tuple[int, int, int, int, int] | None, tuple[int, int, int, int, int] | None]
+Identity = tuple[FileIdentity | None, FileIdentity | None]
 
 _HELD: dict[Path, list[ConfigSnapshot]] = {}
 _GUARD = threading.Lock()
@@ -67,12 +68,11 @@ def _identity(path: Path) -> Identity:
     return (_stat_of(path, follow=False), _stat_of(path, follow=True))
 
 
-def _stat_of(path: Path, *, follow: bool) -> tuple[int, int, int, int, int] | None:
+def _stat_of(path: Path, *, follow: bool) -> FileIdentity | None:
     try:
-        found = os.stat(path, follow_symlinks=follow)
+        return file_identity(os.stat(path, follow_symlinks=follow))
     except (FileNotFoundError, NotADirectoryError):
         return None
-    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
 
 
 def config_files(common_dir: Path) -> list[Path]:

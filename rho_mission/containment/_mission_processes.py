@@ -25,6 +25,7 @@ from signal import SIGKILL, SIGSTOP, SIGTERM
 
 import anyio
 
+from ._pids import signal_each
 from ._process import read_stat, signal_group
 
 __all__ = [
@@ -128,9 +129,7 @@ def _signal(pids: list[int], signum: int) -> None:
     for pgid in sorted(g for g in groups if g is not None):
         with contextlib.suppress(PermissionError):
             signal_group(pgid, signum)
-    for pid in pids:  # those that left their group
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signum)
+    signal_each(pids, signum)  # those that left their group
 
 
 def _group_of(pid: int) -> int | None:

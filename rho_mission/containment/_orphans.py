@@ -29,6 +29,8 @@ from signal import SIGKILL, SIGTERM
 
 import anyio
 
+from ._pids import signal_each, stat_fields
+
 __all__ = ["adopted_orphans", "become_subreaper", "drop_leader", "end_adopted", "note_leader"]
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -70,11 +72,8 @@ def drop_leader(pid: int) -> None:
 
 
 def _start_time(pid: int) -> int:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return 0
-    return int(text.rpartition(")")[2].split()[19])
+    fields = stat_fields(f"/proc/{pid}")
+    return 0 if fields is None else int(fields[19])
 
 
 # (pid, state, ppid, session, start time) of a process, from /proc/<pid>/stat.
@@ -98,11 +97,10 @@ def _processes() -> list[_Process]:
 
 
 def _stat(proc_dir: str) -> tuple[str, int, int, int] | None:
-    try:
-        text = Path(proc_dir, "stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
+    # state, ppid, session, start time
+    fields = stat_fields(proc_dir)
+    if fields is None:
         return None
-    fields = text.rpartition(")")[2].split()
     return fields[0], int(fields[1]), int(fields[3]), int(fields[19])
 
 
@@ -153,9 +151,9 @@ async def end_adopted(grace: float, since: int = 0) -> list[int]:
     found = adopted_orphans(since)
     if not found:
         return []
-    _signal(found, SIGTERM)
+    signal_each(found, SIGTERM)
     if not await _gone(grace, since):
-        _signal(adopted_orphans(since), SIGKILL)
+        signal_each(adopted_orphans(since), SIGKILL)
         await _gone(_KILL_WAIT, since)
     return found
 
@@ -168,12 +166,6 @@ async def _gone(timeout: float, since: int) -> bool:  # noqa: ASYNC109
                 return True
             await anyio.sleep(_POLL)
     return False
-
-
-def _signal(pids: list[int], signum: int) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signum)
 
 
 def reap_adopted() -> None:

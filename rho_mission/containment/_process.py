@@ -30,6 +30,7 @@ from anyio.abc import Process
 
 from ._folders import open_private
 from ._orphans import become_subreaper, drop_leader, end_adopted, note_leader
+from ._pids import stat_fields
 
 __all__ = [
     "LOG_NOTE_PREFIX",
@@ -323,13 +324,8 @@ def live_members(pgid: int) -> list[int]:
 
 def read_stat(proc_dir: str) -> tuple[str, int, int] | None:
     """Return (state, ppid, pgrp) from /proc/<pid>/stat, or None if the process vanished."""
-    try:
-        text = Path(proc_dir, "stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    # The command name is in parentheses and may itself contain ")" or spaces.
-    fields = text.rpartition(")")[2].split()
-    return fields[0], int(fields[1]), int(fields[2])
+    fields = stat_fields(proc_dir)
+    return None if fields is None else (fields[0], int(fields[1]), int(fields[2]))
 
 
 def _reap(pid: int) -> None:

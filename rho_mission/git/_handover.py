@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..containment import require_pinned
-from ..containment._folders import open_unfollowed
+from ..containment._folders import FileIdentity, file_identity, open_unfollowed
 from ._repo import GitRepo
 
 __all__ = [
@@ -56,7 +56,7 @@ __all__ = [
 _KEPT = frozenset({"HEAD", "commondir", "gitdir", "index", "locked", "logs"})
 _KEPT_LOGS = frozenset({"HEAD"})
 
-IndexIdentity = tuple[int, int, int, int, int] | None
+IndexIdentity = FileIdentity | None
 
 # Read here up to 1 MiB (about 10,000 entries); a larger index is read by git.
 _READ_LIMIT = 1 << 20
@@ -116,8 +116,7 @@ def save_index(worktree: Path, commit: str) -> SavedIndex | None:
     with os.fdopen(fd, "rb") as handle:
         found = os.fstat(handle.fileno())
         data = handle.read()
-    identity = (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
-    return SavedIndex(identity, data, commit)
+    return SavedIndex(file_identity(found), data, commit)
 
 
 def restore_index(worktree: Path, saved: SavedIndex) -> bool:
@@ -174,7 +173,7 @@ def index_identity(worktree: Path) -> IndexIdentity:
         found = os.lstat(require_pinned(worktree).git_dir / "index")
     except FileNotFoundError:
         return None
-    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+    return file_identity(found)
 
 
 def index_is_plain(repo: GitRepo, worktree: Path, left: IndexIdentity) -> bool:
