@@ -14,9 +14,17 @@
 # file's path, so that a recipe which loses the prompt on the way fails loudly. Other
 # arguments (the agent's flags) are ignored.
 #
+# Run as a resolver (rho mission --resolve ..., RHO_STAGE=resolve), it is stand-in-resolver.sh
+# of this folder: the same agent, given a conflict instead of a task.
+#
 # Exit 0: done. Exit 1: the flaky first attempt. Exit 2: not run by rho, or the prompt did not
 # arrive through the arguments.
 set -eu
+
+if [ "${RHO_STAGE:-}" = resolve ]; then
+    here=$(CDPATH='' cd -- "$(dirname -- "$(readlink -f -- "$0")")" && pwd)
+    exec "$here/stand-in-resolver.sh" "$@"
+fi
 
 prompt_file=${RHO_TASK_PROMPT_FILE:-}
 if [ -z "$prompt_file" ] || [ ! -r "$prompt_file" ]; then

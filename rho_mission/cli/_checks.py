@@ -1,4 +1,6 @@
-"""``--verify``, ``--fix`` and ``--fix-attempts``, shared by ``rho mission`` and ``resume``."""
+"""What a join does besides merging, shared by ``rho mission`` and ``resume``: ``--verify``,
+``--fix`` and ``--fix-attempts`` (the checks of its head), ``--resolve`` and
+``--replay-conflicts`` (its conflicted merges)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def check_options(command: F) -> F:
-    """Add ``--verify CMD``, ``--fix CMD`` and ``--fix-attempts N`` to *command*."""
+    """Add ``--verify CMD``, ``--fix CMD``, ``--fix-attempts N``, ``--resolve CMD`` and
+    ``--replay-conflicts N`` to *command*."""
     options = [
         click.option(
             "--verify",
@@ -38,6 +41,21 @@ def check_options(command: F) -> F:
             metavar="N",
             help="Times the fix may run for one wave [default: 3].",
         ),
+        click.option(
+            "--resolve",
+            "resolve_command",
+            metavar="CMD",
+            help="Run when a task's merge conflicts at a join, in a worktree holding the "
+            "conflict ($RHO_CONFLICT_FILE: what met what); what it leaves, with no conflict "
+            "marker, is merged and the task is not run again.",
+        ),
+        click.option(
+            "--replay-conflicts",
+            type=click.IntRange(0, 100),
+            metavar="N",
+            help="Run a task whose merge conflicts again from the joined head "
+            "($RHO_REPLAY=1), at most N times, in the same run [default: 0].",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -49,6 +67,8 @@ def checked_config(
     verify_command: str | None,
     fix_command: str | None,
     fix_attempts: int | None,
+    resolve_command: str | None = None,
+    replay_conflicts: int | None = None,
 ) -> MissionConfig:
     """*config* with the options given (each replaces the mission's own, as at resume).
 
@@ -59,10 +79,14 @@ def checked_config(
         "verify_command": verify_command,
         "fix_command": fix_command,
         "max_fix_attempts": fix_attempts,
+        "resolve_command": resolve_command,
+        "replay_conflicts": replay_conflicts,
     }
     merged = config.model_copy(update={k: v for k, v in changes.items() if v is not None})
     if fix_command is not None and not merged.verify_command:
         raise click.UsageError("--fix needs --verify: the fix repairs what the checks found")
     if fix_attempts is not None and not merged.fix_command:
         raise click.UsageError("--fix-attempts needs --fix")
+    if resolve_command is not None and not resolve_command.strip():
+        raise click.UsageError("--resolve needs a command: the resolver's command line")
     return merged

@@ -328,7 +328,14 @@ def _config(options: dict[str, Any], **extra: Any) -> MissionConfig:
         **extra,
     )
     verify, fix = options["verify_command"], options["fix_command"]
-    return checked_config(config, verify, fix, options["fix_attempts"])
+    return checked_config(
+        config,
+        verify,
+        fix,
+        options["fix_attempts"],
+        options["resolve_command"],
+        options["replay_conflicts"],
+    )
 
 
 def _sandbox_reach(options: dict[str, Any]) -> dict[str, Any]:
@@ -460,6 +467,10 @@ def _print_plan(planned: Mission, as_json: bool) -> int:
     if planned.config.fix_command:
         fixes = planned.config.max_fix_attempts
         click.echo(f"when it fails: {planned.config.fix_command} (at most {fixes} time(s))")
+    if planned.config.resolve_command:
+        click.echo(f"when a merge conflicts: {planned.config.resolve_command}")
+    if planned.config.replay_conflicts:
+        click.echo(f"conflicted tasks run again: at most {planned.config.replay_conflicts} time(s)")
     return 0
 
 
@@ -582,6 +593,8 @@ def resume(
     verify_command: str | None,
     fix_command: str | None,
     fix_attempts: int | None,
+    resolve_command: str | None,
+    replay_conflicts: int | None,
     executor_name: str,
     scheduler: str | None,
     local_cluster: int | None,
@@ -593,8 +606,8 @@ def resume(
     MISSION is a folder, a mission id, a unique prefix of one, or 'latest'. A mission made
     from the task store first takes the fixed commands and texts of its unfinished tasks. A
     wave whose checks failed (--verify) is checked again first, on the integration branch as
-    it is now: fix it there by hand, or let --fix try again. --verify, --fix and
-    --fix-attempts replace the mission's own.
+    it is now: fix it there by hand, or let --fix try again. --verify, --fix,
+    --fix-attempts, --resolve and --replay-conflicts replace the mission's own.
 
     Example: rho mission resume latest
     """
@@ -602,7 +615,14 @@ def resume(
 
     executor = executor_from(executor_name, scheduler, local_cluster, remote)
     target = load_mission(name)
-    config = checked_config(target.config, verify_command, fix_command, fix_attempts)
+    config = checked_config(
+        target.config,
+        verify_command,
+        fix_command,
+        fix_attempts,
+        resolve_command,
+        replay_conflicts,
+    )
     if run_command is not None:
         config = config.model_copy(update={"run_command": run_command})
     target.config = config

@@ -51,7 +51,8 @@ _NAMED_TASKS = 10
     "--follow", "-f", is_flag=True, help="Keep printing while the mission runs, until TASK ends."
 )
 def log(name: str, task: str, follow: bool) -> int:
-    """Print the log of one task of a mission (its output, every attempt).
+    """Print the log of one task of a mission (its output, every attempt), then its resolve
+    stage's when its merge conflicted and a resolver ran (--resolve).
 
     MISSION is a folder, a mission id, a unique prefix of one, or 'latest'. TASK may also be
     verify-N or fix-N: the checks (--verify) and fixes of wave N.
@@ -81,7 +82,19 @@ def log(name: str, task: str, follow: bool) -> int:
     elif printed_nothing(log_path(target, feature.id)):
         ended = f": {feature.error}" if feature.error else f"; it is {feature.status}"
         click.echo(f"(task {feature.id} printed nothing{ended})")
+    if not follow:
+        _print_resolve_log(target, feature.id)
     return 0
+
+
+def _print_resolve_log(target: Mission, feature_id: str) -> None:
+    from ..engine._resolve import resolve_log
+    from ._logs import print_log
+
+    path = Path(target.dir) / resolve_log(feature_id)
+    if path.exists():
+        click.echo(f"== the resolve stage of {feature_id}: {path} ==")
+        print_log(path)
 
 
 def _feature(target: Mission, task: str) -> Feature:

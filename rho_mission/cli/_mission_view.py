@@ -141,7 +141,34 @@ def _feature_details(mission: JsonMission) -> list[str]:
         head = f"{feature['id']}: {feature['status']}, {feature['attempts']} attempt(s)"
         head += f", {took}" if took else ""
         head += f": {feature['error']}" if feature["error"] else ""
-        lines += [shown(head), _log_line(mission, feature["id"])]
+        lines += [
+            shown(head),
+            _log_line(mission, feature["id"]),
+            *_conflict_lines(mission, feature),
+        ]
+    return lines
+
+
+def _conflict_lines(mission: JsonMission, feature: JsonMission) -> list[str]:
+    """What came of a feature's conflicted merge (``Feature.conflict``), and the resolver's log.
+
+    Optional in mission.json (written before conflicts were recorded): its shape is checked.
+    """
+    conflict = feature.get("conflict")
+    if type(conflict) is not dict or not isinstance(conflict.get("outcome"), str):
+        return []
+    paths = ", ".join(map(str, conflict.get("paths") or [])) or "-"
+    whom = ", ".join(map(str, conflict.get("with") or [])) or "the integration branch"
+    rungs = (
+        f"{conflict.get('resolve_attempts', 0)} resolve attempt(s), "
+        f"{conflict.get('replays', 0)} replay(s)"
+    )
+    head = f"  merge conflict in {paths} with {whom}: {conflict['outcome']} ({rungs})"
+    lines = [shown(head)]
+    if conflict.get("reason") and conflict["outcome"] == "failed":
+        lines.append(shown(f"  why: {conflict['reason']}"))
+    if conflict.get("resolve_attempts"):
+        lines.append(_log_line(mission, f"{feature['id']}.resolve"))
     return lines
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..engine._stage_workers import StageRun
     from ..records._document import Feature, MissionDocument, WaveJoin
 
-__all__ = ["LiveProgress", "PlainProgress", "progress_for", "stage_line"]
+__all__ = ["LiveProgress", "PlainProgress", "conflict_kept", "progress_for", "stage_line"]
 
 
 class PlainProgress:
@@ -36,13 +36,17 @@ class PlainProgress:
         self.writing = True
 
     def feature_changed(self, mission: MissionDocument, feature: Feature) -> None:
-        """Print ``<task> <status>`` (with the error when it failed).
+        """Print ``<task> <status>`` (with the error when it failed, with how its conflicted
+        merge was kept when it was).
 
         A failure is followed by where its log is and the log's last lines.
         """
         line = f"{feature.id} {feature.status}"
         if feature.status in ("failed", "cancelled") and feature.error:
             line += f": {feature.error}"
+        kept = conflict_kept(feature)
+        if kept is not None:
+            line += f" ({kept})"
         self._print(line)
         if feature.status == "failed":
             for tail_line in failure_lines(mission, feature.id):
@@ -100,6 +104,9 @@ class LiveProgress:
 
         Other changes show at the next refresh.
         """
+        kept = conflict_kept(feature)
+        if kept is not None:
+            self.live.console.print(Text(f"{feature.id} {feature.status} ({kept})"))
         if feature.status != "failed":
             return
         lines = [f"{feature.id} failed: {feature.error or 'no error recorded'}"]
@@ -152,6 +159,16 @@ def _wave_rows(table: Table, waves: list[list[str]], by_id: dict[str, Feature]) 
     for number, wave in enumerate(waves, start=1):
         counts = Counter[str](by_id[feature_id].status for feature_id in wave)
         table.add_row(str(number), str(len(wave)), *(str(counts[s] or "") for s in statuses))
+
+
+def conflict_kept(feature: Feature) -> str | None:
+    """``merge conflict in a.py with task_1, resolved`` for a completed feature whose
+    conflicted merge the resolver or a replay kept; None for any other."""
+    conflict = feature.conflict
+    if feature.status != "completed" or conflict is None or conflict.outcome == "failed":
+        return None
+    whom = ", ".join(conflict.with_) or "the integration branch"
+    return f"merge conflict in {', '.join(conflict.paths)} with {whom}, {conflict.outcome}"
 
 
 def stage_line(run: StageRun) -> str:

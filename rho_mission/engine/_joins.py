@@ -23,10 +23,11 @@ from collections.abc import Iterable, Sequence
 
 from .._errors import MergeConflictError
 from ..records._clock import now_rfc3339
-from ..records._document import Feature, MissionStatus, Verification, WaveJoin
+from ..records._document import Conflict, Feature, MissionStatus, Verification, WaveJoin
 
 __all__ = [
     "blocked_downstream",
+    "conflict_record",
     "conflict_text",
     "final_status",
     "first_unfinished",
@@ -99,18 +100,33 @@ def blocked_downstream(
     return blocked
 
 
+def _met(conflict: MergeConflictError, merged: Sequence[Feature]) -> list[Feature]:
+    # The features merged before it whose work changed a conflicted path.
+    paths = set(conflict.files)
+    return [
+        feature
+        for feature in merged
+        if feature.handoff is not None and paths & set(feature.handoff.files_changed)
+    ]
+
+
 def conflict_text(conflict: MergeConflictError, merged: Sequence[Feature]) -> str:
     """Why a feature's merge failed, with whom: ``merge conflict in a.py with task_1 (add
     y)``: the features merged before it in this join whose work changed a conflicted path,
     each with its subject; or the work already on the integration branch when none did."""
-    paths = set(conflict.files)
     met = [
         f"{feature.id} ({feature.description})" if feature.description else feature.id
-        for feature in merged
-        if feature.handoff is not None and paths & set(feature.handoff.files_changed)
+        for feature in _met(conflict, merged)
     ]
     whom = ", ".join(met) if met else "the work already on the integration branch"
     return f"{conflict} with {whom}"
+
+
+def conflict_record(conflict: MergeConflictError, merged: Sequence[Feature]) -> Conflict:
+    """The ``conflict`` of a feature whose merge met *conflict* after *merged*: its paths and
+    the features it met (sorted), its outcome still to come."""
+    met = sorted({feature.id for feature in _met(conflict, merged)})
+    return Conflict(paths=list(conflict.files), with_=met)
 
 
 def join_record(
@@ -131,6 +147,7 @@ def join_record(
         return sorted(i for i in ids if by_id[i].status == status)
 
     completed, failed, cancelled = having("completed"), having("failed"), having("cancelled")
+    conflicted = sorted(i for i in ids if by_id[i].conflict is not None)
     waiting = [i for wave in later for i in wave if by_id[i].status != "completed"]
     unverified = checked.status in ("failed", "cancelled")
     downstream = blocked_downstream(features, waves, ids if unverified else ())
@@ -147,6 +164,8 @@ def join_record(
         summary += f", {len(cancelled)} cancelled"
     if blocked:
         summary += f", {len(blocked)} downstream blocked"
+    if conflicted:
+        summary += f", {len(conflicted)} conflicted"
     summary += _SUFFIX.get(checked.status, "")
     return WaveJoin(
         wave=number,
@@ -156,6 +175,7 @@ def join_record(
         cancelled_ids=cancelled,
         blocked_ids=blocked,
         not_run_ids=not_run,
+        conflicted_ids=conflicted,
         started_at=started,
         completed_at=now_rfc3339(),
         summary=summary,

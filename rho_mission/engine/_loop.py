@@ -20,7 +20,9 @@ recorded again with their outcome.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -35,6 +37,7 @@ from ..git._refs import RefHistory, check_id_free, settle_refs
 from ..git._repo import GitRepo, MergeChain
 from ..records._clock import now_rfc3339
 from ..records._document import (
+    Conflict,
     Feature,
     FeatureStatus,
     Handoff,
@@ -47,11 +50,15 @@ from ..records._journal import Journal
 from ..records._persist import note_feature_end, save_mission, save_mission_after
 from ._joins import (
     blocked_downstream,
+    conflict_record,
     conflict_text,
     final_status,
     first_unfinished,
     join_record,
 )
+from ._overlap import WaveMerges
+from ._resolve import ConflictAt, ConflictResolver
+from ._stage_runner import StageRunner
 from ._stage_workers import StageRun, Stages
 from ._storesync import StoreSync
 from ._verify import JoinChecks, VerificationRun
@@ -76,17 +83,19 @@ async def run_waves(
     observer: Observer | None = None,
     warnings: list[str] | None = None,
     stages: Stages | None = None,
+    resolve: Worker | None = None,
 ) -> None:
     """Run *waves* of *mission* from its first unfinished wave; the mission records the outcome.
 
     A cancellation of the caller's scope is recorded (features ``cancelled``, the join written,
     mission ``cancelled``) and then re-raised. A mission timeout ends the same way but returns.
     Problems that do not stop the run are appended to *warnings*. With *stages*, every join
-    that lets the mission go on is verified first (see ``_verify``).
+    that lets the mission go on is verified first (see ``_verify``). With *resolve*, a merge
+    that conflicts at a join goes to that resolver first (see ``_overlap``).
     """
     notes = [] if warnings is None else warnings
     guarded = _Guarded(notes, observer or _Silent())
-    runner = _WaveRunner(mission, worker, executor, guarded, notes, stages)
+    runner = _WaveRunner(mission, worker, executor, guarded, notes, stages, resolve)
     await runner.run([list(wave) for wave in waves])
 
 
@@ -135,6 +144,7 @@ class _WaveRunner:
         observer: _Guarded,
         warnings: list[str],
         stages: Stages | None,
+        resolve: Worker | None,
     ) -> None:
         self.mission = mission
         self.worker = worker
@@ -152,14 +162,22 @@ class _WaveRunner:
         self.cancelled = False
         # Why the executor could not make a wave's start available (its features then fail).
         self.wave_problem: str | None = None
+        self.stage_runner = StageRunner(mission, self.repo, self.journal, self.history)
         self.checks = None if stages is None else self._join_checks(stages)
+        self.resolver = (
+            None
+            if resolve is None
+            else ConflictResolver(mission, self.stage_runner, resolve, self.journal)
+        )
+        # The merges of the wave being joined (see _merge_completed).
+        self.merges: WaveMerges | None = None
 
     def _join_checks(self, stages: Stages) -> JoinChecks:
         return JoinChecks(
             self.mission,
             stages,
             journal=self.journal,
-            history=self.history,
+            runner=self.stage_runner,
             observer=self.observer,
             move_integration=self._move_integration,
         )
@@ -249,12 +267,16 @@ class _WaveRunner:
         # With keep_going, a feature downstream of a failure stays pending (never dispatched).
         blocked = blocked_downstream(self.mission.features, self.mission.waves)
         self.wave_problem = await self._prepare_wave(head)
+        self.merges = None
         try:
             async with anyio.create_task_group() as group:
                 for feature_id in ids:
                     feature = self.mission.feature(feature_id)
                     if feature.status != "completed" and feature_id not in blocked:
                         group.start_soon(self._run_feature, feature, head)
+            # The merges, with the resolve and replay stages (which a cancellation stops);
+            # the join's record, shielded, merges what a cancellation left without them.
+            await self._merge_completed(number, ids, ladder=True)
         except anyio.get_cancelled_exc_class():
             self.cancelled = True
             raise
@@ -338,7 +360,12 @@ class _WaveRunner:
         return result.error or "failed"
 
     def _attempt_of(
-        self, feature: Feature, head: str, ready: Callable[[], Awaitable[None]]
+        self,
+        feature: Feature,
+        head: str,
+        ready: Callable[[], Awaitable[None]],
+        *,
+        replay: bool = False,
     ) -> Attempt:
         def started(pgid: int) -> None:
             self.journal.record("process", now_rfc3339(), feature_id=feature.id, pgid=pgid)
@@ -354,6 +381,7 @@ class _WaveRunner:
             on_process_start=started,
             note_ref=self.history.note,
             ready=ready,
+            replay=replay,
         )
 
     async def _end(self, feature: Feature, status: FeatureStatus, error: str | None) -> None:
@@ -388,7 +416,7 @@ class _WaveRunner:
         """The wave's join: merge its completed work, note where the work is, end what a
         cancellation left, record the join and save, with its verification ``running`` when
         the checks follow (``_verify`` then records it again)."""
-        await self._merge_completed(number, ids)
+        await self._merge_completed(number, ids, ladder=False)
         # The features this run completed with a commit of their own, now in the integration
         # branch (a merge git refused has failed its feature).
         merged = [i for i in ids if self.mission.feature(i).work_commit is not None]
@@ -478,45 +506,198 @@ class _WaveRunner:
             self._joined(final)
         return final
 
-    async def _merge_completed(self, number: int, ids: list[str]) -> None:
+    async def _merge_completed(self, number: int, ids: list[str], *, ladder: bool) -> None:
         """Merge the wave's completed work, by commit, into the integration branch.
 
         The merges are computed one after another without moving the branch; it then moves
         once, from the head rho recorded to the last merge (compared and swapped, noted in the
         journal first). A merge git refuses fails its feature: its work is not in the
-        integration branch, so it has not completed.
+        integration branch, so it has not completed. A merge that conflicts climbs the ladder
+        of ``_overlap`` when *ladder* is True (a resolver, then replays); before each of its
+        stages the branch moves to the merges so far, durably. Called again (shielded, with
+        *ladder* False) after a cancellation: it carries on where the first call stopped.
         """
+        merges = self.merges
+        if merges is None or merges.wave != number:
+            merges = self.merges = await self._wave_merges(number, ids)
+        if merges is None:
+            return  # no new commit, or completed before the mission
+        ladder = ladder and not self.cancelled
+        while merges.todo:
+            feature_id, commit = merges.todo[0]
+            await self._merge_next(merges, self.mission.feature(feature_id), commit, ladder)
+            merges.todo.popleft()
+        while merges.replays:
+            feature, text = merges.replays[0]
+            if ladder and merges.broken is None:
+                await self._replay(merges, feature, text)
+            else:
+                await self._not_climbed(feature, merges.broken or text)
+            merges.replays.popleft()
+        await self._land(merges, durably=False)
+
+    async def _wave_merges(self, number: int, ids: list[str]) -> WaveMerges | None:
         start = self.mission.integration_head
         assert start is not None  # settled in _start
         commits = {i: c for i in sorted(ids) if (c := self.mission.feature(i).work_commit)}
         if not commits:
-            return  # no new commit, or completed before the mission
-        join = MergeChain(self.repo, start, await self._parents(commits.values()))
-        riding: list[Feature] = []  # the features whose work is in the join's head alone
-        merged: list[Feature] = []  # those merged so far in this join, in its order
-        for feature_id, commit in commits.items():
-            feature = self.mission.feature(feature_id)
-            try:
-                await anyio.to_thread.run_sync(self._merge_one, join, feature, commit)
-            except MergeConflictError as exc:
-                await self._merge_failed(feature, conflict_text(exc, merged))
+            return None
+        chain = MergeChain(self.repo, start, await self._parents(commits.values()))
+        return WaveMerges(number, chain, start, deque(commits.items()))
+
+    async def _merge_next(
+        self, merges: WaveMerges, feature: Feature, commit: str, ladder: bool
+    ) -> None:
+        if merges.broken is not None:  # the integration branch could not be moved
+            await self._merge_failed(feature, merges.broken)
+            return
+        try:
+            await anyio.to_thread.run_sync(self._merge_one, merges.chain, feature, commit)
+        except MergeConflictError as exc:
+            await self._conflicted(merges, feature, commit, exc, ladder)
+        except MissionError as exc:
+            await self._merge_failed(feature, str(exc))
+        else:
+            merges.took(feature)
+
+    async def _conflicted(
+        self,
+        merges: WaveMerges,
+        feature: Feature,
+        commit: str,
+        conflict: MergeConflictError,
+        ladder: bool,
+    ) -> None:
+        """The ladder of a conflicted merge: the resolver, then a replay, else it fails."""
+        text = conflict_text(conflict, merges.merged)
+        record = conflict_record(conflict, merges.merged)
+        feature.conflict = record
+        if not ladder:
+            await self._not_climbed(feature, text)
+            return
+        if self.resolver is not None and await self._resolve(merges, feature, commit, record):
+            return
+        if self.mission.config.replay_conflicts > 0 and merges.broken is None:
+            merges.replays.append((feature, text))  # after the join's other merges
+            return
+        await self._conflict_failed(feature, f"{text}; {record.reason}" if record.reason else text)
+
+    async def _resolve(
+        self, merges: WaveMerges, feature: Feature, commit: str, record: Conflict
+    ) -> bool:
+        """Hand the conflict to the resolver; whether its resolution is merged (and landed)."""
+        assert self.resolver is not None
+        problem = await self._land(merges)  # the merges before it stay, whatever comes
+        if problem is not None:
+            record.reason = problem
+            return False
+        record.resolve_attempts += 1
+        head = merges.chain.head
+        paths = tuple(record.paths)
+        at = ConflictAt(feature, head, commit, paths, tuple(merges.merged), record.resolve_attempts)
+        outcome = await self.resolver.resolve(at)
+        if outcome.merge is None:
+            record.reason = f"the resolver failed: {outcome.reason}"
+            return False
+        merges.chain.adopt(outcome.merge, commit)
+        record.outcome, record.reason = "resolved", None
+        merges.took(feature)
+        await self._land(merges)  # durable at once: a crash from here on keeps it
+        self.observer.feature_changed(self.mission, feature)
+        return True
+
+    async def _replay(self, merges: WaveMerges, feature: Feature, text: str) -> None:
+        """Run *feature*'s task again from the joined head, at most ``replay_conflicts`` times,
+        until its work merges."""
+        record = feature.conflict
+        assert record is not None  # set by _conflicted
+        reason = record.reason
+        while record.replays < self.mission.config.replay_conflicts:
+            problem = await self._land(merges)
+            if problem is not None:
+                reason = problem
+                break
+            record.replays += 1
+            head = merges.chain.head
+            outcome = await self._replay_once(feature, head)
+            if isinstance(outcome, str):
+                reason = f"replay {record.replays} failed: {outcome}"
                 continue
-            except MissionError as exc:
-                await self._merge_failed(feature, str(exc))
-                continue
-            merged.append(feature)
-            if join.head != start:
-                riding.append(feature)
-        if join.head != start:
-            label = f"wave {number} ({len(join.merged)} feature(s))"
+            feature.handoff = outcome
+            if outcome.commit_id is not None:
+                try:
+                    merge = partial(self._merge_one, merges.chain, feature, outcome.commit_id)
+                    await anyio.to_thread.run_sync(merge)
+                except MergeConflictError as exc:
+                    reason = f"replay {record.replays}: {conflict_text(exc, merges.merged)}"
+                    continue
+                except MissionError as exc:
+                    reason = f"replay {record.replays}: {exc}"
+                    continue
+            record.outcome, record.reason = "replayed", None
+            merges.took(feature)
+            await self._end(feature, "completed", None)
+            return
+        record.reason = reason
+        await self._conflict_failed(feature, f"{text}; {reason}" if reason else text)
+
+    async def _replay_once(self, feature: Feature, head: str) -> Handoff | str:
+        """One more attempt of *feature*'s task, from *head*: its handoff, or the error text."""
+        feature.attempts += 1
+        feature.status = "in_progress"
+        self.journal.record(
+            "replay", now_rfc3339(), feature_id=feature.id, attempt=feature.attempts
+        )
+        self.observer.feature_changed(self.mission, feature)
+        problem = await self._prepare_wave(head)
+        if problem is not None:
+            return problem
+        attempt = self._attempt_of(feature, head, _at_once, replay=True)
+        result = await self.executor.run_attempt(attempt)
+        self.branch_heads[feature.id] = result.branch_head
+        return result.handoff or result.error or "failed"
+
+    async def _not_climbed(self, feature: Feature, text: str) -> None:
+        """A conflicted merge that gets no (more) rungs: cancelled when a cancellation took
+        them away (its task runs again at resume), else failed."""
+        if self.cancelled and (self.resolver is not None or self.mission.config.replay_conflicts):
+            if feature.conflict is not None:
+                feature.conflict.reason = "cancelled"
+            feature.handoff = None
+            await self._end(feature, "cancelled", "cancelled")
+            return
+        await self._conflict_failed(feature, text)
+
+    async def _conflict_failed(self, feature: Feature, text: str) -> None:
+        if feature.conflict is not None:
+            feature.conflict.outcome = "failed"
+            feature.conflict.reason = feature.conflict.reason or text
+        await self._merge_failed(feature, text)
+
+    async def _land(self, merges: WaveMerges, *, durably: bool = True) -> str | None:
+        """Move the integration branch to the join's head so far: None, or why it could not
+        (the features whose work rode on that move then fail, and so does the rest of the
+        join). *durably*: mission.json says so at once (before a stage of the ladder runs)."""
+        with anyio.CancelScope(shield=True):  # a move made is always recorded
+            head = merges.chain.head
+            if head == merges.landed:
+                return None
+            label = f"wave {merges.wave} ({len(merges.chain.merged)} feature(s))"
             try:
                 await anyio.to_thread.run_sync(self.repo.refuse_checked_out, self._integration)
-                await self._move_integration(join.head, start, label)
+                await self._move_integration(head, merges.landed, label)
             except MissionError as exc:  # none of their work reached the integration branch
-                for feature in riding:
+                merges.broken = str(exc)
+                for feature in merges.riding:
                     await self._merge_failed(feature, str(exc))
-                return
-        self.mission.integration_head = join.head
+                merges.riding.clear()
+                return merges.broken
+            merges.landed = head
+            merges.riding.clear()
+            self.mission.integration_head = head
+            if durably:
+                save_mission(self.mission)
+        return None
 
     async def _parents(self, commits: Iterable[str]) -> dict[str, tuple[str, ...]]:
         """The commits' parents; none known when git refuses (a commit of no object, say):
@@ -545,9 +726,8 @@ class _WaveRunner:
         mission = self.mission
         # Nothing of the mission outlives it: a task's daemon that left its process group too.
         await end_mission_processes(mission.id, mission.config.grace_period)
-        if self.checks is not None:
-            # Before the executor's: its folder holds the stages' folder, then empty.
-            self.warnings.extend(await self.checks.close())
+        # Before the executor's: its folder holds the stages' folder, then empty.
+        self.warnings.extend(await self.stage_runner.close())
         await self._close_executor()
         await self.store.flush()
         await anyio.to_thread.run_sync(self.store.release, mission.id)
@@ -568,7 +748,13 @@ class _WaveRunner:
         self.warnings.extend(await self.executor.close())
 
 
+async def _at_once() -> None:
+    """A replay's ``ready``: its start is not written to the task store (it holds the task's
+    end already; the replay's outcome replaces it)."""
+
+
 def _reset(feature: Feature) -> None:
+    feature.conflict = None
     feature.status = "pending"
     feature.error = None
     feature.handoff = None

@@ -14,12 +14,10 @@ engine (``_loop``) hands the join to `JoinChecks`:
 3. still failing, the verification fails: the engine stops the mission after that wave, its
    merged work kept on the integration branch for a fix to build on.
 
-Stages always run on the coordinator's machine, in a worktree pool of their own under
-``.rho/worktrees/<mission>/checks`` (whatever executor runs the features), one stage at a time.
-The stage branches move like feature branches: each move is noted in the journal first, and a
-branch holding commits rho did not make is refused, never reset. A worker's failure, or git
-refusing a worktree, a commit or a merge, fails that stage run with its message; a cancellation
-ends the stage's processes and propagates.
+Stages run through the run's ``_stage_runner.StageRunner``: on the coordinator's machine, in a
+worktree pool of their own, one stage at a time, their branches moved like feature branches. A
+worker's failure, or git refusing a worktree, a commit or a merge, fails that stage run with its
+message; a cancellation ends the stage's processes and propagates.
 """
 
 from __future__ import annotations
@@ -34,20 +32,14 @@ import anyio
 
 from graph import sha256_hex as digest
 
-from .._errors import MissionError, RefMovedError
-from ..containment._folders import private_folder
+from .._errors import MissionError
 from ..containment._process import note_in_log
 from ..executors._contract import Worker, WorkerContext
-from ..executors._local import close_pool
-from ..executors._worker_call import call_worker, failure_text
-from ..git._refs import RefHistory, mission_ref_prefix
-from ..git._repo import GitRepo
-from ..git._worktrees import WorktreePool, prune_stale
 from ..records._clock import now_rfc3339
 from ..records._document import Feature, MissionDocument, Verification, VerificationStatus
 from ..records._journal import Journal
 from ..records._persist import save_mission
-from ..records._places import RHO_PATTERN, mission_worktrees
+from ._stage_runner import StageRunner
 from ._stage_workers import StageObserver, StageRun, Stages, StageStatus
 
 __all__ = ["JoinChecks", "VerificationRun", "stage_log"]
@@ -98,19 +90,18 @@ class JoinChecks:
         stages: Stages,
         *,
         journal: Journal,
-        history: RefHistory,
+        runner: StageRunner,
         observer: StageObserver,
         move_integration: MoveIntegration,
     ) -> None:
         self.mission = mission
         self.stages = stages
         self.journal = journal
-        self.history = history
+        self.runner = runner
         self.observer = observer
         self.move_integration = move_integration
-        self.repo = GitRepo.open(Path(mission.repo))
+        self.repo = runner.repo
         self.folder = Path(mission.dir)
-        self._pool: WorktreePool | None = None
 
     def pending(self, wave: int) -> Verification:
         """What the join records before its first check: ``running``, durably."""
@@ -154,11 +145,6 @@ class JoinChecks:
             if run.fix_error is None:  # merged: check again (a failed fix changed nothing)
                 run.error = await self._check(run)
         return "passed" if run.error is None else "failed"
-
-    async def close(self) -> list[str]:
-        """Remove the stages' worktrees; a failure is a warning."""
-        pool, self._pool = self._pool, None
-        return await close_pool(pool, "verification worktrees")
 
     # -- the two stages ----------------------------------------------------------------------
 
@@ -247,9 +233,10 @@ class JoinChecks:
         verify_log: Path | None,
     ) -> tuple[str | None, str | None]:
         """Run *worker* once on *feature*'s branch at the head: (error, commit of a fix)."""
-        branch = mission_ref_prefix(self.mission.id) + feature.id
+        runner = self.runner
+        branch = runner.branch(feature.id)
         try:
-            worktree = await self._acquire(branch, run.head)
+            worktree = await runner.acquire(branch, run.head)
         except MissionError as exc:
             return str(exc), None
         context = WorkerContext(
@@ -259,30 +246,23 @@ class JoinChecks:
             base_commit=run.head,
             attempt=number,
             log_path=self.folder / "logs" / f"{feature.id}.log",
-            on_process_start=lambda pgid: self._started(feature.id, pgid),
+            on_process_start=lambda pgid: runner.started(feature.id, pgid),
             wave=run.wave,
             verify_log=verify_log,
         )
         try:
-            return await self._work(context, worker, branch, commit=verify_log is not None)
+            error = await runner.run(worker, context)
+            if error is not None or verify_log is None:
+                return error, None
+            return await self._commit_fix(context, branch)
         finally:
             with anyio.CancelScope(shield=True):
-                await self._release(branch, worktree)
+                await runner.release(branch, worktree)
 
-    async def _work(
-        self, context: WorkerContext, worker: Worker, branch: str, *, commit: bool
+    async def _commit_fix(
+        self, context: WorkerContext, branch: str
     ) -> tuple[str | None, str | None]:
-        """Run the worker, then (a fix) commit what it left: (error, commit)."""
-        timeout = self.mission.config.task_timeout
-        try:
-            with anyio.move_on_after(timeout) as scope:
-                await call_worker(worker, context)
-        except Exception as exc:  # the worker is the caller's code: it fails this stage run
-            return failure_text(exc, context.log_path), None
-        if scope.cancelled_caught:
-            return f"timed out after {timeout:g}s", None
-        if not commit:
-            return None, None
+        """Commit what the fix left on its branch: (error, commit)."""
         message = f"rho-mission {self.mission.id}: {context.feature.id}"
 
         def commit_all() -> str | None:
@@ -293,55 +273,6 @@ class JoinChecks:
             return None, await anyio.to_thread.run_sync(commit_all)
         except MissionError as exc:  # git refused what the fix left
             return str(exc), None
-
-    async def _acquire(self, branch: str, head: str) -> Path:
-        """A clean worktree on *branch*, moved to *head* (noted first, compare-and-swap).
-
-        Raises:
-            RefMovedError: the branch holds commits rho did not make.
-            MissionError: git refused the worktree.
-        """
-        pool = await anyio.to_thread.run_sync(self._checks_pool)
-        found = await anyio.to_thread.run_sync(self._branch_head, branch, head)
-        if found != head:
-            self.history.note(branch, head, "start")
-        return await anyio.to_thread.run_sync(pool.acquire, branch, head, found)
-
-    def _branch_head(self, branch: str, head: str) -> str | None:
-        found = self.repo.branch_commit(branch)
-        if found is None or self.history.knows(branch, found):
-            return found
-        if self.history.attempt_open(branch) and self.repo.is_ancestor(head, found):
-            return found  # what a stage run a crash interrupted committed: it runs again
-        raise RefMovedError(
-            branch,
-            f"holds commits rho did not make ({found[:12]}); running the stage again would "
-            f"discard them: keep them with 'git branch <name> {branch}', delete it with "
-            f"'git branch -D {branch}', then resume",
-        )
-
-    async def _release(self, branch: str, worktree: Path) -> None:
-        """Note what the stage left on its branch (the value its next move expects), give the
-        worktree back."""
-        pool = self._checks_pool()
-        try:
-            found = await anyio.to_thread.run_sync(self.repo.branch_commit, branch)
-            if found is not None:
-                self.history.note(branch, found, "end")
-        finally:
-            await anyio.to_thread.run_sync(pool.release, worktree)
-
-    def _checks_pool(self) -> WorktreePool:
-        if self._pool is None:
-            folder = mission_worktrees(self.repo.root, self.mission.id, "checks")
-            self.repo.exclude(RHO_PATTERN)
-            private_folder(folder.parent, self.repo.root)
-            prune_stale(self.repo, folder)  # what a crashed run's stages left
-            self._pool = WorktreePool(self.repo, folder, self.mission.id)
-        return self._pool
-
-    def _started(self, name: str, pgid: int) -> None:
-        self.journal.record("process", now_rfc3339(), feature_id=name, pgid=pgid)
 
     def _tell(self, run: StageRun) -> None:
         self.observer.stage_changed(self.mission, run)

@@ -79,6 +79,7 @@ async def _work(
         attempt=attempt.number,
         log_path=attempt.log_path,
         on_process_start=attempt.on_process_start,
+        replay=attempt.replay,
     )
     try:
         await attempt.ready()  # the feature's start is in the task store before its worker runs

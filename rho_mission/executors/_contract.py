@@ -38,7 +38,10 @@ class WorkerContext:
     stage (``verify-<wave>``, ``fix-<wave>``, its ``command`` the mission's verify or fix
     command), ``wave`` its wave, and a fix's ``verify_log`` the log of the failed checks. So
     does the planning stage (``planning``): its ``feature`` is ``plan``, ``prompt_file`` the
-    prompt, ``plan_file`` where the plan is to be written.
+    prompt, ``plan_file`` where the plan is to be written. The resolve stage of a conflicted
+    merge (``engine._resolve``) gets the conflicted feature, ``conflict_file`` its brief (JSON)
+    and ``prompt_file`` the same for an agent (Markdown). ``replay`` is True for an attempt
+    that runs a conflicted feature's task again from the joined head (``--replay-conflicts``).
     """
 
     mission: MissionDocument
@@ -53,6 +56,8 @@ class WorkerContext:
     # The planning stage's: the prompt to plan, and where the plan goes (``rho.plan/v1``).
     prompt_file: Path | None = None
     plan_file: Path | None = None
+    conflict_file: Path | None = None
+    replay: bool = False
 
 
 # Strings for the interpreter (Handoff is named for the type checker only), unions for mypy.
@@ -82,7 +87,8 @@ class Attempt:
     ``note_ref(branch, commit, why)`` journals a value a branch may take, before it is moved.
     ``ready()`` is awaited before the worker runs: the feature's start is then in the task
     store, so an agent that asks the store sees its task in progress; an executor gets the
-    worktree ready first, while the store is written.
+    worktree ready first, while the store is written. ``replay``: the attempt runs the task
+    again after its merge conflicted (its worker sees ``WorkerContext.replay``).
     """
 
     mission: MissionDocument
@@ -95,6 +101,7 @@ class Attempt:
     on_process_start: Callable[[int], None]
     note_ref: Callable[[str, str, str], None]
     ready: Callable[[], Awaitable[None]] = _nothing_to_wait_for
+    replay: bool = False
 
 
 @dataclass(frozen=True)

@@ -136,6 +136,7 @@ class DaskExecutor:
             number=attempt.number,
             worker=attempt.worker,
             token=token,
+            replay=attempt.replay,
         )
         key = f"rho-mission-{self._mission_id}-{feature.id}-{attempt.number}-{token[:8]}"
         await attempt.ready()  # the worker runs as soon as the task is submitted

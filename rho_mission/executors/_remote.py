@@ -64,6 +64,7 @@ class RemoteAttempt:
     number: int
     worker: Worker
     token: str
+    replay: bool = False
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,7 @@ def _local_attempt(
         log_path=scratch / "mission" / "logs" / f"{feature.id}.log",
         on_process_start=lambda pgid: None,
         note_ref=lambda ref, commit, why: None,
+        replay=spec.replay,
     )
 
 

@@ -43,7 +43,7 @@ __all__ = [
 # Far below Linux's 128 KiB cap on one environment string; subjects are bounded at 500 on entry.
 SUBJECT_ENV_LIMIT = 1000
 # The files a sandboxed command is shown although they lie in the hidden mission folder.
-_READABLE = ("RHO_TASK_PROMPT_FILE", "RHO_VERIFY_LOG", "RHO_PROMPT_FILE")
+_READABLE = ("RHO_TASK_PROMPT_FILE", "RHO_VERIFY_LOG", "RHO_PROMPT_FILE", "RHO_CONFLICT_FILE")
 # Where sandboxed attempts' quarantines are made, in the repository's git dir.
 QUARANTINE_FOLDER = "rho-quarantine"
 
@@ -150,10 +150,13 @@ def worker_environment(ctx: WorkerContext, prompt_file: Path) -> dict[str, str]:
 
     Git's repository variables are dropped (see ``containment._environ``). The subject is cut to
     ``SUBJECT_ENV_LIMIT`` characters: a hand-written store may hold one too long for ``execve``;
-    the whole text is in the prompt file.
+    the whole text is in the prompt file. ``RHO_REPLAY`` is ``1`` when the attempt runs the
+    task again after its merge conflicted.
     """
+    replay = {"RHO_REPLAY": "1"} if ctx.replay else {}
     return child_environ(
         {
+            **replay,
             "RHO_MISSION_ID": ctx.mission.id,
             "RHO_MISSION_DIR": ctx.mission.dir,
             "RHO_TASK_ID": ctx.feature.id,

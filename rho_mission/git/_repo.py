@@ -604,6 +604,13 @@ class MergeChain:
             self.merged.append(commit)
             self.head = new
 
+    def adopt(self, merge: str, commit: str) -> None:
+        """Take *merge*, a merge of the head and *commit* made elsewhere (a resolved
+        conflict), as the new head."""
+        self.merged.append(commit)
+        self.head = merge
+        self._known = False  # a merge commit is in the head now: ask git from here on
+
 
 def _execute(
     command: list[str],

@@ -28,6 +28,7 @@ from ..containment import hold_guarantees, require_bwrap
 from ..containment._gitconfig import hold_config
 from ..containment._mission_processes import kill_mission_processes
 from ..engine._loop import run_waves
+from ..engine._resolve import resolve_shell_worker
 from ..engine._stage_workers import stages_for
 from ..executors import LocalExecutor
 from ..executors._contract import Executor, Observer, Worker
@@ -169,6 +170,7 @@ class Mission(MissionDocument):
         verify: Worker | None = None,
         fix: Worker | None = None,
         plan: Planner | None = None,
+        resolve: Worker | None = None,
     ) -> Mission:
         """Run the features wave after wave, and return this mission.
 
@@ -191,6 +193,14 @@ class Mission(MissionDocument):
         stage of a mission made from its prompt: run first, once (see ``plan``); the features
         and waves are then the plan's, and *waves* must be None.
 
+        *resolve* (default: the shell runs ``config.resolve_command``, if set) gets a merge that
+        conflicts at a join: a ``WorkerContext`` whose worktree holds the integration head so
+        far with the feature's work merged in and the conflict left in place, ``conflict_file``
+        a JSON brief and ``prompt_file`` a prompt for an agent. A worker that returns with no
+        unmerged path and no conflict marker left has resolved it: rho commits the merge and
+        the feature completes without running again. ``config.replay_conflicts`` runs a
+        conflicted feature's task again from the joined head instead (after the resolver).
+
         Raises:
             InvalidMissionError: empty waves, an unknown or repeated id, a feature in or before
                 the wave of one of its blockers, (shell worker) a feature with no command, or a
@@ -198,7 +208,9 @@ class Mission(MissionDocument):
             PlanningFailedError: the planner failed or wrote no valid plan (recorded).
             MissionError: another process is running this mission.
         """
-        return await self._run(worker, waves, observer, None, executor, (verify, fix), plan)
+        return await self._run(
+            worker, waves, observer, None, executor, (verify, fix), plan, resolve
+        )
 
     async def plan(self, planner: Planner | None = None) -> PlanDocument:
         """Run the planning stage alone, once, and return the plan; nothing else runs.
@@ -257,6 +269,7 @@ class Mission(MissionDocument):
         executor: Executor | None,
         checks: tuple[Worker | None, Worker | None],
         planner: Planner | None = None,
+        resolve: Worker | None = None,
     ) -> Mission:
         planning = self._planning_due(planner)
         if planning and waves is not None:
@@ -281,6 +294,7 @@ class Mission(MissionDocument):
                 observer=observer,
                 warnings=self.warnings,
                 stages=stages,
+                resolve=resolve or (resolve_shell_worker if self.config.resolve_command else None),
             )
         return self
 
@@ -300,6 +314,7 @@ class Mission(MissionDocument):
         verify: Worker | None = None,
         fix: Worker | None = None,
         plan: Planner | None = None,
+        resolve: Worker | None = None,
     ) -> Mission:
         """``run_staged`` for callers without an event loop.
 
@@ -317,6 +332,7 @@ class Mission(MissionDocument):
                 verify=verify,
                 fix=fix,
                 plan=plan,
+                resolve=resolve,
             ),
         )
 
@@ -330,6 +346,7 @@ class Mission(MissionDocument):
         verify: Worker | None = None,
         fix: Worker | None = None,
         plan: Planner | None = None,
+        resolve: Worker | None = None,
     ) -> Mission:
         """Continue from the first unfinished wave; completed features stay completed.
 
@@ -363,7 +380,9 @@ class Mission(MissionDocument):
                 )
             fresh = refresh
         waves = self.waves or None  # None: a mission still to plan gets its plan's
-        return await self._run(worker, waves, observer, fresh, executor, (verify, fix), plan)
+        return await self._run(
+            worker, waves, observer, fresh, executor, (verify, fix), plan, resolve
+        )
 
     def resume_sync(
         self,
@@ -375,6 +394,7 @@ class Mission(MissionDocument):
         verify: Worker | None = None,
         fix: Worker | None = None,
         plan: Planner | None = None,
+        resolve: Worker | None = None,
     ) -> Mission:
         """``resume`` for callers without an event loop.
 
@@ -392,6 +412,7 @@ class Mission(MissionDocument):
                 verify=verify,
                 fix=fix,
                 plan=plan,
+                resolve=resolve,
             ),
         )
 

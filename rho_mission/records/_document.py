@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 __all__ = [
     "FEATURE_STATUSES",
     "MISSION_SCHEMA",
+    "Conflict",
+    "ConflictOutcome",
     "Feature",
     "FeatureStatus",
     "Handoff",
@@ -44,9 +46,10 @@ __all__ = [
 _BRANCH_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?<![.])(?<!\.lock)")
 MAX_FEATURE_ID = 100
 # Names of the mission's own refs and logs (rho-mission/<id>/integration; the verify and fix
-# stages' verify-<wave> and fix-<wave>; the planning stage's plan): a feature named so would
-# share its branch or its log. Case-insensitive file systems too.
-_RESERVED = re.compile(r"(?i)integration|plan|fix-\d+|verify-\d+")
+# stages' verify-<wave> and fix-<wave>; the planning stage's plan; the resolve stage's
+# resolve): a feature named so would share its branch or its log. Case-insensitive file
+# systems too.
+_RESERVED = re.compile(r"(?i)integration|plan|resolve|fix-\d+|verify-\d+")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -89,6 +92,32 @@ class Handoff(BaseModel):
     tests_passed: bool | None = None
 
 
+ConflictOutcome = Literal["resolved", "replayed", "failed"]
+
+
+class Conflict(BaseModel):
+    """What happened when a feature's work met other work at its join (``engine._overlap``).
+
+    ``paths`` are the paths git found in conflict (as git names them), ``with`` the features
+    merged before it in that join whose work changed one of them (empty: the work already on
+    the integration branch). ``outcome``: ``resolved`` by the resolve stage (``--resolve``),
+    ``replayed`` (its task ran again from the joined head, ``--replay-conflicts``), or
+    ``failed``, with ``reason`` in one line. ``resolve_attempts`` and ``replays`` count the
+    rungs climbed.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )
+
+    paths: list[str]
+    with_: list[str] = Field(default_factory=list, alias="with")
+    outcome: ConflictOutcome = "failed"
+    resolve_attempts: int = Field(default=0, ge=0)
+    replays: int = Field(default=0, ge=0)
+    reason: str | None = None
+
+
 class Feature(BaseModel):
     """One unit of work of a mission (one task of the store, with ``--from-tasks``).
 
@@ -110,6 +139,8 @@ class Feature(BaseModel):
     started_at: str | None = None
     completed_at: str | None = None
     log: str | None = None
+    # Set when its merge at a join conflicted (see ``Conflict``).
+    conflict: Conflict | None = None
 
     def __init__(
         self, id: str, description: str = "", expected_behavior: str = "", **data: Any
@@ -178,6 +209,8 @@ class WaveJoin(BaseModel):
     cancelled_ids: list[str] = Field(default_factory=list)
     blocked_ids: list[str]
     not_run_ids: list[str] = Field(default_factory=list)
+    # The features whose merge conflicted at this join, whatever came of it (``Feature.conflict``).
+    conflicted_ids: list[str] = Field(default_factory=list)
     started_at: str
     completed_at: str
     summary: str
@@ -273,6 +306,11 @@ class MissionConfig(BaseModel):
     # The agent's command line that writes the plan of a mission made from a prompt
     # (``planning``): run once, in a worktree of the base, before the first wave.
     planner_command: str | None = None
+    # Overlapping work at a join (``engine._overlap``): the command that resolves a conflicted
+    # merge in a worktree holding it, and how many times a conflicted feature's task may run
+    # again from the joined head (0: a conflict fails the feature).
+    resolve_command: str | None = None
+    replay_conflicts: int = Field(default=0, ge=0, le=100)
     # The git remote a run on a Dask cluster pushed the mission's branches to (set by the
     # executor): ``rho mission clean`` deletes them there too.
     remote: str | None = None

@@ -16,7 +16,7 @@ from itertools import compress, count
 from operator import itemgetter, ne
 from typing import TYPE_CHECKING, TypeVar, get_origin
 
-from ._document import Feature, Handoff, Verification, WaveJoin
+from ._document import Conflict, Feature, Handoff, Verification, WaveJoin
 
 if TYPE_CHECKING:
     from ._document import MissionDocument
@@ -39,8 +39,10 @@ _Name = TypeVar("_Name", str, int)
 _INDENT = "    "
 # The fields of a feature and of a join, read by name from the model's ``__dict__`` (where
 # pydantic keeps them): those holding a model are read apart, as tuples of that model's fields.
-_feature_fields = itemgetter(*(name for name in Feature.model_fields if name != "handoff"))
+_HELD_APART = ("handoff", "conflict")
+_feature_fields = itemgetter(*(name for name in Feature.model_fields if name not in _HELD_APART))
 _handoff_fields = itemgetter(*Handoff.model_fields)
+_conflict_fields = itemgetter(*Conflict.model_fields)
 _join_fields = itemgetter(*(name for name in WaveJoin.model_fields if name != "verification"))
 _verification_fields = itemgetter(*Verification.model_fields)
 # A join's fields that hold lists (its ids), also copied into tuples.
@@ -52,18 +54,22 @@ _join_lists = itemgetter(
 def feature_key(feature: Feature) -> FeatureKey:
     """Every field of *feature* as values that cannot change: equal keys, equal features.
 
-    ``(id, blockers, handoff, *the other fields)``: the blockers are also copied into a tuple
-    and the handoff stands as a tuple of its fields (its list of files copied too), so that a
-    list changed in place, or a handoff edited in place, never changes a key already kept, and
-    two equal handoffs compare without pydantic's ``__eq__``. The fields are read by name from
-    the model's ``__dict__``: a third of the cost of reading each attribute.
+    ``(id, blockers, handoff, conflict, *the other fields)``: the blockers are also copied into
+    a tuple and the handoff and the conflict each stand as a tuple of their fields (their lists
+    copied too), so that a list changed in place, or a handoff edited in place, never changes a
+    key already kept, and two equal handoffs compare without pydantic's ``__eq__``. The fields
+    are read by name from the model's ``__dict__``: a third of the cost of reading each
+    attribute.
     """
     values = feature.__dict__
     handoff = values["handoff"]
     kept = None
     if handoff is not None:
         kept = (*_handoff_fields(handoff.__dict__), tuple(handoff.files_changed))
-    return (values["id"], tuple(values["blocked_by"]), kept, *_feature_fields(values))
+    met = values["conflict"]
+    if met is not None:
+        met = (*_conflict_fields(met.__dict__), tuple(met.paths), tuple(met.with_))
+    return (values["id"], tuple(values["blocked_by"]), kept, met, *_feature_fields(values))
 
 
 def key_blockers(key: FeatureKey) -> tuple[str, ...]:
@@ -73,8 +79,11 @@ def key_blockers(key: FeatureKey) -> tuple[str, ...]:
     return blockers
 
 
-# Where a `feature_key` holds the feature's end (``completed_at``): after id, blockers, handoff.
-_END_AT = 3 + [name for name in Feature.model_fields if name != "handoff"].index("completed_at")
+# Where a `feature_key` holds the feature's end (``completed_at``): after id, blockers, handoff,
+# conflict.
+_END_AT = 4 + [name for name in Feature.model_fields if name not in _HELD_APART].index(
+    "completed_at"
+)
 
 
 def key_end(key: FeatureKey) -> str | None:

@@ -35,7 +35,7 @@ from graph import (
 if TYPE_CHECKING:
     from taskstore import Task
 
-    from ._document import Feature, MissionDocument, WaveJoin
+    from ._document import Conflict, Feature, MissionDocument, WaveJoin
 
 __all__ = [
     "feature_link_facts",
@@ -275,9 +275,31 @@ def _feature_attributes(feature: Feature, wave: int) -> dict[str, str | int | bo
         optional["commit"] = feature.handoff.commit_id
         if feature.handoff.tests_passed is not None:
             attributes["tests_passed"] = feature.handoff.tests_passed
+    if feature.conflict is not None:
+        attributes.update(_conflict_attributes(feature.conflict))
     for key, value in optional.items():
         if value:
             attributes[f"{key}_sha256"] = sha256_hex(value)
+    return attributes
+
+
+def _conflicted_count(join: WaveJoin) -> dict[str, int]:
+    # Only where a merge conflicted: the join nodes of every other mission stay as they were.
+    return {"conflicted_count": len(join.conflicted_ids)} if join.conflicted_ids else {}
+
+
+def _conflict_attributes(conflict: Conflict) -> dict[str, str | int | bool]:
+    # Counts and digests only: a path or a reason may say what the work is about.
+    attributes: dict[str, str | int | bool] = {
+        "conflict_outcome": conflict.outcome,
+        "conflict_path_count": len(conflict.paths),
+        "conflict_with_count": len(conflict.with_),
+        "conflict_paths_sha256": sha256_hex("\0".join(sorted(conflict.paths))),
+        "resolve_attempts": conflict.resolve_attempts,
+        "replays": conflict.replays,
+    }
+    if conflict.reason:
+        attributes["conflict_reason_sha256"] = sha256_hex(conflict.reason)
     return attributes
 
 
@@ -301,6 +323,7 @@ def _wave_node(
             "failed_count": len(join.failed_ids),
             "cancelled_count": len(join.cancelled_ids),
             "blocked_count": len(join.blocked_ids),
+            **_conflicted_count(join),
         },
         created_at=join.started_at,
         effective_at=join.completed_at,

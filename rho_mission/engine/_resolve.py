@@ -1,0 +1,275 @@
+"""The resolve stage: a conflicted merge at a join, handed to a resolver with the conflict in place.
+
+When a feature's work conflicts with the head a join built so far, `ConflictResolver` prepares
+a worktree of the stages' pool (``_stage_runner``) on ``rho-mission/<m>/resolve`` at that head
+and runs ``git merge --no-commit`` of the feature's commit there: git's own markers in the
+files, the unmerged paths in the index. The resolver (``--resolve CMD``, or a library worker)
+runs in it like a task (supervisor, timeout, sandbox, log cap), told what met what by a JSON
+brief (``RHO_CONFLICT_FILE``) and a Markdown prompt (``RHO_TASK_PROMPT_FILE``), its output in
+``logs/<feature>.resolve.log``.
+
+A resolution is taken when the resolver succeeded, its index lists no unmerged path, and no
+conflicted path holds a line that is one of git's conflict markers. rho then stages what the
+worktree holds from its own index (the one its merge wrote: a resolver's index may lie about
+what changed, as a task's may), writes the tree and makes the merge commit of the head and the
+feature's commit itself; HEAD, refs and any commit the resolver made are not taken. Anything
+else is a failed resolution with its reason in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from graph import sha256_hex as digest
+
+from .._errors import FeatureFailedError, GitOperationError, MissionError
+from ..containment._folders import open_private
+from ..containment._process import note_in_log
+from ..executors._contract import Worker, WorkerContext
+from ..executors._shell import run_in_worktree, worker_environment
+from ..git._commit import path_text
+from ..records._clock import now_rfc3339
+from ..records._document import Feature, MissionDocument
+from ..records._journal import Journal
+from ._stage_runner import StageRunner
+
+__all__ = [
+    "ConflictResolver",
+    "Resolution",
+    "resolve_environment",
+    "resolve_log",
+    "resolve_shell_worker",
+]
+
+# Lines git writes around a conflict (diff3's base marker too); a line of seven "=" is one only
+# when nothing but blanks follows.
+_MARKERS = ("^(<{7}|>{7}|[|]{7})( |$)", "^={7}[[:space:]]*$")
+
+
+def resolve_log(feature_id: str) -> str:
+    """Where the resolve stage of *feature_id* writes, relative to the mission folder."""
+    return f"logs/{feature_id}.resolve.log"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What a resolve stage came to: the merge commit rho made, or why there is none."""
+
+    merge: str | None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ConflictAt:
+    """One conflicted merge of a join: the head so far, the feature's commit, what met."""
+
+    feature: Feature
+    head: str
+    commit: str
+    paths: Sequence[str]
+    merged: Sequence[Feature]  # merged before it in this join, in its order
+    attempt: int
+
+
+class ConflictResolver:
+    """Runs the resolve stage of one run's conflicted merges, one at a time."""
+
+    def __init__(
+        self, mission: MissionDocument, runner: StageRunner, worker: Worker, journal: Journal
+    ) -> None:
+        self.mission = mission
+        self.runner = runner
+        self.worker = worker
+        self.journal = journal
+        self.folder = Path(mission.dir)
+
+    async def resolve(self, at: ConflictAt) -> Resolution:
+        """Hand *at* to the resolver; a cancellation ends its processes and propagates."""
+        runner, feature = self.runner, at.feature
+        branch = runner.branch("resolve")
+        log = self.folder / resolve_log(feature.id)
+        note_in_log(log, f"{feature.id} resolve attempt {at.attempt}: started {now_rfc3339()}")
+        try:
+            worktree = await runner.acquire(branch, at.head)
+        except MissionError as exc:
+            return self._ended(at, log, Resolution(None, str(exc)))
+        try:
+            outcome = await self._resolve_in(worktree, at, log)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await runner.release(branch, worktree)
+        return self._ended(at, log, outcome)
+
+    async def _resolve_in(self, worktree: Path, at: ConflictAt, log: Path) -> Resolution:
+        try:
+            base = await anyio.to_thread.run_sync(self._start_merge, worktree, at)
+        except MissionError as exc:
+            return Resolution(None, str(exc))
+        brief = self._write_brief(at, base)
+        context = WorkerContext(
+            mission=self.mission,
+            feature=at.feature,
+            worktree=worktree,
+            base_commit=at.head,
+            attempt=at.attempt,
+            log_path=log,
+            on_process_start=lambda pgid: self.runner.started(at.feature.id, pgid),
+            prompt_file=self._write_prompt(at),
+            conflict_file=brief,
+        )
+        error = await self.runner.run(self.worker, context)
+        if error is not None:
+            return Resolution(None, error)
+        try:
+            merge = await anyio.to_thread.run_sync(self._finish_merge, worktree, at)
+        except MissionError as exc:
+            return Resolution(None, str(exc))
+        return Resolution(merge)
+
+    def _ended(self, at: ConflictAt, log: Path, outcome: Resolution) -> Resolution:
+        status = "resolved" if outcome.merge is not None else "failed"
+        said = f": {outcome.reason}" if outcome.reason else ""
+        note_in_log(log, f"{at.feature.id} resolve attempt {at.attempt} {status}{said}")
+        self.journal.record(
+            "resolve",
+            now_rfc3339(),
+            feature_id=at.feature.id,
+            attempt=at.attempt,
+            status=status,
+            paths_count=len(at.paths),
+            error_sha256=digest(outcome.reason) if outcome.reason else None,
+        )
+        return outcome
+
+    # -- git in the resolve worktree ---------------------------------------------------------
+
+    def _start_merge(self, worktree: Path, at: ConflictAt) -> str:
+        """Merge the feature's commit into the head, the conflict left in place; the merge base.
+
+        Raises:
+            GitOperationError: git could not merge at all.
+        """
+        repo = self.runner.repo
+        message = f"rho-mission {self.mission.id}: merge {at.feature.id}"
+        args = ("merge", "--no-ff", "--no-commit", "--no-edit", "-m", message, at.commit)
+        status, _, err = repo.run_status(*args, cwd=worktree, env=repo.identity_env())
+        if status not in (0, 1):  # 1: the conflict, as expected
+            raise GitOperationError(["git", *args], status, err)
+        # The index the merge wrote is rho's own: what is staged after the resolver starts
+        # from it, not from what the resolver's git left.
+        self.runner.pool().note_index(worktree, at.head)
+        return repo.run("merge-base", at.head, at.commit).strip()
+
+    def _finish_merge(self, worktree: Path, at: ConflictAt) -> str:
+        """The merge commit of what the resolver left.
+
+        Raises:
+            FeatureFailedError: an unmerged path or a conflict marker is left.
+            MissionError: git refused, or the worktree is not the one rho made.
+        """
+        repo = self.runner.repo
+        status, out, err = repo.run_status("ls-files", "--unmerged", "-z", cwd=worktree)
+        if status != 0:
+            raise FeatureFailedError(f"its index cannot be read: {err.strip() or status}")
+        unmerged = sorted({path_text(line.split("\t", 1)[-1]) for line in out.split("\0") if line})
+        if unmerged:
+            raise FeatureFailedError(
+                f"unmerged paths left: {', '.join(unmerged)} (mark each resolved with git add)"
+            )
+        try:
+            self.runner.pool().own_index(worktree)
+        except OSError as exc:
+            raise FeatureFailedError(f"its index could not be put back: {exc.strerror}") from exc
+        repo.run("add", "--all", cwd=worktree)
+        tree = repo.run("write-tree", cwd=worktree).strip()
+        marked = self._marked(tree, at.paths)
+        if marked:
+            raise FeatureFailedError(f"conflict markers left in {', '.join(marked)}")
+        message = f"rho-mission {self.mission.id}: merge {at.feature.id} (resolved)"
+        return repo.commit_tree(tree, (at.head, at.commit), message)
+
+    def _marked(self, tree: str, paths: Sequence[str]) -> list[str]:
+        """The conflicted *paths* whose blob in *tree* holds a conflict marker line.
+
+        Read by git from the objects it just wrote (no file of the worktree is opened, so no
+        link a resolver left is followed); binary files hold no markers.
+        """
+        patterns = [option for marker in _MARKERS for option in ("-e", marker)]
+        args = ("grep", "-I", "-l", "-z", "-E", *patterns, tree)
+        status, out, err = self.runner.repo.run_status(*args)
+        if status not in (0, 1):
+            raise GitOperationError(["git", *args], status, err)
+        prefix = f"{tree}:"
+        found = {path_text(name.removeprefix(prefix)) for name in out.split("\0") if name}
+        return sorted(found & set(paths))
+
+    # -- what the resolver is told -----------------------------------------------------------
+
+    def _write_brief(self, at: ConflictAt, base: str) -> Path:
+        feature = at.feature
+        brief = {
+            "feature": feature.id,
+            "subject": feature.description,
+            "description": feature.expected_behavior,
+            "paths": list(at.paths),
+            "merged": [{"id": f.id, "subject": f.description} for f in at.merged],
+            "base": base,
+            "ours": at.head,
+            "theirs": at.commit,
+        }
+        text = json.dumps(brief, indent=2, ensure_ascii=False) + "\n"
+        return self._write(f"{feature.id}.conflict.json", text)
+
+    def _write_prompt(self, at: ConflictAt) -> Path:
+        feature = at.feature
+        merged = "".join(f"- {f.id}: {f.description}\n" for f in at.merged) or (
+            "- (the work already on the integration branch)\n"
+        )
+        paths = "".join(f"- {path}\n" for path in at.paths)
+        text = (
+            f"# Resolve a merge conflict: {feature.description}\n\n"
+            f"Mission: {self.mission.prompt}\n\n"
+            f"The work of task {feature.id} was merged into this worktree on top of the work "
+            f"joined before it, and git left conflicts in:\n\n{paths}\n"
+            f"What task {feature.id} set out to do:\n\n{feature.expected_behavior}\n\n"
+            f"Merged before it:\n\n{merged}\n"
+            "Keep both intents: edit each conflicted file so that it holds what both sides "
+            "meant, leave no conflict markers (<<<<<<<, =======, >>>>>>>), and mark each file "
+            "resolved with `git add`. Do not commit: rho commits the merge.\n"
+        )
+        return self._write(f"{feature.id}.resolve.md", text)
+
+    def _write(self, name: str, text: str) -> Path:
+        path = self.folder / "prompts" / name
+        fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return path
+
+
+async def resolve_shell_worker(ctx: WorkerContext) -> None:
+    """Run the mission's ``resolve_command`` in the resolve worktree.
+
+    Raises:
+        FeatureFailedError: no command, a non-zero exit, or death by a signal.
+    """
+    command = ctx.mission.config.resolve_command
+    if not command:
+        raise FeatureFailedError(f"mission {ctx.mission.id} has no resolve command")
+    await run_in_worktree(ctx, command, resolve_environment(ctx))
+
+
+def resolve_environment(ctx: WorkerContext) -> dict[str, str]:
+    """A task's environment (``executors._shell.worker_environment``) for the conflicted
+    feature, plus ``RHO_STAGE=resolve`` and ``RHO_CONFLICT_FILE``."""
+    assert ctx.prompt_file is not None  # both written by the resolver before it runs
+    assert ctx.conflict_file is not None
+    env = worker_environment(ctx, ctx.prompt_file)
+    env.update(RHO_STAGE="resolve", RHO_CONFLICT_FILE=str(ctx.conflict_file))
+    return env

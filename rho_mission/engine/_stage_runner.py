@@ -1,0 +1,116 @@
+"""One run of a stage's worker in a worktree of the mission's own: the verify, fix and resolve
+stages share it.
+
+A stage runs on the coordinator's machine, in a worktree pool of its own under
+``.rho/worktrees/<mission>/checks`` (whatever executor runs the features), one stage at a time.
+Its branch (``rho-mission/<m>/<stage>``) moves like a feature branch: each move is noted in the
+journal first, and a branch holding commits rho did not make is refused, never reset. The
+worker runs under the feature timeout; its failure is a result (an error text), a
+cancellation ends its processes and propagates.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+
+from .._errors import RefMovedError
+from ..containment._folders import private_folder
+from ..executors._contract import Worker, WorkerContext
+from ..executors._local import close_pool
+from ..executors._worker_call import call_worker, failure_text
+from ..git._refs import RefHistory, mission_ref_prefix
+from ..git._repo import GitRepo
+from ..git._worktrees import WorktreePool, prune_stale
+from ..records._clock import now_rfc3339
+from ..records._document import MissionDocument
+from ..records._journal import Journal
+from ..records._places import RHO_PATTERN, mission_worktrees
+
+__all__ = ["StageRunner"]
+
+
+class StageRunner:
+    """The worktrees, branches and worker calls of one run's stages (see the module)."""
+
+    def __init__(
+        self, mission: MissionDocument, repo: GitRepo, journal: Journal, history: RefHistory
+    ) -> None:
+        self.mission = mission
+        self.repo = repo
+        self.journal = journal
+        self.history = history
+        self._pool: WorktreePool | None = None
+
+    def branch(self, name: str) -> str:
+        """The branch of the stage run *name* (``verify-2``, ``resolve``)."""
+        return mission_ref_prefix(self.mission.id) + name
+
+    async def acquire(self, branch: str, head: str) -> Path:
+        """A clean worktree on *branch*, moved to *head* (noted first, compare-and-swap).
+
+        Raises:
+            RefMovedError: the branch holds commits rho did not make.
+            MissionError: git refused the worktree.
+        """
+        pool = await anyio.to_thread.run_sync(self.pool)
+        found = await anyio.to_thread.run_sync(self._branch_head, branch, head)
+        if found != head:
+            self.history.note(branch, head, "start")
+        return await anyio.to_thread.run_sync(pool.acquire, branch, head, found)
+
+    async def release(self, branch: str, worktree: Path) -> None:
+        """Note what the stage left on its branch (the value its next move expects), give the
+        worktree back."""
+        pool = self.pool()
+        try:
+            found = await anyio.to_thread.run_sync(self.repo.branch_commit, branch)
+            if found is not None:
+                self.history.note(branch, found, "end")
+        finally:
+            await anyio.to_thread.run_sync(pool.release, worktree)
+
+    async def run(self, worker: Worker, context: WorkerContext) -> str | None:
+        """Run *worker* once on *context* under the feature timeout: None, or why it failed."""
+        timeout = self.mission.config.task_timeout
+        try:
+            with anyio.move_on_after(timeout) as scope:
+                await call_worker(worker, context)
+        except Exception as exc:  # the worker is the caller's code: it fails this stage run
+            return failure_text(exc, context.log_path)
+        if scope.cancelled_caught:
+            return f"timed out after {timeout:g}s"
+        return None
+
+    def started(self, name: str, pgid: int) -> None:
+        """Journal a process a stage started (recovery ends it after a crash)."""
+        self.journal.record("process", now_rfc3339(), feature_id=name, pgid=pgid)
+
+    def pool(self) -> WorktreePool:
+        """The stages' worktree pool, made on first use."""
+        if self._pool is None:
+            folder = mission_worktrees(self.repo.root, self.mission.id, "checks")
+            self.repo.exclude(RHO_PATTERN)
+            private_folder(folder.parent, self.repo.root)
+            prune_stale(self.repo, folder)  # what a crashed run's stages left
+            self._pool = WorktreePool(self.repo, folder, self.mission.id)
+        return self._pool
+
+    async def close(self) -> list[str]:
+        """Remove the stages' worktrees; a failure is a warning."""
+        pool, self._pool = self._pool, None
+        return await close_pool(pool, "stage worktrees")
+
+    def _branch_head(self, branch: str, head: str) -> str | None:
+        found = self.repo.branch_commit(branch)
+        if found is None or self.history.knows(branch, found):
+            return found
+        if self.history.attempt_open(branch) and self.repo.is_ancestor(head, found):
+            return found  # what a stage run a crash interrupted committed: it runs again
+        raise RefMovedError(
+            branch,
+            f"holds commits rho did not make ({found[:12]}); running the stage again would "
+            f"discard them: keep them with 'git branch <name> {branch}', delete it with "
+            f"'git branch -D {branch}', then resume",
+        )

@@ -1,0 +1,290 @@
+"""The resolve stage (design §10, rung 2): a merge that conflicts at a join goes to a resolver.
+
+Real repositories, real ``rho`` runs and real shell resolvers (the stand-in of
+``examples/agents``). The commonest workload of parallel agents: three tasks of one wave, each
+adds a module and appends its import to the package's ``__init__.py``.
+
+- with ``--resolve`` the three land whole in one run, each task run once, the two resolved
+  merges commits with both parents, each recorded (``conflict``) in mission.json, counted in
+  the join, digested only in the graph, printed by ``show`` and ``log``;
+- a resolver that leaves markers, leaves unmerged paths or fails fails its feature with that
+  reason; the brief and the prompt say what met what;
+- a library resolver (``run_staged(resolve=...)``) gets the same worktree and brief;
+- ``resume`` keeps the resolver and ``resume --resolve`` replaces it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rho_mission import Feature, Mission, MissionConfig
+from rho_mission import WorkerContext
+
+from ._cli_helpers import (
+    import_tasks,
+    integration_branch,
+    journal_events,
+    mission_dir,
+    run_rho,
+    spec,
+    store_tasks,
+    tree_files,
+)
+from .conftest import run_git
+
+pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
+
+ROOT = Path(__file__).resolve().parents[2]
+STAND_IN = ROOT / "examples" / "agents" / "stand-in-resolver.sh"
+NAMES = ("a", "b", "c")
+REGISTRY = "".join(f"from .{n} import {n}\n" for n in NAMES)
+
+
+def package(project: Path) -> None:
+    """A package whose ``__init__.py`` is the registry the tasks append to."""
+    (project / "pkg").mkdir()
+    (project / "pkg" / "__init__.py").write_text("")
+    run_git(project, "add", "--all")
+    run_git(project, "commit", "--quiet", "--message=package")
+
+
+def registering_tasks(project: Path, marks: Path, extra: str = "") -> None:
+    """Three tasks of one wave; each run leaves a line in ``marks/<task>.runs``."""
+    tasks = []
+    for name in NAMES:
+        runs = shlex.quote(str(marks / f"add_{name}.runs"))
+        command = (
+            f"echo run >> {runs}{extra} && echo 'from .{name} import {name}' >> pkg/__init__.py"
+            f" && echo '{name} = 1' > pkg/{name}.py"
+        )
+        task = spec(f"add_{name}", command)
+        task["subject"] = f"add {name}"
+        tasks.append(task)
+    import_tasks(project, tasks)
+
+
+def runs_of(marks: Path, task_id: str) -> int:
+    path = marks / f"{task_id}.runs"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def mission_json(project: Path) -> dict:
+    return json.loads((mission_dir(project) / "mission.json").read_text())
+
+
+def features(project: Path) -> dict[str, dict]:
+    return {f["id"]: f for f in mission_json(project)["features"]}
+
+
+@pytest.fixture
+def overlapping(project: Path, marks: Path) -> Path:
+    package(project)
+    registering_tasks(project, marks)
+    return project
+
+
+def test_three_appends_to_one_file_land_whole_in_one_run(overlapping: Path, marks: Path) -> None:
+    result = run_rho("mission", "--from-tasks", "--resolve", str(STAND_IN), cwd=overlapping)
+
+    assert result.code == 0, result.stdout + result.stderr
+    branch = integration_branch(overlapping)
+    files = tree_files(overlapping, branch)
+    assert files["pkg/__init__.py"] == REGISTRY
+    assert {f"pkg/{n}.py" for n in NAMES} <= set(files)
+    assert [runs_of(marks, f"add_{n}") for n in NAMES] == [1, 1, 1]  # no task ran twice
+    by_id = features(overlapping)
+    assert [by_id[f"add_{n}"]["attempts"] for n in NAMES] == [1, 1, 1]
+    assert by_id["add_a"]["conflict"] is None
+    assert by_id["add_b"]["conflict"] == {
+        "paths": ["pkg/__init__.py"],
+        "with": ["add_a"],
+        "outcome": "resolved",
+        "resolve_attempts": 1,
+        "replays": 0,
+        "reason": None,
+    }
+    assert by_id["add_c"]["conflict"]["with"] == ["add_a", "add_b"]
+    (join,) = mission_json(overlapping)["wave_joins"]
+    assert join["conflicted_ids"] == ["add_b", "add_c"]
+    assert join["summary"].endswith(", 2 conflicted")
+    # The resolved merges are merges: both parents, the feature's commit the second.
+    parents = run_git(overlapping, "rev-list", "--parents", "-n", "1", branch).split()
+    assert parents[2] == by_id["add_c"]["handoff"]["commit_id"]
+    assert "add_b completed (merge conflict in pkg/__init__.py with add_a, resolved)" in (
+        result.stdout_lines
+    )
+    assert {e["feature_id"] for e in journal_events(mission_dir(overlapping), "resolve")} == {
+        "add_b",
+        "add_c",
+    }
+    assert all(task["status"] == "completed" for task in store_tasks(overlapping).values())
+
+
+def test_the_graph_holds_counts_and_digests_of_a_conflict_never_its_paths(
+    overlapping: Path,
+) -> None:
+    assert run_rho("mission", "--from-tasks", "--resolve", str(STAND_IN), cwd=overlapping).code == 0
+    text = (mission_dir(overlapping) / "mission-graph.json").read_text()
+    assert "__init__" not in text
+    assert "add b" not in text
+    nodes = {node["id"]: node for node in json.loads(text)["nodes"]}
+    feature = next(n for i, n in nodes.items() if i.endswith("/add_c"))
+    attributes = feature["attributes"]
+    assert attributes["conflict_outcome"] == "resolved"
+    counts = (attributes["conflict_path_count"], attributes["conflict_with_count"])
+    assert tuple(map(int, counts)) == (1, 2)
+    assert len(attributes["conflict_paths_sha256"]) == 64
+    join = next(n for i, n in nodes.items() if "/mission-wave/" in i)
+    assert int(join["attributes"]["conflicted_count"]) == 2
+
+
+def test_show_and_log_say_what_the_resolver_did(overlapping: Path) -> None:
+    assert run_rho("mission", "--from-tasks", "--resolve", str(STAND_IN), cwd=overlapping).code == 0
+
+    shown = run_rho("mission", "show", "latest", cwd=overlapping)
+    assert shown.code == 0, shown.stderr
+    line = "merge conflict in pkg/__init__.py with add_a, add_b: resolved (1 resolve attempt(s)"
+    assert any(line in row for row in shown.stdout_lines), shown.stdout
+    assert any(row.strip().endswith("add_c.resolve.log") for row in shown.stdout_lines)
+
+    log = run_rho("mission", "log", "latest", "add_c", cwd=overlapping)
+    assert log.code == 0, log.stderr
+    assert "== the resolve stage of add_c:" in log.stdout
+    assert "stand-in-resolver: add_c: kept both sides in: pkg/__init__.py" in log.stdout
+
+
+@pytest.mark.parametrize(
+    ("resolver", "reason"),
+    [
+        ("git add --all", "conflict markers left in pkg/__init__.py"),
+        ("true", "unmerged paths left: pkg/__init__.py (mark each resolved with git add)"),
+        ("echo giving up; exit 3", "command failed: exit code 3"),
+    ],
+    ids=["markers", "unmerged", "exit-3"],
+)
+def test_a_resolution_rho_cannot_take_fails_the_feature_saying_why(
+    overlapping: Path, marks: Path, resolver: str, reason: str
+) -> None:
+    result = run_rho("mission", "--from-tasks", "--resolve", resolver, cwd=overlapping)
+
+    assert result.code == 1, result.stdout + result.stderr
+    conflict = "merge conflict in pkg/__init__.py with add_a (add a)"
+    expected = f"{conflict}; the resolver failed: {reason}"
+    tasks = store_tasks(overlapping)
+    assert tasks["add_b"]["lastError"] == expected
+    by_id = features(overlapping)
+    assert by_id["add_b"]["status"] == "failed"
+    assert by_id["add_b"]["conflict"]["outcome"] == "failed"
+    assert by_id["add_b"]["conflict"]["reason"] == f"the resolver failed: {reason}"
+    assert by_id["add_b"]["conflict"]["resolve_attempts"] == 1
+    # Nothing of a refused resolution reached the integration branch.
+    files = tree_files(overlapping, integration_branch(overlapping))
+    assert files["pkg/__init__.py"] == "from .a import a\n"
+    assert "pkg/b.py" not in files
+
+
+def test_the_resolver_is_told_what_met_what(overlapping: Path, tmp_path: Path) -> None:
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    # Keeps copies of what it was given, then resolves like the stand-in.
+    keep = (
+        f'cp "$RHO_CONFLICT_FILE" "$RHO_TASK_PROMPT_FILE" {seen}/ && env > {seen}/$RHO_TASK_ID.env'
+    )
+    result = run_rho(
+        "mission", "--from-tasks", "--resolve", f"{keep} && {STAND_IN}", cwd=overlapping
+    )
+
+    assert result.code == 0, result.stdout + result.stderr
+    brief = json.loads((seen / "add_c.conflict.json").read_text())
+    by_id = features(overlapping)
+    head_before = run_git(overlapping, "rev-parse", f"{integration_branch(overlapping)}^1").strip()
+    assert brief == {
+        "feature": "add_c",
+        "subject": "add c",
+        "description": "add c",
+        "paths": ["pkg/__init__.py"],
+        "merged": [{"id": "add_a", "subject": "add a"}, {"id": "add_b", "subject": "add b"}],
+        "base": mission_json(overlapping)["base_commit"],
+        "ours": head_before,
+        "theirs": by_id["add_c"]["handoff"]["commit_id"],
+    }
+    prompt = (seen / "add_c.resolve.md").read_text()
+    assert prompt.startswith("# Resolve a merge conflict: add c\n")
+    assert "- pkg/__init__.py\n" in prompt
+    assert "- add_a: add a\n- add_b: add b\n" in prompt
+    assert "Keep both intents" in prompt
+    env = dict(
+        line.split("=", 1) for line in (seen / "add_c.env").read_text().splitlines() if "=" in line
+    )
+    assert (env["RHO_STAGE"], env["RHO_TASK_ID"], env["RHO_ATTEMPT"]) == ("resolve", "add_c", "1")
+
+
+def test_resume_keeps_the_resolver_and_resume_resolve_replaces_it(
+    overlapping: Path, marks: Path
+) -> None:
+    first = run_rho("mission", "--from-tasks", "--resolve", "exit 1", cwd=overlapping)
+    assert first.code == 1, first.stdout + first.stderr
+    assert mission_json(overlapping)["config"]["resolve_command"] == "exit 1"
+
+    again = run_rho("mission", "resume", "latest", cwd=overlapping)  # the same resolver fails
+    assert again.code == 1
+    assert "the resolver failed: command failed: exit code 1" in again.stdout
+
+    fixed = run_rho("mission", "resume", "latest", "--resolve", str(STAND_IN), cwd=overlapping)
+    assert fixed.code == 0, fixed.stdout + fixed.stderr
+    files = tree_files(overlapping, integration_branch(overlapping))
+    assert files["pkg/__init__.py"] == REGISTRY
+    assert mission_json(overlapping)["config"]["resolve_command"] == str(STAND_IN)
+    # Failed features run again at a resume (their work was not kept), from the head joined
+    # so far: at the first resume add_b's work merges without a conflict, add_c's meets it.
+    assert [runs_of(marks, f"add_{n}") for n in NAMES] == [1, 2, 3]
+
+
+def test_a_blank_resolve_command_is_refused_before_anything_runs(overlapping: Path) -> None:
+    before = (overlapping / ".rho" / "tasks.json").read_bytes()
+    result = run_rho("mission", "--from-tasks", "--resolve", " ", cwd=overlapping)
+    assert result.code == 2
+    assert result.stderr_lines[0].startswith("error: --resolve needs a command")
+    assert (overlapping / ".rho" / "tasks.json").read_bytes() == before
+    assert not (overlapping / ".rho" / "missions").exists()
+
+
+def _resolve_in_python(ctx: WorkerContext) -> None:
+    """A library resolver: keeps both sides of every conflicted path, as the stand-in does."""
+    assert ctx.conflict_file is not None
+    brief = json.loads(ctx.conflict_file.read_text())
+    for path in brief["paths"]:
+        target = ctx.worktree / path
+        kept = [
+            line
+            for line in target.read_text().splitlines(keepends=True)
+            if not line.startswith(("<<<<<<<", "=======", ">>>>>>>"))
+        ]
+        target.write_text("".join(kept))
+        subprocess.run(["git", "add", "--", path], cwd=ctx.worktree, check=True)
+
+
+def test_a_library_resolver_gets_the_conflict_in_its_worktree(project: Path) -> None:
+    package(project)
+    mission = Mission.new(project, "register three modules", config=MissionConfig(max_workers=3))
+    for name in NAMES:
+        mission.add_feature(
+            Feature(
+                f"add_{name}",
+                f"add {name}",
+                command=f"echo 'from .{name} import {name}' >> pkg/__init__.py",
+            )
+        )
+
+    mission.run_staged_sync(waves=[[f"add_{n}" for n in NAMES]], resolve=_resolve_in_python)
+
+    assert mission.status == "completed", [f.error for f in mission.features]
+    assert tree_files(project, mission.integration_branch)["pkg/__init__.py"] == REGISTRY
+    outcomes = [f.conflict.outcome if f.conflict else None for f in mission.features]
+    assert outcomes == [None, "resolved", "resolved"]
+    assert mission.wave_joins[0].conflicted_ids == ["add_b", "add_c"]
