@@ -331,6 +331,7 @@ async def test_a_failed_feature_stops_the_mission_after_its_join(repo_path: Path
         # None of them depends on b: they did not run only because the mission stopped.
         "blocked_ids": [],
         "not_run_ids": ["c", "d", "e"],
+        "conflicted_ids": [],
         "summary": "wave 1 joined 2 feature(s), 1 completed, 1 failed",
     }
     assert [mission.feature(i).status for i in "cde"] == ["pending"] * 3
@@ -408,7 +409,7 @@ async def test_a_merge_conflict_fails_the_later_feature_in_sorted_order(repo_pat
         ["b"],
         ["c"],
     )
-    assert join.summary == "wave 1 joined 2 feature(s), 1 completed, 1 failed"
+    assert join.summary == "wave 1 joined 2 feature(s), 1 completed, 1 failed, 1 conflicted"
 
 
 class _FinishOrder:
