@@ -33,7 +33,7 @@ from graph import sha256_hex as digest
 from .._errors import MergeConflictError, MissionError
 from ..containment._mission_processes import end_mission_processes
 from ..executors._contract import Attempt, Executor, Observer, Worker
-from ..git._refs import RefHistory, check_id_free, settle_refs
+from ..git._refs import RefHistory, check_id_free, feature_head, settle_refs
 from ..git._repo import GitRepo, MergeChain
 from ..records._clock import now_rfc3339
 from ..records._document import (
@@ -652,6 +652,14 @@ class _WaveRunner:
         problem = await self._prepare_wave(head)
         if problem is not None:
             return problem
+        if feature.id not in self.branch_heads:  # completed by an earlier run of the mission
+            assert feature.branch is not None  # given by Mission.add_feature
+            try:
+                expected = partial(feature_head, self.repo, self.mission, self.history)
+                found = await anyio.to_thread.run_sync(expected, feature.branch)
+            except MissionError as exc:
+                return str(exc)
+            self.branch_heads[feature.id] = found
         attempt = self._attempt_of(feature, head, _at_once, replay=True)
         result = await self.executor.run_attempt(attempt)
         self.branch_heads[feature.id] = result.branch_head

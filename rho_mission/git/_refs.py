@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..records._document import MissionDocument
     from ._repo import GitRepo
 
-__all__ = ["RefHistory", "check_id_free", "mission_ref_prefix", "settle_refs"]
+__all__ = ["RefHistory", "check_id_free", "feature_head", "mission_ref_prefix", "settle_refs"]
 
 
 @dataclass
@@ -138,6 +138,20 @@ def _settle_integration(
             f"refusing to reset it: put it back with 'git branch -f {branch} {recorded[:12]}', "
             "or start a new mission",
         )
+
+
+def feature_head(
+    repo: GitRepo, mission: MissionDocument, history: RefHistory, branch: str
+) -> str | None:
+    """What feature *branch* holds, for its next move: the check ``settle_refs`` makes of the
+    branches still to run, for a completed feature's branch that runs again (a replay after
+    its merge conflicted).
+
+    Raises:
+        RefMovedError: the branch holds commits rho did not write and would discard.
+    """
+    found = repo.branch_commit(branch)
+    return _feature_head(repo, mission, history, branch, {branch: found} if found else {})
 
 
 def _feature_head(

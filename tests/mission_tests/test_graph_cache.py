@@ -34,7 +34,7 @@ from rho_mission import (
     WaveJoin,
 )
 from rho_mission.records import _persist
-from rho_mission.records._document import Verification
+from rho_mission.records._document import Conflict, Verification
 from rho_mission.records._graphcache import MissionGraphCache
 from rho_mission.records._missionbytes import (
     FeatureKey,
@@ -406,11 +406,30 @@ def test_every_field_of_a_feature_is_in_its_key() -> None:
         "started_at": "2026-11-30T09:00:00.000Z",
         "completed_at": "2026-11-30T09:00:00.000Z",
         "log": "logs/other.log",
+        "conflict": Conflict(paths=["x"], with_=["f1"]),
     }
     assert sorted(changed) == sorted(Feature.model_fields), "a new field: add it here"
     for name, value in changed.items():
         other = base.model_copy(update={name: value})
         assert feature_key(other) != feature_key(base), name
+
+
+def test_a_conflict_changed_in_place_changes_the_key() -> None:
+    # The engine fills a feature's conflict in as the ladder goes (outcome, reason, counts).
+    feature = _planned().features[4]
+    feature.conflict = Conflict(paths=["x"], with_=["f1"])
+    kept = feature_key(feature)
+    for change in (
+        lambda c: setattr(c, "outcome", "resolved"),
+        lambda c: setattr(c, "reason", "why"),
+        lambda c: setattr(c, "replays", 1),
+        lambda c: c.paths.append("y"),
+        lambda c: c.with_.append("f2"),
+    ):
+        assert feature.conflict is not None
+        change(feature.conflict)
+        assert feature_key(feature) != kept
+        kept = feature_key(feature)
 
 
 def _saved_here(folder: Path) -> MissionDocument:
@@ -532,6 +551,7 @@ def test_every_field_of_a_wave_join_is_in_its_key() -> None:
         "cancelled_ids": ["f9"],
         "blocked_ids": ["f9"],
         "not_run_ids": ["f9"],
+        "conflicted_ids": ["f9"],
         "started_at": "2026-11-30T09:00:00.000Z",
         "completed_at": "2026-11-30T09:00:00.000Z",
         "summary": "other",

@@ -16,69 +16,34 @@ adds a module and appends its import to the package's ``__init__.py``.
 from __future__ import annotations
 
 import json
-import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from rho_mission import Feature, Mission, MissionConfig
-from rho_mission import WorkerContext
+from rho_mission import Feature, Mission, MissionConfig, WorkerContext
 
 from ._cli_helpers import (
-    import_tasks,
     integration_branch,
     journal_events,
     mission_dir,
     run_rho,
-    spec,
     store_tasks,
     tree_files,
+)
+from ._overlap_helpers import (
+    NAMES,
+    REGISTRY,
+    STAND_IN,
+    features,
+    mission_json,
+    package,
+    registering_tasks,
+    runs_of,
 )
 from .conftest import run_git
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
-
-ROOT = Path(__file__).resolve().parents[2]
-STAND_IN = ROOT / "examples" / "agents" / "stand-in-resolver.sh"
-NAMES = ("a", "b", "c")
-REGISTRY = "".join(f"from .{n} import {n}\n" for n in NAMES)
-
-
-def package(project: Path) -> None:
-    """A package whose ``__init__.py`` is the registry the tasks append to."""
-    (project / "pkg").mkdir()
-    (project / "pkg" / "__init__.py").write_text("")
-    run_git(project, "add", "--all")
-    run_git(project, "commit", "--quiet", "--message=package")
-
-
-def registering_tasks(project: Path, marks: Path, extra: str = "") -> None:
-    """Three tasks of one wave; each run leaves a line in ``marks/<task>.runs``."""
-    tasks = []
-    for name in NAMES:
-        runs = shlex.quote(str(marks / f"add_{name}.runs"))
-        command = (
-            f"echo run >> {runs}{extra} && echo 'from .{name} import {name}' >> pkg/__init__.py"
-            f" && echo '{name} = 1' > pkg/{name}.py"
-        )
-        task = spec(f"add_{name}", command)
-        task["subject"] = f"add {name}"
-        tasks.append(task)
-    import_tasks(project, tasks)
-
-
-def runs_of(marks: Path, task_id: str) -> int:
-    path = marks / f"{task_id}.runs"
-    return len(path.read_text().splitlines()) if path.exists() else 0
-
-
-def mission_json(project: Path) -> dict:
-    return json.loads((mission_dir(project) / "mission.json").read_text())
-
-
-def features(project: Path) -> dict[str, dict]:
-    return {f["id"]: f for f in mission_json(project)["features"]}
 
 
 @pytest.fixture
