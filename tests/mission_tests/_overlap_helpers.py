@@ -51,7 +51,8 @@ def runs_of(marks: Path, task_id: str) -> int:
 
 
 def mission_json(project: Path) -> dict[str, Any]:
-    return json.loads((mission_dir(project) / "mission.json").read_text())
+    record: dict[str, Any] = json.loads((mission_dir(project) / "mission.json").read_text())
+    return record
 
 
 def features(project: Path) -> dict[str, dict[str, Any]]:
