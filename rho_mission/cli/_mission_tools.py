@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "clean",
+    "conflicts",
     "diff",
     "load_mission",
     "log",
@@ -108,6 +109,47 @@ def _feature(target: Mission, task: str) -> Feature:
     more = f" and {len(ids) - _NAMED_TASKS} more" if len(ids) > _NAMED_TASKS else ""
     listed = ", ".join(ids[:_NAMED_TASKS]) + more if ids else "none"
     raise CliError(f"mission {target.id} has no task {quote(task)}; its tasks: {listed}")
+
+
+# -- conflicts -------------------------------------------------------------------------------
+
+
+@mission.command("conflicts")
+@click.argument("name", metavar="MISSION")
+@click.option("--into", metavar="BRANCH", help="Compare with BRANCH instead of the current one.")
+@click.option("--json", "as_json", is_flag=True, help="Print the overlaps as JSON.")
+def conflicts(name: str, into: str | None, as_json: bool) -> int:
+    """List where the work of a mission's tasks would conflict: each pair of tasks, and each
+    task against your current branch (or --into BRANCH). Nothing changes: git computes every
+    merge without a worktree.
+
+    MISSION is a folder, a mission id, a unique prefix of one, or 'latest'.
+
+    Example: rho mission conflicts latest
+    """
+    import json
+
+    from ..git._repo import GitRepo
+    from ..mission._conflicts import described, overlapping_work
+    from ..mission._merge import current_branch
+
+    target = load_mission(name)
+    repo = GitRepo.open(target.repo)
+    branch = into or current_branch(repo)
+    sides, found = overlapping_work(target, repo, branch)
+    if as_json:
+        document = {"mission": target.id, "branch": branch, "conflicts": described(found)}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        return 0
+    tasks = sum(1 for side in sides if not side.is_branch)
+    against = f" and {branch}" if branch else ""
+    if not found:
+        click.echo(f"mission {target.id}: no overlapping work between {tasks} task(s){against}")
+        return 0
+    click.echo(f"mission {target.id}: {len(found)} overlap(s) between {tasks} task(s){against}")
+    for overlap in found:
+        click.echo(f"{overlap.one.name} and {overlap.other.name}: {', '.join(overlap.paths)}")
+    return 0
 
 
 # -- merge -----------------------------------------------------------------------------------

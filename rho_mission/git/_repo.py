@@ -491,17 +491,25 @@ class GitRepo:
             raise GitOperationError(["git", "merge-base"], status, err)
         return out.strip() or None
 
-    def _merge_commit(self, ours: str, theirs: str, message: str, names: tuple[str, str]) -> str:
+    def merge_tree(self, ours: str, theirs: str) -> tuple[str, list[str]]:
+        """The tree of merging *theirs* into *ours*, and the paths where they conflict (none:
+        a clean merge), computed by ``git merge-tree``: no worktree, index or ref is touched.
+
+        Raises:
+            GitOperationError: git could not compute the merge.
+        """
         args = ("merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", ours, theirs)
         status, out, err = self.run_status(*args)
         fields = [item for item in out.split("\0") if item]
-        if status == 1:
-            files = [path_text(name) for name in fields[1:]]
-            raise MergeConflictError(files, target=names[0], source=names[1])
-        if status != 0 or not fields:
+        if status not in (0, 1) or not fields:
             raise GitOperationError(["git", *args], status, err)
+        return fields[0], [path_text(name) for name in fields[1:]] if status == 1 else []
+
+    def _merge_commit(self, ours: str, theirs: str, message: str, names: tuple[str, str]) -> str:
+        tree, conflicted = self.merge_tree(ours, theirs)
+        if conflicted:
+            raise MergeConflictError(conflicted, target=names[0], source=names[1])
         parents = ("-p", ours, "-p", theirs)
-        tree = fields[0]
         env = self.identity_env()
         return self.run(
             "commit-tree", "--no-gpg-sign", *parents, "-m", message, tree, env=env

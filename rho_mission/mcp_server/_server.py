@@ -174,7 +174,7 @@ class Tools:
     @_tool_errors
     def mission_show(self, mission: str) -> dict[str, Any]:
         """A mission (an id, a unique prefix, or 'latest'): its status, waves, joins, and each
-        feature's status and error."""
+        feature's status, error and, when its merge conflicted, what came of that."""
         found = self._mission(mission)
         from ..mission._mission import mission_state
 
@@ -184,7 +184,13 @@ class Tools:
             "state": mission_state(found),
             "waves": found.waves,
             "features": [
-                {"id": f.id, "status": f.status, "attempts": f.attempts, "error": f.error}
+                {
+                    "id": f.id,
+                    "status": f.status,
+                    "attempts": f.attempts,
+                    "error": f.error,
+                    "conflict": f.conflict.model_dump(mode="json") if f.conflict else None,
+                }
                 for f in found.features
             ],
             "wave_joins": [j.model_dump(mode="json") for j in found.wave_joins],

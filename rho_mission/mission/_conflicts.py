@@ -18,12 +18,10 @@ from dataclasses import dataclass
 from itertools import combinations
 from pathlib import PurePosixPath
 
-from .._errors import GitOperationError
-from ..git._commit import path_text
 from ..git._repo import GitRepo
 from ..records._document import Feature, MissionDocument
 
-__all__ = ["Overlap", "WorkOf", "conflicted_paths", "described", "overlapping_work"]
+__all__ = ["Overlap", "WorkOf", "described", "overlapping_work"]
 
 
 @dataclass(frozen=True)
@@ -61,26 +59,10 @@ def overlapping_work(
     for one, other in combinations(sides, 2):
         if not touched[one] & touched[other]:
             continue
-        paths = conflicted_paths(repo, one.commit, other.commit)
+        _, paths = repo.merge_tree(one.commit, other.commit)
         if paths:
-            found.append(Overlap(one, other, paths))
+            found.append(Overlap(one, other, tuple(sorted(set(paths)))))
     return sides, found
-
-
-def conflicted_paths(repo: GitRepo, ours: str, theirs: str) -> tuple[str, ...]:
-    """The paths where merging *theirs* into *ours* conflicts (none: it merges cleanly).
-
-    Raises:
-        GitOperationError: git could not compute the merge.
-    """
-    args = ("merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", ours, theirs)
-    status, out, err = repo.run_status(*args)
-    if status == 0:
-        return ()
-    fields = [item for item in out.split("\0") if item]
-    if status != 1 or not fields:
-        raise GitOperationError(["git", *args], status, err)
-    return tuple(sorted({path_text(name) for name in fields[1:]}))
 
 
 def _work_of(repo: GitRepo, feature: Feature) -> WorkOf | None:

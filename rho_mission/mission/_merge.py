@@ -35,6 +35,7 @@ from ._pick import compose_tasks
 __all__ = [
     "MergeOutcome",
     "MergeRefusedError",
+    "current_branch",
     "merge_mission",
     "tracked_records",
     "tracked_records_message",
@@ -93,7 +94,7 @@ def merge_mission(
     _refuse_other_repository(repo, mission)
     with idle_mission(repo, mission.id), repo.locked():
         source = _integration_head(repo, mission)
-        current = _current_branch(repo)
+        current = current_branch(repo)
         target = into or current
         if target is None:
             raise MergeRefusedError(
@@ -181,7 +182,8 @@ def _integration_head(repo: GitRepo, mission: MissionDocument) -> str:
     return head
 
 
-def _current_branch(repo: GitRepo) -> str | None:
+def current_branch(repo: GitRepo) -> str | None:
+    """The branch checked out in *repo*'s main work tree; None when HEAD is detached."""
     status, out, _ = repo.run_status("symbolic-ref", "--quiet", "HEAD")
     ref = out.strip()
     return (

@@ -242,3 +242,30 @@ async def test_missions_read_through_the_tools(repo: Path) -> None:
         unknown == rho(repo, "mission", "show", "ffffffff").stderr.removeprefix("error: ").strip()
     )
     assert no_task == f'mission {mission} has no task "nope"'
+
+
+RESOLVER = Path(__file__).resolve().parents[2] / "examples" / "agents" / "stand-in-resolver.sh"
+
+
+async def test_mission_show_says_what_came_of_a_conflicted_merge(repo: Path) -> None:
+    resolver = RESOLVER
+    for name in ("a", "b"):
+        added = rho(repo, "task", "add", f"add {name}", "--command", f"echo {name} >> list.txt")
+        assert added.returncode == 0
+    ran = rho(repo, "mission", "--from-tasks", "--resolve", str(resolver))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+    async with session(repo, "--tools", "all") as client:
+        shown = await call(client, "MissionShow", mission="latest")
+
+    conflicts = {f["id"]: f["conflict"] for f in shown["features"]}
+    assert conflicts["task_1"] is None
+    assert conflicts["task_2"] == {
+        "paths": ["list.txt"],
+        "with": ["task_1"],
+        "outcome": "resolved",
+        "resolve_attempts": 1,
+        "replays": 0,
+        "reason": None,
+    }
+    assert shown["wave_joins"][0]["conflicted_ids"] == ["task_2"]

@@ -4,7 +4,9 @@ change the same file. Real repositories and real ``rho`` runs.
 - git's own merge drivers apply to rho's merges: ``merge=union`` in ``.gitattributes`` lands
   three tasks that each append a line to one ``__init__.py``;
 - without one, the features whose merge conflicts fail, each naming the paths and the
-  features of the join whose work they met.
+  features of the join whose work they met;
+- ``rho mission conflicts`` lists which work overlaps (each pair of tasks, each task against
+  the user's branch) and changes nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +19,16 @@ from rho_mission import Feature, Handoff
 from rho_mission._errors import MergeConflictError
 from rho_mission.engine._joins import conflict_text
 
-from ._cli_helpers import import_tasks, integration_branch, run_rho, spec, store_tasks, tree_files
+from ._cli_helpers import (
+    branches,
+    import_tasks,
+    integration_branch,
+    run_rho,
+    spec,
+    store_tasks,
+    tree_files,
+    worktree_paths,
+)
 from .conftest import run_git
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
@@ -65,6 +76,48 @@ def test_a_conflicted_merge_names_the_paths_and_the_features_it_met(project: Pat
     expected = "merge conflict in pkg/__init__.py with add_a (add a)"
     assert [tasks[f"add_{n}"]["lastError"] for n in ("b", "c")] == [expected, expected]
     assert f"add_b failed: {expected}" in result.stdout_lines
+
+
+def test_conflicts_lists_which_work_overlaps_and_changes_nothing(project: Path) -> None:
+    _package(project, None)
+    _registering_tasks(project)
+    import_tasks(project, [spec("elsewhere", "echo x > other.txt")])
+    assert run_rho("mission", "--from-tasks", cwd=project).code == 1
+    (project / "pkg" / "__init__.py").write_text("mine\n")  # the user's own change, committed
+    run_git(project, "commit", "--quiet", "--all", "--message=mine")
+    before = (branches(project), worktree_paths(project), run_git(project, "status", "--short"))
+
+    listed = run_rho("mission", "conflicts", "latest", cwd=project)
+    as_json = run_rho("mission", "conflicts", "latest", "--json", cwd=project)
+
+    assert listed.code == 0, listed.stderr
+    pairs = ["add_a and add_b", "add_a and add_c", "add_a and main", "add_b and add_c"]
+    pairs += ["add_b and main", "add_c and main"]
+    assert listed.stdout_lines[1:] == [f"{pair}: pkg/__init__.py" for pair in pairs]
+    assert listed.stdout_lines[0].endswith("6 overlap(s) between 4 task(s) and main")
+    document = as_json.json()
+    assert document["branch"] == "main"
+    assert document["conflicts"][0] == {
+        "feature": "add_a",
+        "with": "add_b",
+        "branch": None,
+        "paths": ["pkg/__init__.py"],
+    }
+    assert document["conflicts"][2]["branch"] == "main"
+    after = (branches(project), worktree_paths(project), run_git(project, "status", "--short"))
+    assert after == before
+
+
+def test_conflicts_with_a_branch_that_does_not_exist_is_one_error_line(project: Path) -> None:
+    import_tasks(project, [spec("one", "echo x > one.txt")])
+    assert run_rho("mission", "--from-tasks", cwd=project).code == 0
+    result = run_rho("mission", "conflicts", "latest", "--into", "nosuch", cwd=project)
+    assert result.code == 2
+    assert len(result.stderr_lines) == 1
+    assert result.stderr_lines[0].startswith("error: ")
+    assert "nosuch" in result.stderr_lines[0]
+    clean = run_rho("mission", "conflicts", "latest", cwd=project)
+    assert clean.stdout_lines[-1].endswith("no overlapping work between 1 task(s) and main")
 
 
 def _merged(feature_id: str, files: list[str]) -> Feature:
