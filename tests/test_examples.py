@@ -169,7 +169,7 @@ def test_every_documented_agent_line_is_collected() -> None:
 def _line_id(line: str) -> str:
     """``claude``, ``aider --retries``, ...: the agent the line runs, and what it adds."""
     agent = shlex.split(line.split("--run", 1)[1])[0].split()[0].rsplit("/", 1)[-1]
-    extras = [word for word in ("--retries", "--task-timeout") if word in line]
+    extras = [word for word in ("--retries", "--task-timeout", "--resolve") if word in line]
     return " ".join([agent, *extras])
 
 
@@ -207,6 +207,39 @@ def test_a_documented_agent_line_runs_a_mission_whose_edits_reach_the_integratio
     )
     assert "task_1: note" in _git(repo, "log", "--format=%s", branch)  # the agent's own commit
     assert _git(repo, "status", "--porcelain") == ""  # the user's checkout is untouched
+
+
+def _documented_resolve_lines() -> list[str]:
+    return [line for line in _documented_run_lines() if "--resolve" in line]
+
+
+def test_every_agent_has_a_documented_resolve_line() -> None:
+    lines = _documented_resolve_lines()
+    for agent in ("claude -p", "codex exec", "aider --yes-always", "stand-in-resolver.sh"):
+        assert any(agent in line.split("--resolve", 1)[1] for line in lines), agent
+
+
+@pytest.mark.parametrize("line", _documented_resolve_lines(), ids=_line_id)
+def test_a_documented_resolve_line_lands_parallel_tasks_that_append_to_one_file(
+    tmp_path: Path, line: str
+) -> None:
+    env = _agent_env(tmp_path)
+    repo = _scratch_repo(tmp_path, env)
+    for subject in ("Write the lexer", "Write the parser", "Write the docs"):
+        subprocess.run(["rho", "task", "add", subject], cwd=repo, env=env, check=True)
+
+    done = _sh(line, repo, env)  # one wave: each appends its line to NOTES.md
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    branch = _integration(repo)
+    assert _git(repo, "show", f"{branch}:NOTES.md") == (
+        "task_1: Write the lexer\ntask_2: Write the parser\ntask_3: Write the docs\n"
+    )
+    mission = json.loads(next((repo / ".rho" / "missions").glob("*/mission.json")).read_text())
+    outcomes = {
+        f["id"]: (f["attempts"], (f["conflict"] or {}).get("outcome")) for f in mission["features"]
+    }
+    assert outcomes == {"task_1": (1, None), "task_2": (1, "resolved"), "task_3": (1, "resolved")}
 
 
 def test_a_run_line_that_loses_the_prompt_fails_its_task(tmp_path: Path) -> None:

@@ -253,3 +253,18 @@ def test_a_library_resolver_gets_the_conflict_in_its_worktree(project: Path) -> 
     outcomes = [f.conflict.outcome if f.conflict else None for f in mission.features]
     assert outcomes == [None, "resolved", "resolved"]
     assert mission.wave_joins[0].conflicted_ids == ["add_b", "add_c"]
+
+
+def test_a_resolution_that_breaks_the_build_is_caught_by_the_checks(overlapping: Path) -> None:
+    breaking = f"{STAND_IN} && echo 'broken(' >> pkg/__init__.py && git add pkg/__init__.py"
+    check = "python3 -c \"import ast; ast.parse(open('pkg/__init__.py').read())\""
+    args = ("--resolve", breaking, "--verify", check)
+
+    result = run_rho("mission", "--from-tasks", *args, cwd=overlapping)
+
+    assert result.code == 1, result.stdout + result.stderr
+    record = mission_json(overlapping)
+    (join,) = record["wave_joins"]
+    assert join["conflicted_ids"] == ["add_b", "add_c"]
+    assert join["verification"]["status"] == "failed"
+    assert record["status"] == "partial"
