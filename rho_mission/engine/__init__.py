@@ -3,7 +3,12 @@
 - ``_loop``: ``WaveEngine``, the coordinator: dispatch, retries, statuses, the join, the
   integration merge, the durable write before the next wave;
 - ``_joins``: what a wave's end records (pure functions, no I/O);
+- ``_overlap``: a join's merges as they go, and the ladder a conflicted merge climbs;
+- ``_resolve``: the resolve stage, a conflicted merge handed to a resolver with the conflict
+  in place;
 - ``_verify``: verified joins, the project's checks after a wave, and the fix stage;
+- ``_stage_runner``: one run of a stage's worker in the stages' worktree pool (verify, fix,
+  resolve);
 - ``_stage_workers``: which workers run the verify and fix stages, and what they are told;
 - ``_storesync``: the task store kept in step with a ``--from-tasks`` mission at each join;
 - ``_leases``: the store's tasks a mission holds until it ends;

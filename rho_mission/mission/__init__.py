@@ -7,6 +7,7 @@
 - ``_signedplan``: the store as a signed Chio swarm task graph, then enforced;
 - ``_names``: a mission by folder, id, unique prefix or ``latest``;
 - ``_merge``: ``rho mission merge``; ``_pick``: a mission's work task by task;
+- ``_conflicts``: ``rho mission conflicts``, which work of a mission overlaps;
 - ``_cleanup``: ``rho mission clean``; ``_graphsource``: the graph of a folder or a store.
 
 Direction: the top of the library. Imports ``planning``, ``engine``, ``executors``, ``git``,
