@@ -186,7 +186,19 @@ const RhoRender = (function () {
       (feature.blocked_by || []).length
         ? el("p", { class: "deps", text: "depends on " + feature.blocked_by.join(", ") }) : null,
       feature.error && (status === "failed" || status === "cancelled")
-        ? el("p", { class: "error", text: "error: " + feature.error }) : null);
+        ? el("p", { class: "error", text: "error: " + feature.error }) : null,
+      feature.conflict ? conflictLine(feature.conflict) : null);
+  }
+
+  // What came of a feature's conflicted merge at its join (mission.json's "conflict").
+  function conflictLine(conflict) {
+    const whom = (conflict.with || []).length ? conflict.with.join(", ") : "the integration branch";
+    const rungs = [];
+    if (conflict.resolve_attempts) rungs.push(conflict.resolve_attempts + " resolve attempt" + (conflict.resolve_attempts === 1 ? "" : "s"));
+    if (conflict.replays) rungs.push(conflict.replays + " replay" + (conflict.replays === 1 ? "" : "s"));
+    const text = "merge conflict in " + (conflict.paths || []).join(", ") + " with " + whom + ": " +
+      conflict.outcome + (rungs.length ? " (" + rungs.join(", ") + ")" : "");
+    return el("p", { class: "meta conflict", "data-outcome": conflict.outcome, text: text });
   }
 
   // What the checks of a verified join said; null for a join none ran on.

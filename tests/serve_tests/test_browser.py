@@ -159,3 +159,28 @@ def test_the_page_lists_missions_with_the_token_from_the_url_or_a_prompt(
     page.click(f'a[href="#mission={world.mission_id}"]')
     page.wait_for_selector(_card("task_2", "failed"))
     assert errors == []
+
+
+def test_the_page_shows_what_came_of_a_conflicted_merge(
+    browser: Browser, tmp_path: Path, home: Path
+) -> None:
+    repo = make_repo(tmp_path / "repo", home)
+    resolver = Path(__file__).resolve().parents[2] / "examples" / "agents" / "stand-in-resolver.sh"
+    tasks = [task(f"add_{n}", f"echo {n} >> registry.txt", subject=f"add {n}") for n in "ab"]
+    import_tasks(repo, home, tasks)
+    ran = rho("mission", "--from-tasks", "--resolve", str(resolver), cwd=repo, home=home)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    (mission_id,) = mission_ids(repo)
+    errors: list[str] = []
+    with running_server(repo, home) as server:
+        page = _page(browser, errors)
+        page.goto(f"{server.url}#token={server.token}&mission={mission_id}")
+        page.wait_for_selector(_card("add_b", "completed"))
+        line = page.locator(f"{_card('add_b', 'completed')} .conflict")
+        assert line.inner_text() == (
+            "merge conflict in registry.txt with add_a: resolved (1 resolve attempt)"
+        )
+        assert line.get_attribute("data-outcome") == "resolved"
+        assert page.locator(f"{_card('add_a', 'completed')} .conflict").count() == 0
+        assert "1 conflicted" in page.inner_text(".join")
+    assert errors == []
