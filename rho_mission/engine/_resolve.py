@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,19 +93,20 @@ class ConflictResolver:
     async def resolve(self, at: ConflictAt) -> Resolution:
         """Hand *at* to the resolver; a cancellation ends its processes and propagates."""
         runner, feature = self.runner, at.feature
+        started = time.monotonic()
         branch = runner.branch("resolve")
         log = self.folder / resolve_log(feature.id)
         note_in_log(log, f"{feature.id} resolve attempt {at.attempt}: started {now_rfc3339()}")
         try:
             worktree = await runner.acquire(branch, at.head)
         except MissionError as exc:
-            return self._ended(at, log, Resolution(None, str(exc)))
+            return self._ended(at, log, Resolution(None, str(exc)), started)
         try:
             outcome = await self._resolve_in(worktree, at, log)
         finally:
             with anyio.CancelScope(shield=True):
                 await runner.release(branch, worktree)
-        return self._ended(at, log, outcome)
+        return self._ended(at, log, outcome, started)
 
     async def _resolve_in(self, worktree: Path, at: ConflictAt, log: Path) -> Resolution:
         try:
@@ -132,7 +134,7 @@ class ConflictResolver:
             return Resolution(None, str(exc))
         return Resolution(merge)
 
-    def _ended(self, at: ConflictAt, log: Path, outcome: Resolution) -> Resolution:
+    def _ended(self, at: ConflictAt, log: Path, outcome: Resolution, started: float) -> Resolution:
         status = "resolved" if outcome.merge is not None else "failed"
         said = f": {outcome.reason}" if outcome.reason else ""
         note_in_log(log, f"{at.feature.id} resolve attempt {at.attempt} {status}{said}")
@@ -143,6 +145,7 @@ class ConflictResolver:
             attempt=at.attempt,
             status=status,
             paths_count=len(at.paths),
+            duration_ms=round((time.monotonic() - started) * 1000),
             error_sha256=digest(outcome.reason) if outcome.reason else None,
         )
         return outcome
