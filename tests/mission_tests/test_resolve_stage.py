@@ -268,3 +268,31 @@ def test_a_resolution_that_breaks_the_build_is_caught_by_the_checks(overlapping:
     assert join["conflicted_ids"] == ["add_b", "add_c"]
     assert join["verification"]["status"] == "failed"
     assert record["status"] == "partial"
+
+
+def test_a_resolver_that_tampers_with_its_worktree_fails_and_rho_runs_no_git_there(
+    overlapping: Path, tmp_path: Path
+) -> None:
+    decoy = tmp_path / "decoy"
+    run_git(tmp_path, "init", "--quiet", str(decoy))
+    # Resolves like the stand-in, then points its .git file at another repository.
+    tamper = f"{STAND_IN} && echo 'gitdir: {decoy}/.git' > .git"
+
+    result = run_rho("mission", "--from-tasks", "--resolve", tamper, cwd=overlapping)
+
+    assert result.code == 1, result.stdout + result.stderr
+    reason = features(overlapping)["add_b"]["conflict"]["reason"]
+    assert reason.startswith("the resolver failed: worktree ")
+    assert "was tampered with" in reason
+    assert run_git(decoy, "status", "--porcelain") == ""  # rho's git never ran there
+    assert tree_files(overlapping, integration_branch(overlapping))["pkg/__init__.py"] == (
+        "from .a import a\n"
+    )
+
+
+def test_a_dry_run_says_what_a_conflict_will_meet(overlapping: Path) -> None:
+    args = ("--resolve", "my-resolver", "--replay-conflicts", "2", "--dry-run")
+    result = run_rho("mission", "--from-tasks", *args, cwd=overlapping)
+    assert result.code == 0, result.stderr
+    assert "when a merge conflicts: my-resolver" in result.stdout_lines
+    assert "conflicted tasks run again: at most 2 time(s)" in result.stdout_lines
