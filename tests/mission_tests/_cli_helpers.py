@@ -260,7 +260,16 @@ def worktree_paths(repo: Path, *, pooled: bool = False) -> list[str]:
 
 
 def integration_branch(repo: Path) -> str:
-    """The integration branch of the newest mission of *repo* (by its branch's creation)."""
+    """The integration branch of the newest mission of *repo*: by its start (to the
+    millisecond: two missions often start within one second, a commit's date), else, with no
+    mission folder left, by its branch's creation."""
+    records = [
+        json.loads(p.read_text()) for p in (repo / ".rho" / "missions").glob("*/mission.json")
+    ]
+    started = [record for record in records if record.get("started_at")]
+    if started:
+        newest = max(started, key=lambda record: record["started_at"])
+        return str(newest["integration_branch"])
     listed = _git(repo, "for-each-ref", "--sort=-creatordate", "--format=%(refname:short)")
     return next(ref for ref in listed.splitlines() if ref.endswith("/integration"))
 
