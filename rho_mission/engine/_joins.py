@@ -31,6 +31,7 @@ __all__ = [
     "conflict_text",
     "final_status",
     "first_unfinished",
+    "interrupted_note",
     "join_record",
 ]
 
@@ -120,6 +121,15 @@ def conflict_text(conflict: MergeConflictError, merged: Sequence[Feature]) -> st
     ]
     whom = ", ".join(met) if met else "the work already on the integration branch"
     return f"{conflict} with {whom}"
+
+
+def interrupted_note(mission_id: str) -> str:
+    """The ``lastError`` of a task whose run a mission's stop cut short (the store has it back
+    ``pending``)."""
+    return (
+        f"interrupted: mission {mission_id} was stopped before it finished; "
+        f"'rho mission resume {mission_id}' runs it again"
+    )
 
 
 def conflict_record(conflict: MergeConflictError, merged: Sequence[Feature]) -> Conflict:

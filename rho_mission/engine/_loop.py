@@ -54,6 +54,7 @@ from ._joins import (
     conflict_text,
     final_status,
     first_unfinished,
+    interrupted_note,
     join_record,
 )
 from ._overlap import WaveMerges
@@ -404,8 +405,13 @@ class _WaveRunner:
             error_sha256=digest(error) if error else None,
             files_changed_count=len(feature.handoff.files_changed) if feature.handoff else 0,
         )
+        stored, said = status, error
+        if status == "cancelled":
+            # rho's own stop (Ctrl-C, SIGTERM, a timeout), not the user's "cancelled": the task
+            # is to do again, and the store says so, for this mission's resume or the next.
+            stored, said = "pending", interrupted_note(self.mission.id)
         await self.store.set_status(
-            feature.id, status, attempts=feature.attempts, error=error, wait=False
+            feature.id, stored, attempts=feature.attempts, error=said, wait=False
         )
         note_feature_end(self.mission, feature)  # its part of the join's save, made now
         self.observer.feature_changed(self.mission, feature)

@@ -166,7 +166,7 @@ def test_a_cancelled_mission_leaves_no_process_on_the_workers(
     mission.send_signal(signal.SIGINT)
     assert runs.wait(mission).code == 130
     assert mission_processes(mission_id) == []
-    assert store_tasks(repo)["long"]["status"] == "cancelled"
+    assert store_tasks(repo)["long"]["status"] == "pending"  # rho's stop: to do again
 
 
 def test_a_failed_dask_mission_resumes_on_the_local_executor(

@@ -242,7 +242,7 @@ def test_signal_cancels_the_mission_and_ends_the_whole_task_group(
     assert result.code == 130, result.stderr
     assert result.stdout_lines[-2] == f"mission {folder.name} cancelled: {folder}"
     assert (pid_gone(shell_pid), pid_gone(child_pid), group_alive(group)) == (True, True, False)
-    assert _statuses(project) == {"task_1": "cancelled", "task_2": "pending"}
+    assert _statuses(project) == {"task_1": "pending", "task_2": "pending"}  # to do again
     document = _mission_json(folder)
     assert document["status"] == "cancelled"
     assert [(f["id"], f["status"]) for f in document["features"]] == [
@@ -252,6 +252,38 @@ def test_signal_cancels_the_mission_and_ends_the_whole_task_group(
     (join,) = document["wave_joins"]
     assert (join["cancelled_ids"], join["blocked_ids"]) == (["task_1"], ["task_2"])
     _assert_no_worktree_left(project, folder.name)
+
+
+def test_after_ctrl_c_the_printed_next_step_resumes_the_mission(
+    project: Path, runs: RhoRuns, marks: Path
+) -> None:
+    # Issue 38: the mission's own stop left the task "cancelled" in the store, which holds a
+    # task back from every later run; the printed "next:" line then failed.
+    go = marks / "go"
+    slow = f"touch {q(str(marks / 'up'))} && {wait_file_cmd(go)} && echo slow > slow.txt"
+    import_tasks(project, [spec("quick", "echo quick > quick.txt"), spec("slow", slow)])
+    running = runs.start("mission", "--from-tasks", cwd=project)
+    wait_until((marks / "up").exists, "the slow task to start")
+    wait_until(lambda: _journal_has(project, "finish", "quick"), "the quick task to end")
+
+    os.kill(running.pid, signal.SIGINT)
+    stopped = runs.wait(running)
+
+    assert stopped.code == 130, stopped.stderr
+    folder = mission_dir(project).resolve()
+    assert stopped.stdout_lines[-1] == f"next: rho mission resume {folder.name}"
+    tasks = store_tasks(project)
+    assert (tasks["quick"]["status"], tasks["slow"]["status"]) == ("completed", "pending")
+    assert tasks["slow"]["lastError"] == (
+        f"interrupted: mission {folder.name} was stopped before it finished; "
+        f"'rho mission resume {folder.name}' runs it again"
+    )
+    go.touch()
+    command = shlex.split(stopped.stdout_lines[-1].removeprefix("next: "))
+    resumed = run_rho(*command[1:], cwd=project)  # exactly what rho said, without "rho"
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    assert {t["status"] for t in store_tasks(project).values()} == {"completed"}
+    assert _mission_json(folder)["status"] == "completed"
 
 
 # -- the worker cap ----------------------------------------------------------------------------
