@@ -46,7 +46,7 @@ from ..git._refs import RefHistory, mission_ref_prefix
 from ..git._repo import GitRepo
 from ..git._runlock import run_lock
 from ..git._worktrees import drop_pooled, held_by
-from ..records._document import MissionDocument
+from ..records._document import MergeRecord, MissionDocument
 from ..records._journal import Journal
 from ..records._places import mission_worktrees, pool_folder
 from ._mission import Mission, list_missions
@@ -227,11 +227,34 @@ def _refuse_checked_out(
 def _refuse_unmerged(repo: GitRepo, mission: MissionDocument, head: str | None) -> None:
     if head is None or not integration_unmerged(repo, mission.id, head):
         return
+    last = mission.merges[-1] if mission.merges else None
+    # Merged by a squash or a subset: what it left out (the history, the other tasks' work)
+    # was the user's choice. Merged while the branch is as it was then and a branch of the
+    # user's still holds what the merge made.
+    if (
+        last is not None
+        and last.integration_head == head
+        and not integration_unmerged(repo, mission.id, last.commit)
+    ):
+        return
     raise CleanRefusedError(
         f"the integration branch {quote(mission.integration_branch)} holds work that no other "
-        f"branch has; merge it first with 'rho mission merge {mission.id}', or pass --force "
+        f"branch has; merge it first with '{_merge_advice(mission, last)}', or pass --force "
         "to delete it"
     )
+
+
+def _merge_advice(mission: MissionDocument, last: MergeRecord | None) -> str:
+    """The merge to suggest: the way the last one was made, so that a merge that left work
+    out (``--squash``, ``--only``) is never undone by the advice."""
+    command = f"rho mission merge {mission.id}"
+    if last is None:
+        return command
+    into = f" --into {last.into}"
+    if last.only:
+        taken = ", ".join(last.only)
+        return f"{command}{into} --only TASK (the tasks you want; the last merge took {taken})"
+    return f"{command}{into}" + (" --squash" if last.squash else "")
 
 
 def _check_purge(repo: GitRepo, folder: Path) -> None:

@@ -27,7 +27,9 @@ from taskstore import TaskStore
 from .._errors import MergeConflictError, MergeRefusedError, RefMovedError, quote
 from ..engine._carryover import record_work
 from ..git._repo import GitRepo
-from ..records._document import MissionDocument
+from ..records._clock import now_rfc3339
+from ..records._document import MergeRecord, MissionDocument
+from ..records._persist import save_mission
 from ..records._places import RHO_DIR, RHO_PATTERN
 from ._cleanup import idle_mission
 from ._pick import compose_tasks
@@ -93,7 +95,7 @@ def merge_mission(
     repo = GitRepo.open(Path(where))
     _refuse_other_repository(repo, mission)
     with idle_mission(repo, mission.id), repo.locked():
-        source = _integration_head(repo, mission)
+        source = integration = _integration_head(repo, mission)
         current = current_branch(repo)
         target = into or current
         if target is None:
@@ -119,8 +121,32 @@ def merge_mission(
             _move(repo, mission, target, old, new, in_checkout)
             if only or squash:
                 _note_merged_work(mission, merged_tasks, new)
+            record = _merge_record(target, kind, new, integration, merged_tasks, only, squash)
+            mission.merges = [*mission.merges, record]
+            save_mission(mission)  # under the run lock: clean and the views read it
         changed = _changed(repo, old, new)
     return MergeOutcome(target, old, new, kind, in_checkout and new != old, changed, merged_tasks)
+
+
+def _merge_record(
+    target: str,
+    kind: MergeKind,
+    new: str,
+    integration: str,
+    tasks: list[str],
+    only: Sequence[str],
+    squash: bool,
+) -> MergeRecord:
+    return MergeRecord(
+        into=target,
+        kind=kind,
+        commit=new,
+        integration_head=integration,
+        squash=squash,
+        only=sorted(only),
+        tasks=tasks,
+        merged_at=now_rfc3339(),
+    )
 
 
 def _completed_with_work(mission: MissionDocument) -> list[str]:

@@ -29,6 +29,7 @@ __all__ = [
     "FeatureStatus",
     "Handoff",
     "HeldTask",
+    "MergeRecord",
     "MissionConfig",
     "MissionDocument",
     "MissionStatus",
@@ -234,6 +235,27 @@ class HeldTask(BaseModel):
     reason: str
 
 
+class MergeRecord(BaseModel):
+    """One ``rho mission merge`` that changed the user's branch (``mission._merge``).
+
+    ``into`` is the branch, ``commit`` what it holds after the merge, ``integration_head`` the
+    integration branch's head the merge was made from; ``squash`` and ``only`` (the task ids
+    named) say what it chose to leave out: the history, the other tasks' work. ``clean`` counts
+    a mission merged so as merged while its integration branch is still that head.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    into: str
+    kind: str
+    commit: str
+    integration_head: str
+    squash: bool = False
+    only: list[str] = Field(default_factory=list)
+    tasks: list[str] = Field(default_factory=list)
+    merged_at: str
+
+
 # 16 MiB: far beyond what a person reads, small enough that a runaway task fills no disk.
 DEFAULT_LOG_LIMIT = 16 * 1024 * 1024
 MIN_LOG_LIMIT = 4096
@@ -340,6 +362,8 @@ class MissionDocument(BaseModel):
     config: MissionConfig = Field(default_factory=MissionConfig)
     # Set once a planning stage starts (a mission made from a prompt), else None.
     planning: Planning | None = None
+    # What ``rho mission merge`` brought into the user's branches, oldest first.
+    merges: list[MergeRecord] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _refs_inside_the_mission(self) -> Self:

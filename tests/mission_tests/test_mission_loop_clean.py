@@ -87,6 +87,53 @@ def test_clean_refuses_unmerged_work_then_cleans_once_it_is_merged(project: Path
     assert [note["why"] for note in notes[-2:]] == ["delete", "delete"]
 
 
+def _two_task_mission(project: Path) -> str:
+    import_tasks(
+        project, [spec("task_1", "echo one > one.txt"), spec("task_2", "echo 2 > two.txt")]
+    )
+    result = run_rho("mission", "--from-tasks", cwd=project)
+    assert result.code == 0, result.stderr
+    return mission_dir(project).name
+
+
+@pytest.mark.parametrize("how", [("--squash",), ("--only", "task_1")], ids=["squash", "only"])
+def test_a_mission_merged_by_squash_or_only_counts_as_merged_for_clean(
+    project: Path, how: tuple[str, ...]
+) -> None:
+    # Issue 38: clean refused, and its advice ("merge it first with 'rho mission merge M'")
+    # brought in the whole history a squash had left out.
+    ident = _two_task_mission(project)
+    assert run_rho("mission", "merge", ident, *how, cwd=project).code == 0
+    merged_head = _git(project, "rev-parse", "main").strip()
+
+    cleaned = run_rho("mission", "clean", ident, cwd=project)
+
+    assert cleaned.code == 0, cleaned.stderr
+    assert branches(project) == {"main"}
+    assert _git(project, "rev-parse", "main").strip() == merged_head
+    record = json.loads((project / ".rho" / "missions" / ident / "mission.json").read_text())
+    (merge,) = record["merges"]
+    assert (merge["into"], merge["squash"], merge["commit"]) == (
+        "main",
+        how == ("--squash",),
+        merged_head,
+    )
+    assert merge["only"] == (["task_1"] if how[0] == "--only" else [])
+
+
+def test_after_a_squash_clean_advises_a_squash_for_the_work_added_since(project: Path) -> None:
+    ident = _two_task_mission(project)
+    assert run_rho("mission", "merge", ident, "--squash", cwd=project).code == 0
+    _git(project, "reset", "--quiet", "--hard", "HEAD~1")  # the user drops the squash
+
+    refused = run_rho("mission", "clean", ident, cwd=project)
+
+    assert refused.code == 2
+    assert f"merge it first with 'rho mission merge {ident} --into main --squash'" in (
+        refused.stderr
+    )
+
+
 def test_clean_force_deletes_unmerged_work_and_purge_the_folder(project: Path) -> None:
     ident = _mission(project)
     folder = project / ".rho" / "missions" / ident

@@ -260,7 +260,7 @@ def test_after_ctrl_c_the_printed_next_step_resumes_the_mission(
     # Issue 38: the mission's own stop left the task "cancelled" in the store, which holds a
     # task back from every later run; the printed "next:" line then failed.
     go = marks / "go"
-    slow = f"touch {q(str(marks / 'up'))} && {wait_file_cmd(go)} && echo slow > slow.txt"
+    slow = f"touch {q(marks / 'up')} && {wait_file_cmd(go)} && echo slow > slow.txt"
     import_tasks(project, [spec("quick", "echo quick > quick.txt"), spec("slow", slow)])
     running = runs.start("mission", "--from-tasks", cwd=project)
     wait_until((marks / "up").exists, "the slow task to start")
