@@ -9,7 +9,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -38,6 +38,33 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     if match is None or float(match.group(1)) <= 0:
         raise click.BadParameter(f"{value!r} is not a duration like 90, 90s, 5m or 1.5h")
     return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def claim_options(command: F) -> F:
+    """Add ``--include-claimed`` and ``--claim-ttl D`` to *command* (a mission over the store)."""
+    command = click.option(
+        "--claim-ttl",
+        callback=_duration,
+        metavar="D",
+        help="Age after which an agent's claim of a task lapses, so that a mission may run it "
+        "[default: 24h].",
+    )(command)
+    return click.option(
+        "--include-claimed",
+        is_flag=True,
+        help="Run tasks that agents have claimed in the task store (in_progress, an owner).",
+    )(command)
+
+
+def claims_config(include: bool, ttl: float | None) -> dict[str, object]:
+    """The config fields the claim options give (a resume keeps those not given)."""
+    fields: dict[str, object] = {"include_claimed": True} if include else {}
+    if ttl is not None:
+        fields["claim_ttl"] = ttl
+    return fields
 
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMG]i?B?|B)?\s*$", re.IGNORECASE)
@@ -144,6 +171,7 @@ _PROMPT_KEY = "rho.mission.prompt"
 @click.option(
     "--takeover", is_flag=True, help="Run tasks leased to an interrupted mission (not resumed)."
 )
+@claim_options
 @click.option(
     "--require-signed-plan",
     "signed_plan",
@@ -373,6 +401,7 @@ def _run_from_tasks(store_path: Path | None, options: dict[str, Any]) -> int:
     config = _config(
         options,
         takeover=options["takeover"],
+        **claims_config(options["include_claimed"], options["claim_ttl"]),
         signed_plan=None if signed_plan is None else str(signed_plan),
         trusted_keys=keys,
     )
@@ -478,7 +507,10 @@ def _print_held(planned: Mission, *, err: bool = False) -> None:
     from ._plain import natural_key
 
     if planned.held:
-        click.echo(f"not run ({len(planned.held)} held by the store's statuses):", err=err)
+        click.echo(
+            f"not run ({len(planned.held)} held by the task store: its statuses, agents' claims):",
+            err=err,
+        )
         for held in sorted(planned.held, key=lambda h: natural_key(h.id)):
             click.echo(f"  {held.id}: {held.reason}", err=err)
 
@@ -585,6 +617,7 @@ def _finish(target: Mission, as_json: bool) -> int:
 @click.argument("name", metavar="MISSION")
 @click.option("--run", "run_command", default=None, help="New command for tasks without their own.")
 @check_options
+@claim_options
 @executor_options
 @click.option("--json", "as_json", is_flag=True, help="Print the final mission.json on stdout.")
 def resume(
@@ -595,6 +628,8 @@ def resume(
     fix_attempts: int | None,
     resolve_command: str | None,
     replay_conflicts: int | None,
+    include_claimed: bool,
+    claim_ttl: float | None,
     executor_name: str,
     scheduler: str | None,
     local_cluster: int | None,
@@ -625,6 +660,7 @@ def resume(
     )
     if run_command is not None:
         config = config.model_copy(update={"run_command": run_command})
+    config = config.model_copy(update=claims_config(include_claimed, claim_ttl))
     target.config = config
     return _execute(target, as_json, resume=True, executor=executor)
 

@@ -61,7 +61,10 @@ def mission_text(mission: JsonMission, state: str) -> str:
         lines.append(f"{shown(join['summary'])}  ({took})")
         lines += _verification_lines(mission, join)
     if mission["held"]:
-        lines.append(f"not run: {len(mission['held'])} task(s) held by the task store's statuses")
+        count = len(mission["held"])
+        lines.append(
+            f"not run: {count} task(s) held by the task store (its statuses, agents' claims)"
+        )
         for held in sorted(mission["held"], key=lambda h: natural_key(h["id"])):
             lines.append(f"  {shown(held['id'])}: {shown(held['reason'])}")
     return "\n".join(lines) + "\n"

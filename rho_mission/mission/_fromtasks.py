@@ -11,6 +11,7 @@ from .._errors import InvalidMissionError, NothingToRunError, quote
 from ..engine._carryover import check_blockers_in_base
 from ..git._repo import GitRepo
 from ..records._document import MissionConfig
+from ._claims import ClaimRule
 from ._mission import Mission
 from ._selection import Selection, select_tasks
 from ._signedplan import check_signed_plan
@@ -49,7 +50,8 @@ def mission_from_tasks(
     if not tasks:
         raise InvalidMissionError(f"no tasks to run: the task store {store_path} is empty")
     schedule = compute_schedule(tasks)
-    selection = select_tasks(tasks, schedule.waves, only=only, labels=labels)
+    claims = ClaimRule(config.include_claimed, config.claim_ttl)
+    selection = select_tasks(tasks, schedule.waves, only=only, labels=labels, claims=claims)
     if not selection.features:
         raise NothingToRunError(_nothing_to_run(selection))
     update: dict[str, str] = {"task_store": str(store_path.resolve())}

@@ -22,6 +22,7 @@ from .._errors import InvalidMissionError, quote
 from ..engine._carryover import MISSION_KEY
 from ..engine._leases import LEASE_KEY
 from ..records._document import Feature, MissionDocument, feature_from_task
+from ._claims import ClaimRule, claim_reason
 from ._selection import HOLDING_STATUSES
 from ._signedplan import check_signed_plan
 
@@ -78,6 +79,8 @@ def _refuse_finished_elsewhere(mission: MissionDocument, by_id: dict[str, Task])
     """
     done: dict[str, list[str]] = {}
     held: list[str] = []
+    claims = ClaimRule(mission.config.include_claimed, mission.config.claim_ttl)
+    now = claims.at()
     for feature in mission.features:
         task = by_id.get(feature.id)
         if feature.status == "completed" or task is None:
@@ -89,12 +92,15 @@ def _refuse_finished_elsewhere(mission: MissionDocument, by_id: dict[str, Task])
             done.setdefault(by if isinstance(by, str) else "", []).append(task.id)
         elif task.status in HOLDING_STATUSES:
             held.append(f"{quote(task.id)} is {task.status}")
+        elif not own and (claimed := claim_reason(task, claims, now)):
+            held.append(f"{quote(task.id)} is {claimed}")
     if done:
         raise InvalidMissionError(_superseded(mission.id, done))
     if held:
         raise InvalidMissionError(
             f"mission {mission.id} cannot resume: in the task store {', '.join(held[:5])} "
-            "since it was planned; start a new mission with 'rho mission --from-tasks'"
+            "since it was planned; start a new mission with 'rho mission --from-tasks' (or "
+            "'rho mission resume --include-claimed' to run claimed tasks anyway)"
         )
 
 

@@ -7,8 +7,9 @@ A completed blocker is not a feature: its work is in the base (``engine._carryov
 
 The store's own statuses are kept: a ``cancelled``, ``skipped`` or ``reviewing`` task is not
 run, and the tasks downstream of one are held with it, as by a failed blocker (the store's
-readiness rule). Held tasks are not features either: the mission lists them apart, each with
-the task whose status holds it, so that ``show``, ``--dry-run`` and the run say why.
+readiness rule). So is a task an agent claimed (``_claims``). Held tasks are not features
+either: the mission lists them apart, each with the task whose status holds it, so that
+``show``, ``--dry-run`` and the run say why.
 
 The mission's waves are the validator's waves of the tasks it runs, with the blocking edges
 among them: a new task blocked only by completed work starts in the first wave.
@@ -23,6 +24,7 @@ from taskstore import Task
 
 from .._errors import InvalidMissionError, quote
 from ..records._document import Feature, HeldTask, feature_from_task
+from ._claims import ClaimRule, claim_reason
 from ._waves import computed_waves
 
 __all__ = ["HOLDING_STATUSES", "Selection", "select_tasks"]
@@ -48,8 +50,10 @@ def select_tasks(
     *,
     only: Iterable[str] = (),
     labels: Iterable[str] = (),
+    claims: ClaimRule | None = None,
 ) -> Selection:
-    """The selection of *tasks* (a store validated into *store_waves*) that a mission runs.
+    """The selection of *tasks* (a store validated into *store_waves*) that a mission runs;
+    *claims* says which agents' claims hold tasks back (default: every live one).
 
     Raises:
         InvalidMissionError: *only* names a task the store does not have, or no task carries
@@ -57,7 +61,7 @@ def select_tasks(
     """
     by_id = {task.id: task for task in tasks}
     chosen = _closure(by_id, _seeds(tasks, by_id, sorted(set(only)), sorted(set(labels))))
-    held = _held(by_id, chosen, [list(w) for w in store_waves])
+    held = _held(by_id, chosen, [list(w) for w in store_waves], claims or ClaimRule())
     running = {i for i in chosen if i not in held}
     features = [_feature(by_id[i], running) for i in sorted(running)]
     waves = computed_waves(features)
@@ -96,17 +100,22 @@ def _closure(by_id: dict[str, Task], seeds: list[str]) -> set[str]:
     return chosen
 
 
-def _held(by_id: dict[str, Task], chosen: set[str], order: list[list[str]]) -> dict[str, HeldTask]:
-    """The chosen tasks a holding status keeps out: such tasks, and what they block.
+def _held(
+    by_id: dict[str, Task], chosen: set[str], order: list[list[str]], claims: ClaimRule
+) -> dict[str, HeldTask]:
+    """The chosen tasks a holding status or a claim keeps out: such tasks, and what they
+    block.
 
     *order* is the store's waves (topological): one pass settles the closure, and each held
     task names the first (by id) of the tasks whose status holds it.
     """
     held: dict[str, HeldTask] = {}
+    now = claims.at()
     for task_id in (i for wave in order for i in wave if i in chosen):
         task = by_id[task_id]
-        if task.status in HOLDING_STATUSES:
-            reason = f"{task.status} in the task store"
+        claimed = claim_reason(task, claims, now)
+        if task.status in HOLDING_STATUSES or claimed:
+            reason = claimed or f"{task.status} in the task store"
             held[task_id] = HeldTask(id=task_id, status=task.status, held_by=task_id, reason=reason)
             continue
         roots = sorted(held[b].held_by for b in set(task.blocker_ids) if b in held)

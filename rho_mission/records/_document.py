@@ -303,6 +303,10 @@ class MissionConfig(BaseModel):
     # Run tasks leased to an interrupted mission (see ``engine._leases``); a running one still
     # refuses.
     takeover: bool = False
+    # Agents' claims (``mission._claims``): run claimed tasks anyway, and the age in seconds
+    # after which a claim lapses.
+    include_claimed: bool = False
+    claim_ttl: float = Field(default=24 * 3600.0, gt=0)
     # A --from-tasks mission bound to a signed plan (``mission._signedplan``): the plan file and the
     # issuer keys it must verify against, checked before any worker starts and at every resume;
     # ``signed_plan_sha256`` records the graphSha256 of the plan last verified.

@@ -269,3 +269,24 @@ async def test_mission_show_says_what_came_of_a_conflicted_merge(repo: Path) -> 
         "reason": None,
     }
     assert shown["wave_joins"][0]["conflicted_ids"] == ["task_2"]
+
+
+async def test_a_task_an_agent_claimed_over_mcp_is_not_run_by_a_mission(repo: Path) -> None:
+    # Issue 38: the next mission ran and completed a task an agent held, with no word.
+    for subject in ("claimed", "free"):
+        added = rho(repo, "task", "add", subject, "--command", f"echo {subject} > {subject}.txt")
+        assert added.returncode == 0
+    async with session(repo) as client:
+        await call(client, "TaskUpdate", id="task_1", claim=True, owner="agent-1")
+
+    ran = rho(repo, "mission", "--from-tasks")
+
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert 'task_1: claimed by "agent-1" ' in ran.stderr
+    store = TaskStore(repo / ".rho" / "tasks.json")
+    claimed = store.get("task_1")
+    assert (claimed.status, claimed.owner) == ("in_progress", "agent-1")
+    assert store.get("task_2").status == "completed"
+    taken = rho(repo, "mission", "--from-tasks", "--include-claimed")
+    assert taken.returncode == 0, taken.stdout + taken.stderr
+    assert store.get("task_1").status == "completed"

@@ -102,13 +102,13 @@ def test_a_held_status_is_not_run_and_holds_its_dependents(project: Path, status
 
     assert "  free: do free\n" in dry
     assert dry.endswith(
-        "not run (3 held by the store's statuses):\n"
+        "not run (3 held by the task store: its statuses, agents' claims):\n"
         '  after: blocked by "held" (' + status + ")\n"
         f"  held: {status} in the task store\n"
         '  later: blocked by "held" (' + status + ")\n"
     )
     assert ran.code == 0, ran.stderr
-    assert "not run (3 held by the store's statuses):" in ran.stderr
+    assert "not run (3 held by the task store: its statuses, agents' claims):" in ran.stderr
     record = _latest(project)
     assert _features(record) == {"free": "completed"}
     assert [(h["id"], h["held_by"]) for h in record["held"]] == [
@@ -461,3 +461,55 @@ def test_merge_squash_is_one_commit_on_the_branch(project: Path) -> None:
         check=False,
     )
     assert done.returncode == 1  # the history stays on the mission's branch
+
+
+def _claimed(project: Path, task_id: str, owner: str, at: str) -> None:
+    """Mark *task_id* claimed by *owner* at *at* in the store, as an agent's claim leaves it."""
+    path = project / ".rho" / "tasks.json"
+    document = json.loads(path.read_text())
+    for task in document["tasks"]:
+        if task["id"] == task_id:
+            task.update(status="in_progress", owner=owner, updatedAt=at)
+    path.write_text(json.dumps(document))
+
+
+def test_a_claimed_task_and_what_it_blocks_are_held_until_the_claim_lapses(
+    project: Path,
+) -> None:
+    import_tasks(
+        project,
+        [
+            spec("a", "echo a > a.txt"),
+            spec("b", "echo b > b.txt", "a"),
+            spec("c", "echo c > c.txt"),
+        ],
+    )
+    _claimed(project, "a", "agent-1", "2026-01-01T00:00:00Z")  # long ago
+
+    held = run_rho("mission", "--from-tasks", "--claim-ttl", "1000000d", cwd=project)
+
+    assert held.code == 0, held.stdout + held.stderr
+    assert 'a: claimed by "agent-1" ' in held.stderr
+    assert 'b: blocked by "a" (in_progress)' in held.stderr
+    assert store_tasks(project)["a"]["status"] == "in_progress"
+    lapsed = run_rho("mission", "--from-tasks", "--claim-ttl", "1h", cwd=project)
+    assert lapsed.code == 0, lapsed.stdout + lapsed.stderr
+    assert {t["status"] for t in store_tasks(project).values()} == {"completed"}
+
+
+def test_a_resume_refuses_a_task_claimed_since_and_takes_it_with_include_claimed(
+    project: Path,
+) -> None:
+    import_tasks(project, [spec("a", "exit 1")])
+    assert run_rho("mission", "--from-tasks", cwd=project).code == 1
+    _ok("task", "update", "a", "--command", "echo a > a.txt", cwd=project)
+    _claimed(project, "a", "agent-2", "2099-01-01T00:00:00Z")
+
+    refused = run_rho("mission", "resume", "latest", cwd=project)
+    taken = run_rho("mission", "resume", "latest", "--include-claimed", cwd=project)
+
+    assert refused.code == 2
+    assert 'claimed by "agent-2"' in refused.stderr
+    assert "--include-claimed" in refused.stderr
+    assert taken.code == 0, taken.stdout + taken.stderr
+    assert store_tasks(project)["a"]["status"] == "completed"

@@ -81,7 +81,7 @@ def test_every_mission_and_its_prefix_shows_alike(
             assert quick[0] == 0
     shown = _lanes(project, "mission", "show", three_missions["partial"])[0][1]
     assert "task_2: failed, 1 attempt(s)" in shown
-    assert "not run: 2 task(s) held by the task store's statuses" in shown
+    assert "not run: 2 task(s) held by the task store (its statuses, agents' claims)" in shown
     interrupted = _lanes(project, "mission", "show", three_missions["interrupted"])[0][1]
     assert interrupted.startswith(f"mission {three_missions['interrupted']}  interrupted\n")
 
