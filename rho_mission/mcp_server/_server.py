@@ -8,14 +8,17 @@ CLI's one line, so the agent reads the same words a person would.
 
 from __future__ import annotations
 
+import difflib
 import functools
+import importlib.metadata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult, InputRequiredResult, TextContent
+from mcp_types import Tool as MCPTool
 
 from taskstore import TaskList, TaskStore, TaskStoreError
 
@@ -76,7 +79,7 @@ class Tools:
 
     @_tool_errors
     def task_list(self, action: Literal["ready", "list", "failed", "compact"]) -> dict[str, Any]:
-        """The seed's agent tool. ready: the pending tasks whose every blocker is completed,
+        """What to work on. ready: the pending tasks whose every blocker is completed,
         and the waves ({"tasks": [...], "waves": [...]}); list: every task; failed: the failed
         ones with their last error; compact: counts and one line per unfinished task."""
         answer = TaskList(self.store).run({"action": action})
@@ -235,13 +238,65 @@ _METHODS = {
 }
 
 
+class _StrictServer(MCPServer[Any]):
+    """An MCP server whose tools take the arguments they name and no other.
+
+    The SDK's argument models ignore an unknown key, so a typo (``blocked_by`` for
+    ``blockers``) would succeed and silently drop what the agent meant. Here every tool's input
+    schema says ``additionalProperties: false``, and a call with a key the tool does not take
+    is a tool error naming it, the keys there are, and the nearest one.
+    """
+
+    async def list_tools(self) -> list[MCPTool]:
+        listed = await super().list_tools()
+        return [
+            tool.model_copy(
+                update={"input_schema": {**tool.input_schema, "additionalProperties": False}}
+            )
+            for tool in listed
+        ]
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> CallToolResult | InputRequiredResult:
+        problem = await self._unknown_arguments(name, arguments)
+        if problem is not None:
+            return tool_error(problem)
+        return await super().call_tool(name, arguments, context)
+
+    async def _unknown_arguments(self, name: str, arguments: dict[str, Any]) -> str | None:
+        known = next((t.input_schema for t in await super().list_tools() if t.name == name), None)
+        if known is None:
+            return None  # the SDK answers an unknown tool
+        taken = sorted(known.get("properties", {}))
+        unknown = sorted(key for key in arguments if key not in taken)
+        if not unknown:
+            return None
+        first = unknown[0]
+        nearest = difflib.get_close_matches(first, taken, n=1, cutoff=0.5)
+        hint = f" (did you mean {nearest[0]}?)" if nearest else ""
+        return (
+            f"{name} takes no argument {', '.join(map(quote, unknown))}{hint}; "
+            f"it takes {', '.join(taken)}"
+        )
+
+
+def package_version() -> str:
+    """rho-mission's version, as ``rho --version`` says it (the server's ``serverInfo``)."""
+    try:
+        return importlib.metadata.version("rho-mission")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree not installed
+        return "0+unknown"
+
+
 def build_server(
     store_path: Path, repo: Path | None, *, names: Sequence[str] = CORE_TOOLS, read_only: bool
 ) -> MCPServer:
     """An MCP server offering the tools *names* (less the writes when *read_only*)."""
     tools = Tools(store_path, repo)
-    server: MCPServer = MCPServer(
+    server: MCPServer = _StrictServer(
         "rho",
+        version=package_version(),
         log_level="ERROR",  # stderr is the agent's terminal: no line per refused call
         instructions=(
             "rho's task store: ask TaskList {action: 'ready'} what may start now, claim a task "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -290,3 +291,34 @@ async def test_a_task_an_agent_claimed_over_mcp_is_not_run_by_a_mission(repo: Pa
     taken = rho(repo, "mission", "--from-tasks", "--include-claimed")
     assert taken.returncode == 0, taken.stdout + taken.stderr
     assert store.get("task_1").status == "completed"
+
+
+async def test_an_argument_a_tool_does_not_take_is_refused_naming_the_nearest(
+    repo: Path,
+) -> None:
+    # Issue 38: TaskCreate {"subject": "typo", "blocked_by": [...]} made a task with no blocker.
+    assert rho(repo, "task", "add", "first").returncode == 0
+    async with session(repo, "--tools", "all") as client:
+        listed = (await client.list_tools()).tools
+        typo = await refused(client, "TaskCreate", subject="typo", blocked_by=["task_1"])
+        two = await refused(client, "TaskUpdate", id="task_1", stauts="completed", x=1)
+
+    assert all(tool.input_schema["additionalProperties"] is False for tool in listed)
+    assert typo == (
+        'TaskCreate takes no argument "blocked_by" (did you mean blockers?); it takes '
+        "blockers, command, description, labels, parent, priority, subject"
+    )
+    assert two.startswith('TaskUpdate takes no argument "stauts", "x" (did you mean status?)')
+    stored = TaskStore(repo / ".rho" / "tasks.json").tasks()
+    assert [task.subject for task in stored] == ["first"]  # nothing was created
+
+
+async def test_the_server_says_its_version_and_its_tools_speak_the_users_words(
+    repo: Path,
+) -> None:
+    async with session(repo, "--tools", "all") as client:
+        tools = (await client.list_tools()).tools
+        info = (await client.initialize()).server_info  # the handshake's answer, kept
+    assert info.version == importlib.metadata.version("rho-mission")
+    for tool in tools:
+        assert "seed" not in (tool.description or "").lower(), tool.name
