@@ -34,6 +34,7 @@ _POLL = 0.1  # seconds between two looks at a followed log and the journal
 
 __all__ = [
     "TAIL_LINES",
+    "conflict_advice",
     "failure_lines",
     "follow_log",
     "log_path",
@@ -47,11 +48,32 @@ __all__ = [
 ]
 
 
+def conflict_advice(mission: MissionDocument, feature_id: str) -> str | None:
+    """What to do about a feature whose merge conflicted and failed (None for any other)."""
+    try:
+        feature = mission.feature(feature_id)
+    except KeyError:  # a stage (verify-2, fix-2), not a feature
+        return None
+    if feature.conflict is None or feature.conflict.outcome != "failed":
+        return None
+    return (
+        f"  its work is on its branch; 'rho mission resume {mission.id}' runs it again from the "
+        "joined head (with the work it met), or resolve such conflicts at the join with "
+        "--resolve CMD (or --replay-conflicts N)"
+    )
+
+
 def failure_lines(mission: MissionDocument, feature_id: str) -> list[str]:
-    """Where a failed feature's log is, and its last lines, indented under the failure's line.
+    """Where a failed feature's log is, and its last lines, indented under the failure's line;
+    for a merge conflict, what to do about it.
 
     Never raises: a log that cannot be read is said so on the path's line.
     """
+    advice = conflict_advice(mission, feature_id)
+    return _log_lines(mission, feature_id) + ([advice] if advice else [])
+
+
+def _log_lines(mission: MissionDocument, feature_id: str) -> list[str]:
     path = log_path(mission, feature_id)
     try:
         tail = read_tail(path, output_only=True)

@@ -321,9 +321,12 @@ def _run_planned(
         plan = planned.plan_sync()
         sys.stdout.write(plan.model_dump_json(indent=2) + "\n")
         waves = len(planned.waves)
+        bare = [f.id for f in planned.features if not f.command]
+        run = " --run CMD" if bare and not planned.config.run_command else ""
+        why = f" ({len(bare)} of its tasks have no command: --run names the agent)" if run else ""
         click.echo(
             f"mission {planned.id} planned: {len(planned.features)} task(s) in {waves} wave(s); "
-            f"run it with 'rho mission resume {planned.id}'",
+            f"run it with 'rho mission resume {planned.id}{run}'{why}",
             err=True,
         )
         return 0

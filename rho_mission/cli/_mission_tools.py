@@ -62,6 +62,7 @@ def log(name: str, task: str, follow: bool) -> int:
     """
     from ..mission._mission import mission_is_running
     from ._logs import (
+        conflict_advice,
         follow_log,
         log_path,
         print_log,
@@ -83,6 +84,9 @@ def log(name: str, task: str, follow: bool) -> int:
     elif printed_nothing(log_path(target, feature.id)):
         ended = f": {feature.error}" if feature.error else f"; it is {feature.status}"
         click.echo(f"(task {feature.id} printed nothing{ended})")
+    advice = conflict_advice(target, feature.id)
+    if advice is not None:
+        click.echo(advice.strip())
     if not follow:
         _print_resolve_log(target, feature.id)
     return 0

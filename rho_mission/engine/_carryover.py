@@ -16,6 +16,7 @@ from taskstore import StoreDocument, Task, TaskStore
 
 from .._errors import GitOperationError, InvalidMissionError, quote
 from ..git._repo import GitRepo
+from ..records._places import integration_branch, mission_folder
 
 __all__ = ["COMMIT_KEY", "MISSION_KEY", "check_blockers_in_base", "record_work"]
 
@@ -62,7 +63,7 @@ def check_blockers_in_base(
             if commit not in checked:
                 checked[commit] = _contains(repo, base, commit)
             if not checked[commit]:
-                raise InvalidMissionError(_missing(task.id, blocker, base))
+                raise InvalidMissionError(_missing(repo, task.id, blocker, base, commit))
 
 
 def _contains(repo: GitRepo, base: str, commit: str) -> bool:
@@ -72,16 +73,32 @@ def _contains(repo: GitRepo, base: str, commit: str) -> bool:
         return False  # an unknown commit (another clone, pruned) is not contained
 
 
-def _missing(task_id: str, blocker: Task, base: str) -> str:
+def _missing(repo: GitRepo, task_id: str, blocker: Task, base: str, commit: str) -> str:
     mission = blocker.metadata.get(MISSION_KEY)
     by = f" by mission {mission}" if isinstance(mission, str) else ""
-    fixes = (
-        f"bring it in with 'rho mission merge {mission}', or start from it with "
-        f"'--continue {mission}'"
-        if isinstance(mission, str)
-        else "merge the branch that holds it first"
-    )
     return (
         f"task {quote(task_id)} needs the work of {quote(blocker.id)}, completed{by}, "
-        f"which the base {base[:12]} does not contain: {fixes}"
+        f"which the base {base[:12]} does not contain: {_fixes(repo, blocker, mission, commit)}"
     )
+
+
+def _fixes(repo: GitRepo, blocker: Task, mission: object, commit: str) -> str:
+    """The ways to a base with *blocker*'s work that exist now: never a command on a mission
+    that was cleaned (its integration branch, or its folder, gone)."""
+    again = f"run it again with 'rho task update {blocker.id} --status pending'"
+    if isinstance(mission, str) and _mission_kept(repo, mission):
+        return (
+            f"bring it in with 'rho mission merge {mission}', or start from it with "
+            f"'--continue {mission}'"
+        )
+    if repo.run_status("cat-file", "-e", f"{commit}^{{commit}}")[0] == 0:
+        gone = f" (mission {mission} was cleaned)" if isinstance(mission, str) else ""
+        return f"merge its commit with 'git merge {commit[:12]}'{gone}, or {again}"
+    return f"its work is in no branch or commit here any more; {again}"
+
+
+def _mission_kept(repo: GitRepo, mission_id: str) -> bool:
+    """Whether ``merge`` and ``--continue`` can name *mission_id*: its folder and its
+    integration branch are there."""
+    folder = mission_folder(repo.root, mission_id) / "mission.json"
+    return folder.is_file() and repo.branch_commit(integration_branch(mission_id)) is not None

@@ -437,10 +437,14 @@ class Mission(MissionDocument):
         for feature_id in (i for wave in (waves or self.waves) for i in wave):
             feature = self.feature(feature_id)
             if feature.status != "completed" and not feature.command:
-                raise InvalidMissionError(
-                    f"task {quote(feature_id)} has no command; "
-                    "set metadata.command or pass --run CMD"
-                )
+                raise InvalidMissionError(self._no_command(feature_id))
+
+    def _no_command(self, feature_id: str) -> str:
+        """What to do about a task with no command: the commands that give it one."""
+        fix = "pass --run CMD (the command every task without one runs)"
+        if self.config.task_store:  # a task of the store: its own command is set there
+            fix = f"give it one with 'rho task update {feature_id} --command CMD', or {fix}"
+        return f"task {quote(feature_id)} has no command; {fix}"
 
     @property
     def warnings(self) -> list[str]:

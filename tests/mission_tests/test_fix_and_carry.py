@@ -4,6 +4,7 @@ the work of earlier ones, or refuse to run without it."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,32 @@ def test_a_new_mission_on_a_base_without_a_blockers_work_is_refused(project: Pat
     ]
     assert (project / ".rho" / "tasks.json").read_bytes() == store
     assert [p.name for p in (project / ".rho" / "missions").iterdir()] == [folder.name]
+
+
+def test_after_the_blockers_mission_was_cleaned_the_refusal_names_what_exists(
+    project: Path,
+) -> None:
+    # Issue 38: the advice named 'rho mission merge M' and '--continue M' for a mission that
+    # was cleaned; both then failed.
+    folder = _partial_mission(project)
+    commit = store_tasks(project)["task_1"]["metadata"]["rho.commit"]
+    assert run_rho("mission", "clean", folder.name, "--force", cwd=project).code == 0
+
+    result = run_rho("mission", "--from-tasks", cwd=project)
+
+    assert result.code == 2
+    (line,) = result.stderr_lines
+    assert f"rho mission merge {folder.name}" not in line
+    assert "--continue" not in line
+    assert line.endswith(
+        f"merge its commit with 'git merge {commit[:12]}' (mission {folder.name} was "
+        "cleaned), or run it again with 'rho task update task_1 --status pending'"
+    )
+    merged = subprocess.run(
+        ["git", "merge", "--quiet", "--no-edit", commit[:12]], cwd=project, check=False
+    )
+    assert merged.returncode == 0  # what it said works
+    assert run_rho("mission", "--from-tasks", cwd=project).code == 0
 
 
 def test_a_new_mission_based_on_the_earlier_integration_branch_sees_its_work(

@@ -167,7 +167,7 @@ async def test_a_mission_without_features_gets_one_per_wave_id(repo_path: Path) 
 
 async def test_the_shell_worker_refuses_a_feature_without_a_command(repo_path: Path) -> None:
     mission = Mission.new(repo_path, "p", [Feature("a", command="true"), Feature("b")])
-    message = 'task "b" has no command; set metadata.command or pass --run CMD'
+    message = 'task "b" has no command; pass --run CMD (the command every task without one runs)'
     with pytest.raises(InvalidMissionError, match=f"^{re.escape(message)}$"):
         await mission.run_staged(waves=[["a", "b"]])
     assert not (repo_path / ".rho").exists()

@@ -359,7 +359,10 @@ def test_task_without_command_and_no_run_exits_2(project: Path, marker: Path) ->
 
     result = run_rho("mission", "--from-tasks", cwd=project)
 
-    message = 'error: task "task_2" has no command; set metadata.command or pass --run CMD'
+    message = (
+        'error: task "task_2" has no command; give it one with \'rho task update task_2 '
+        "--command CMD', or pass --run CMD (the command every task without one runs)"
+    )
     _assert_refused(result, project, before, [message])
     assert not marker.exists()
 
@@ -471,5 +474,5 @@ def test_mission_timeout_cancels_the_mission_with_exit_130(project: Path) -> Non
         ("task_1", "cancelled"),
         ("task_2", "pending"),
     ]
-    assert _statuses(project) == {"task_1": "cancelled", "task_2": "pending"}
+    assert _statuses(project) == {"task_1": "pending", "task_2": "pending"}  # to do again
     assert all(not group_alive(e["pgid"]) for e in journal_events(folder, "process"))

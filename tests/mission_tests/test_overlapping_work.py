@@ -76,6 +76,11 @@ def test_a_conflicted_merge_names_the_paths_and_the_features_it_met(project: Pat
     expected = "merge conflict in pkg/__init__.py with add_a (add a)"
     assert [tasks[f"add_{n}"]["lastError"] for n in ("b", "c")] == [expected, expected]
     assert f"add_b failed: {expected}" in result.stdout_lines
+    advice = "its work is on its branch; 'rho mission resume "
+    assert any(line.strip().startswith(advice) for line in result.stdout_lines), result.stdout
+    log = run_rho("mission", "log", "latest", "add_b", cwd=project)
+    assert f"(task add_b printed nothing: {expected})" in log.stdout_lines
+    assert any(line.startswith(advice) for line in log.stdout_lines)
 
 
 def test_conflicts_lists_which_work_overlaps_and_changes_nothing(project: Path) -> None:

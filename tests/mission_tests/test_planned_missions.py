@@ -253,6 +253,22 @@ def test_plan_only_prints_the_plan_and_resume_runs_it_without_planning_again(
     assert count.read_text().count("run") == 1
 
 
+def test_plan_only_without_run_says_the_resume_needs_one(project: Path) -> None:
+    # Issue 38: the printed "run it with 'rho mission resume X'" then failed: the plan's tasks
+    # have no command.
+    result = run_rho("mission", STAGED, "--planner", _planner(), "--plan-only", cwd=project)
+    assert result.code == 0, result.stderr
+    ident = mission_dir(project).name
+    said = f"run it with 'rho mission resume {ident} --run CMD' (2 of its tasks have no command"
+    assert said in result.stderr
+    bare = run_rho("mission", "resume", ident, cwd=project)
+    assert bare.code == 2
+    assert "metadata" not in bare.stderr
+    assert "pass --run CMD" in bare.stderr
+    resumed = run_rho("mission", "resume", ident, "--run", RUN, cwd=project)
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+
+
 def test_a_plan_imported_into_the_store_runs_from_tasks(project: Path, tmp_path: Path) -> None:
     plan = {"prd": "x", "features": [_feature("a"), _feature("b", "a")]}
     source = tmp_path / "plan.json"
