@@ -100,6 +100,9 @@ class MissionSummary(BaseModel):
     counts: dict[str, int]
     waves: int = 0
     joined_waves: int = 0
+    # What it is about (its prompt, or its first tasks' subjects), and where it was merged.
+    what: str = ""
+    merged: str | None = None
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..records._missionwords import merged_words, what_words
 from ._plain import Cell, columns, natural_key, naturally, painted, shown
 
-__all__ = ["mission_list_text", "mission_rows", "mission_text"]
+__all__ = ["merge_words", "mission_list_text", "mission_rows", "mission_text", "mission_what"]
 
 JsonMission = Mapping[str, Any]
 
@@ -195,9 +196,29 @@ def _verification_lines(mission: JsonMission, join: JsonMission) -> list[str]:
     return lines + [_log_line(mission, name) for name in names]
 
 
+def mission_what(mission: JsonMission) -> str:
+    """What a mission is about, in a few words (``records._missionwords.what_words``)."""
+    config = mission.get("config")
+    from_store = type(config) is dict and bool(config.get("task_store"))
+    features = mission["features"]
+    subjects = [str(f["description"] or f["id"]) for f in features[:2]]
+    return what_words(str(mission["prompt"]), from_store, subjects, len(features))
+
+
+def merge_words(mission: JsonMission) -> str:
+    """Where and how the mission was last merged, and whether it was cleaned.
+
+    Optional fields of mission.json (written before merges were recorded): shapes checked.
+    """
+    merges = mission.get("merges")
+    last = merges[-1] if type(merges) is list and merges and type(merges[-1]) is dict else None
+    return merged_words(last, bool(mission.get("cleaned_at")))
+
+
 def mission_list_text(missions: Sequence[tuple[JsonMission, str]]) -> str:
-    """One row per (mission, state): id, state, counts, start, folder."""
-    headers = ["id", "status", "features", "completed", "started", "dir"]
+    """One row per (mission, state): id, state, counts, where it was merged, start, what it
+    is about, folder."""
+    headers = ["id", "status", "features", "completed", "merged", "started", "what", "dir"]
     rows = []
     for mission, state in missions:
         done = sum(1 for f in mission["features"] if f["status"] == "completed")
@@ -207,7 +228,9 @@ def mission_list_text(missions: Sequence[tuple[JsonMission, str]]) -> str:
                 (shown(state), state),
                 (str(len(mission["features"])), None),
                 (str(done), None),
+                (shown(merge_words(mission)), None),
                 (mission["started_at"] or "", None),
+                (shown(mission_what(mission)), None),
                 (shown(mission["dir"]), None),
             ]
         )
@@ -229,6 +252,8 @@ def mission_rows(missions: Sequence[tuple[JsonMission, str]]) -> dict[str, Any]:
                 "started_at": m["started_at"],
                 "completed_at": m["completed_at"],
                 "features": len(m["features"]),
+                "what": mission_what(m),
+                "merged": merge_words(m) or None,
             }
             for m, state in missions
         ]

@@ -46,8 +46,10 @@ from ..git._refs import RefHistory, mission_ref_prefix
 from ..git._repo import GitRepo
 from ..git._runlock import run_lock
 from ..git._worktrees import drop_pooled, held_by
+from ..records._clock import now_rfc3339
 from ..records._document import MergeRecord, MissionDocument
 from ..records._journal import Journal
+from ..records._persist import save_mission
 from ..records._places import mission_worktrees, pool_folder
 from ._mission import Mission, list_missions
 
@@ -141,6 +143,9 @@ def clean_mission(
         if purge:
             shutil.rmtree(mission.dir)
             report.folder = Path(mission.dir)
+        else:  # under the run lock, like a run: the list says it was cleaned
+            mission.cleaned_at = now_rfc3339()
+            save_mission(mission)
     return report
 
 

@@ -366,8 +366,10 @@ class MissionDocument(BaseModel):
     config: MissionConfig = Field(default_factory=MissionConfig)
     # Set once a planning stage starts (a mission made from a prompt), else None.
     planning: Planning | None = None
-    # What ``rho mission merge`` brought into the user's branches, oldest first.
+    # What ``rho mission merge`` brought into the user's branches, oldest first, and when
+    # ``rho mission clean`` took the mission's branches and worktrees back.
     merges: list[MergeRecord] = Field(default_factory=list)
+    cleaned_at: str | None = None
 
     @model_validator(mode="after")
     def _refs_inside_the_mission(self) -> Self:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..containment._folders import check_own_folder
 from ..records._document import FEATURE_STATUSES
+from ..records._missionwords import merged_words, what_words
 from ..records._places import missions_folder
 from ._errors import BadRequestError, NotFoundError, ServeError
 
@@ -90,7 +91,8 @@ def parse_mission(data: bytes) -> MissionDocument:
 
 
 def mission_summary(mission: MissionDocument) -> dict[str, Any]:
-    """One row of ``GET /v1/missions``: id, status, counts per feature status, start and end."""
+    """One row of ``GET /v1/missions``: id, status, counts per feature status, start and end,
+    what it is about and where it was merged (``records._missionwords``)."""
     counts = Counter(feature.status for feature in mission.features)
     return {
         "id": mission.id,
@@ -101,6 +103,17 @@ def mission_summary(mission: MissionDocument) -> dict[str, Any]:
         "counts": {status: counts.get(status, 0) for status in FEATURE_STATUSES},
         "waves": len(mission.waves),
         "joined_waves": len(mission.wave_joins),
+        "what": what_words(
+            mission.prompt,
+            bool(mission.config.task_store),
+            [f.description or f.id for f in mission.features[:2]],
+            len(mission.features),
+        ),
+        "merged": merged_words(
+            mission.merges[-1].model_dump(mode="json") if mission.merges else None,
+            mission.cleaned_at is not None,
+        )
+        or None,
     }
 
 

@@ -85,9 +85,11 @@
       el("td", {}, badge(m.status)),
       el("td", { text: m.counts.completed + " / " + m.features + " completed" +
         (m.counts.failed ? ", " + m.counts.failed + " failed" : "") }),
+      el("td", { class: "what", text: m.what || "" }),
+      el("td", { class: "merged", text: m.merged || "" }),
       el("td", { text: m.started_at || "-" }),
       el("td", { text: m.completed_at || "-" })));
-    const head = el("tr", {}, ...["mission", "status", "features", "started", "completed"].map((t) => el("th", { text: t })));
+    const head = el("tr", {}, ...["mission", "status", "features", "what", "merged", "started", "completed"].map((t) => el("th", { text: t })));
     app.replaceChildren(el("h2", { text: body.missions.length + " mission(s)" }),
       rows.length ? el("table", { class: "list" }, el("thead", {}, head), el("tbody", {}, ...rows))
         : el("p", { class: "note", text: "No mission in this repository yet: rho mission --from-tasks runs one." }));

@@ -55,6 +55,9 @@ type MissionSummary struct {
 	Counts      map[string]int `json:"counts"`
 	Waves       int            `json:"waves"`
 	JoinedWaves int            `json:"joined_waves"`
+	// What it is about (its prompt, or its first tasks' subjects), and where it was merged.
+	What   string  `json:"what"`
+	Merged *string `json:"merged"`
 }
 
 // Ref names a node: its kind and id.

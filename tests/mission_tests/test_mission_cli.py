@@ -184,7 +184,7 @@ def test_show_and_list_describe_a_finished_mission(
     assert shown.stdout_lines[-1].startswith("wave 1 joined 1 feature(s), 1 completed, 0 failed  (")
     assert as_json.json() == document
     assert plain_table(listed.stdout)[1:] == [
-        [ident, "completed", "1", "1", document["started_at"], str(folder)]
+        [ident, "completed", "1", "1", "", document["started_at"], "do task_1", str(folder)]
     ]
     assert listed_json.json() == {
         "missions": [
@@ -196,9 +196,34 @@ def test_show_and_list_describe_a_finished_mission(
                 "started_at": document["started_at"],
                 "completed_at": document["completed_at"],
                 "features": 1,
+                "what": "do task_1",
+                "merged": None,
             }
         ]
     }
+
+
+def test_list_says_what_each_mission_is_about_and_where_it_was_merged(
+    project: Path, plain_table: Callable[..., list[list[str]]]
+) -> None:
+    # Issue 38: the list showed ids only.
+    tasks = [spec(f"t{n}", f"echo {n} > {n}.txt") for n in range(1, 5)]
+    subjects = ("Write the lexer", "Write the parser", "Docs", "Tests")
+    for task, subject in zip(tasks, subjects, strict=True):
+        task["subject"] = subject
+    import_tasks(project, tasks)
+    assert run_rho("mission", "--from-tasks", cwd=project).code == 0
+    ident = mission_dir(project).name
+    assert run_rho("mission", "merge", ident, "--squash", cwd=project).code == 0
+    assert run_rho("mission", "clean", ident, cwd=project).code == 0
+
+    listed = run_rho("mission", "list", cwd=project)
+    as_json = run_rho("mission", "list", "--json", cwd=project).json()["missions"][0]
+
+    (row,) = plain_table(listed.stdout)[1:]
+    assert row[4] == "main (squash), cleaned"
+    assert row[6] == "Write the lexer, Write the parser +2 more"
+    assert (as_json["merged"], as_json["what"]) == (row[4], row[6])
 
 
 def test_json_prints_only_the_final_mission_document(project: Path) -> None:

@@ -106,6 +106,8 @@ def test_missions_lists_ids_statuses_counts_and_times(world: World) -> None:
                 },
                 "waves": 2,
                 "joined_waves": 1,
+                "what": ", ".join(f["description"] for f in record["features"][:2]) + " +1 more",
+                "merged": None,
             }
         ]
     }

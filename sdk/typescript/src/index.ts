@@ -42,6 +42,10 @@ export interface MissionSummary {
   counts: Record<string, number>;
   waves: number;
   joined_waves: number;
+  /** What it is about (its prompt, or its first tasks' subjects). */
+  what: string;
+  /** Where and how it was last merged ("main (squash)"), "cleaned", or null. */
+  merged: string | null;
 }
 
 /** A reference to a node: its kind and id. */
