@@ -331,6 +331,7 @@ def _run_planned(
         )
         return 0
     _warn_if_records_tracked(repo)
+    _warn_if_dirty(repo, start)
     return _execute(planned, options["as_json"], executor=executor)
 
 
@@ -433,8 +434,28 @@ def _run_from_tasks(store_path: Path | None, options: dict[str, Any]) -> int:
     if options["dry_run"]:
         return _print_plan(planned, as_json)
     _warn_if_records_tracked(repo)
+    _warn_if_dirty(repo, start)
     _print_held(planned, err=True)  # before the progress display takes the terminal
     return _execute(planned, as_json, executor=executor)
+
+
+def _warn_if_dirty(repo: Path, start: str) -> None:
+    """One line when the checkout holds changes and the mission starts from its HEAD: the
+    tasks' worktrees are made from the commit, without them."""
+    from ..git._repo import GitRepo
+    from ..mission._merge import uncommitted_paths
+
+    git = GitRepo.open(repo)
+    if start != "HEAD" and git.commit_id(start) != git.commit_id("HEAD"):
+        return
+    paths = uncommitted_paths(git)
+    if paths:
+        click.echo(
+            f"warning: {len(paths)} file(s) of your checkout hold changes no commit has (such as "
+            f"{paths[0]}); the mission starts from HEAD without them: commit them first if its "
+            "tasks need them",
+            err=True,
+        )
 
 
 def _warn_if_records_tracked(repo: Path) -> None:

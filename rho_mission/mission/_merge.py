@@ -41,6 +41,7 @@ __all__ = [
     "merge_mission",
     "tracked_records",
     "tracked_records_message",
+    "uncommitted_paths",
 ]
 
 MergeKind = Literal["up to date", "fast-forward", "merge commit", "squash"]
@@ -158,10 +159,12 @@ def _squashed(
 ) -> str:
     """One commit on *old* with the tree of *merged*: the mission's work, its history left out."""
     tree = repo.run("rev-parse", f"{merged}^{{tree}}").strip()
-    shown = ", ".join(tasks[:10]) + (f" and {len(tasks) - 10} more" if len(tasks) > 10 else "")
+    # One line per task, its subject after its id, as each task's own commit says it.
+    listed = "".join(f"- {i}: {mission.feature(i).description}\n" for i in tasks[:50])
+    more = f"- and {len(tasks) - 50} more\n" if len(tasks) > 50 else ""
     message = (
         f"rho mission {mission.id}: {len(tasks)} task(s), squashed into {target}\n\n"
-        f"Tasks: {shown or 'none'}.\n"
+        f"{listed}{more}" + ("" if tasks else "No task brought work.\n")
     )
     return repo.commit_tree(tree, [old], message)
 
@@ -240,6 +243,16 @@ def _refuse_dirty(repo: GitRepo, mission: MissionDocument) -> None:
             f"your work tree has uncommitted changes ({_some(paths)}); commit or stash them, "
             f"then run 'rho mission merge {mission.id}' again"
         )
+
+
+def uncommitted_paths(repo: GitRepo) -> list[str]:
+    """The paths of the work tree with changes no commit holds (untracked files too, not the
+    ignored ones nor ``.rho/``): what a mission's worktrees will not see."""
+    out = repo.run(
+        "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=normal"
+    )
+    paths = _status_paths(out)
+    return [path for path in paths if path != RHO_DIR and not path.startswith(RHO_PATTERN)]
 
 
 def tracked_records(repo: GitRepo) -> list[str]:

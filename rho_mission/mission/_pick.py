@@ -91,7 +91,9 @@ def compose_tasks(
                 f"the work of task {quote(step.task)} does not apply without the tasks merged "
                 f"before it in mission {mission.id}: merge the whole mission, or add them to --only"
             )
-        tip = repo.commit_tree(tree, [tip], f"rho-mission {mission.id}: task {step.task}")
+        subject = mission.feature(step.task).description
+        message = f"rho-mission {mission.id}: {step.task} {subject}".rstrip()
+        tip = repo.commit_tree(tree, [tip], message)
     return tip, [step.task for step in taken]
 
 

@@ -37,6 +37,7 @@ from ._cli_helpers import (
     store_tasks,
     tree_files,
 )
+from .conftest import run_git
 
 _USAGE_HINT = "hint: run 'rho mission --help' for usage"
 
@@ -501,3 +502,25 @@ def test_mission_timeout_cancels_the_mission_with_exit_130(project: Path) -> Non
     ]
     assert _statuses(project) == {"task_1": "pending", "task_2": "pending"}  # to do again
     assert all(not group_alive(e["pgid"]) for e in journal_events(folder, "process"))
+
+
+def test_a_dirty_checkout_is_one_warning_line_at_start(project: Path) -> None:
+    # Issue 38: a task failed importing the user's uncommitted module, with no word before.
+    import_tasks(project, [spec("task_1", "test ! -e mine.py")])
+    (project / "mine.py").write_text("x = 1\n")
+    (project / "file0000.txt").write_text("changed\n")
+
+    dirty = run_rho("mission", "--from-tasks", cwd=project)
+
+    assert dirty.code == 0, dirty.stdout + dirty.stderr  # the task did not see mine.py
+    warnings = [line for line in dirty.stderr_lines if line.startswith("warning:")]
+    assert warnings == [
+        "warning: 2 file(s) of your checkout hold changes no commit has (such as file0000.txt); "
+        "the mission starts from HEAD without them: commit them first if its tasks need them"
+    ]
+    run_git(project, "add", "--all")
+    run_git(project, "commit", "--quiet", "--message=mine")
+    import_tasks(project, [spec("task_2", "true")])
+    clean = run_rho("mission", "--from-tasks", cwd=project)
+    assert clean.code == 0, clean.stderr
+    assert not [line for line in clean.stderr_lines if line.startswith("warning:")]

@@ -271,3 +271,21 @@ def test_clean_refuses_bad_input_and_deletes_nothing(
     assert _mission_branches(project, ident) == kept
     assert (project / ".rho" / "missions" / ident / "mission.json").read_bytes() == record
     assert json.loads(record)["status"] == "completed"
+
+
+def test_squash_and_only_commits_name_each_task_with_its_subject(project: Path) -> None:
+    # Issue 38: the squash listed ids only ("Tasks: task_7, task_8."), --only said "task task_11".
+    ident = _two_task_mission(project)
+    assert (
+        run_rho("mission", "merge", ident, "--only", "task_2", "--into", "main", cwd=project).code
+        == 0
+    )
+    only = _git(project, "log", "-1", "--format=%s", "main").strip()
+    assert only == f"rho-mission {ident}: task_2 do task_2"
+    _git(project, "reset", "--quiet", "--hard", "HEAD~1")
+    assert run_rho("mission", "merge", ident, "--squash", cwd=project).code == 0
+    body = _git(project, "log", "-1", "--format=%B", "main")
+    assert body == (
+        f"rho mission {ident}: 2 task(s), squashed into main\n\n"
+        "- task_1: do task_1\n- task_2: do task_2\n\n"
+    )
