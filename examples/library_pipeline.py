@@ -2,7 +2,9 @@
 
 Run: `.venv/bin/python examples/library_pipeline.py [REPO]` (default: a scratch repository).
 The worker writes one file per feature; the engine commits it, merges each wave into the
-integration branch, and the next wave's worktree starts from there.
+integration branch, and the next wave's worktree starts from there. The parser fails its
+first attempt (as an agent might), so the mission ends ``partial``; ``Mission.load(dir)`` and
+``resume_sync`` then carry on from that wave, the completed features left as they are.
 """
 
 from __future__ import annotations
@@ -12,11 +14,21 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rho_mission import Feature, Handoff, Mission, MissionConfig, WorkerContext
+from rho_mission import (
+    Feature,
+    FeatureFailedError,
+    Handoff,
+    Mission,
+    MissionConfig,
+    WorkerContext,
+)
 
 
 async def worker(ctx: WorkerContext) -> Handoff | None:
-    """Write ``<feature>.txt`` listing what this worktree already holds from earlier waves."""
+    """Write ``<feature>.txt`` listing what this worktree already holds from earlier waves;
+    the parser's first attempt fails."""
+    if ctx.feature.id == "parser" and ctx.attempt == 1:
+        raise FeatureFailedError("the parser's first try gives up (on purpose)")
     earlier = sorted(p.name for p in ctx.worktree.glob("*.txt"))
     text = f"{ctx.feature.description}\nsaw: {', '.join(earlier) or 'nothing'}\n"
     (ctx.worktree / f"{ctx.feature.id}.txt").write_text(text, encoding="utf-8")
@@ -41,6 +53,8 @@ def main() -> int:
     features.append(Feature("docs", "describe the grammar"))
     mission = Mission.new(repo, "build the parser", features, MissionConfig(max_workers=2))
     mission.run_staged_sync(worker, waves=[["docs", "lexer"], ["parser"]])
+    print(f"first run: {mission.status}: {mission.feature('parser').error}")
+    mission = Mission.load(mission.dir).resume_sync(worker)
     for join in mission.wave_joins:
         print(join.summary)
     parser = mission.feature("parser")

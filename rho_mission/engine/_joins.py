@@ -157,6 +157,8 @@ def join_record(
         return sorted(i for i in ids if by_id[i].status == status)
 
     completed, failed, cancelled = having("completed"), having("failed"), having("cancelled")
+    # Its own features that never ran: downstream of a failure in an earlier wave (keep_going).
+    held_back = having("pending")
     conflicted = sorted(i for i in ids if by_id[i].conflict is not None)
     waiting = [i for wave in later for i in wave if by_id[i].status != "completed"]
     unverified = checked.status in ("failed", "cancelled")
@@ -172,6 +174,8 @@ def join_record(
     )
     if cancelled:
         summary += f", {len(cancelled)} cancelled"
+    if held_back:
+        summary += f", {len(held_back)} blocked"
     if blocked:
         summary += f", {len(blocked)} downstream blocked"
     if conflicted:

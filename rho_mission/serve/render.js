@@ -142,9 +142,14 @@ const RhoRender = (function () {
     return box;
   }
 
+  // As the cards say it: a pending feature a join listed as blocked counts as blocked.
   function counts(mission) {
     const tally = {};
-    for (const feature of mission.features || []) tally[feature.status] = (tally[feature.status] || 0) + 1;
+    const stopped = blockedIds(mission);
+    for (const feature of mission.features || []) {
+      const status = shownStatus(feature, stopped);
+      tally[status] = (tally[status] || 0) + 1;
+    }
     return Object.entries(tally).map(([status, n]) => n + " " + (WORDS[status] || status)).join(", ");
   }
 

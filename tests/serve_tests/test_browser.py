@@ -108,6 +108,11 @@ def _check_final_page(page: Page) -> None:
     assert page.locator(".timeline .trow .bar").count() == 3  # task_4 never ran
     joins = page.locator(".join").all_inner_texts()
     assert joins[0] == "wave 1 joined 2 feature(s), 1 completed, 1 failed, 1 downstream blocked"
+    assert joins[2] == "wave 3 joined 1 feature(s), 0 completed, 0 failed, 1 blocked"
+    # The header counts as the cards say (issue 38: it said "1 pending" beside a BLOCKED card).
+    head = page.inner_text(".head .meta")
+    assert "1 blocked" in head
+    assert "pending" not in head
     # The cancelled task is no feature: the page says it was held, and why.
     assert page.locator(".held li").all_inner_texts() == ["task_5: cancelled in the task store"]
 
