@@ -395,7 +395,8 @@ class TaskStore:
             for task in tasks:
                 old = by_id.get(task.id)
                 if old is None:
-                    task.created_at = task.updated_at = stamp
+                    task.created_at = task.created_at or stamp  # the tracker's, when it says
+                    task.updated_at = stamp
                     document.tasks.append(task)
                     by_id[task.id] = task
                     added.append(task.id)
@@ -453,6 +454,8 @@ def _merge_into(old: Task, new: Task, status_key: str) -> None:
         old.status = new.status
     old.subject, old.description = new.subject, new.description
     old.parent_id, old.dependencies = new.parent_id, new.dependencies
+    if new.owner is not None:  # who holds it, as the tracker says now
+        old.owner = new.owner
     for key in ("priority", "labels"):
         old.metadata.pop(key, None)
     old.metadata.update(new.metadata)

@@ -1,6 +1,8 @@
 """beads: the JSON of ``bd list --json`` (an array of issues) or ``bd export`` (JSON lines).
 
-An issue: ``id``, ``title``, ``description``, ``status``, ``priority`` (0-4), ``labels`` and
+An issue: ``id``, ``title``, ``description``, ``status``, ``priority`` (0-4), ``labels``,
+``assignee`` (kept as the task's owner: an ``in_progress`` issue is someone's work under way),
+``created_at`` (kept as the task's) and
 ``dependencies`` (each ``{issue_id, depends_on_id, type}``, held by the dependent issue), and
 sometimes a ``parent`` field beside its ``parent-child`` link. Only ``blocks`` blocks ``bd
 ready``; ``parent-child`` is the hierarchy; every other type (``related``, ``discovered-from``,
@@ -63,6 +65,10 @@ def beads_items(issues: list[dict[str, Any]]) -> tuple[list[Item], set[str]]:
     return items, deleted
 
 
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
 def _item(issue: dict[str, Any]) -> Item:
     ident = issue.get("id")
     if not isinstance(ident, str) or not ident:
@@ -80,6 +86,8 @@ def _item(issue: dict[str, Any]) -> Item:
         description=str(issue.get("description") or ""),
         priority=issue["priority"] if isinstance(issue.get("priority"), int) else None,
         labels=[str(label) for label in issue.get("labels") or []],
+        owner=_text(issue.get("assignee")),
+        created_at=_text(issue.get("created_at")),
     )
     for link in issue.get("dependencies") or []:
         target = link.get("depends_on_id") if isinstance(link, dict) else None

@@ -106,6 +106,8 @@ def _to_tasks(fmt: str, items: list[Item], deleted: set[str], drop_missing: bool
                 parent_id=parent,
                 dependencies=list(dict.fromkeys(links)),
                 metadata=metadata,
+                owner=item.owner,
+                created_at=item.created_at,
             )
         )
     return imported

@@ -27,3 +27,6 @@ class Item:
     blockers: list[str] = field(default_factory=list)
     related: list[str] = field(default_factory=list)
     parent: str | None = None
+    # Who holds it (beads' assignee), and when the tool made it, as the tool wrote it.
+    owner: str | None = None
+    created_at: str | None = None

@@ -270,3 +270,26 @@ def test_export_writes_each_tools_statuses_back(rho: RunRho, project: Path) -> N
         5: "cancelled",
         6: "blocked",
     }
+
+
+def test_beads_assignee_and_creation_time_are_kept_and_its_work_under_way_is_held(
+    rho: RunRho, project: Path, tmp_path: Path
+) -> None:
+    # Issue 38: the importer dropped assignee and created_at, and the next mission ran an
+    # in_progress issue someone was working on.
+    issues = [
+        {"id": "bd-1", "title": "Taken", "status": "in_progress", "assignee": "alice",
+         "created_at": "2026-11-01T10:00:00Z"},
+        {"id": "bd-2", "title": "Free", "status": "open", "created_at": "2026-11-02T10:00:00Z"},
+    ]  # fmt: skip
+    source = tmp_path / "issues.json"
+    source.write_text(json.dumps(issues), encoding="utf-8")
+    _import(rho, project, "--from", "beads", str(source))
+
+    tasks = _tasks(rho, project)
+    assert (tasks["bd-1"]["owner"], tasks["bd-1"]["createdAt"]) == ("alice", "2026-11-01T10:00:00Z")
+    assert tasks["bd-2"]["createdAt"] == "2026-11-02T10:00:00Z"
+    ran = rho("mission", "--from-tasks", "--run", "true", cwd=project)
+    assert ran.code == 0, ran.stderr
+    assert 'bd-1: claimed by "alice" ' in ran.stderr
+    assert _tasks(rho, project)["bd-1"]["status"] == "in_progress"
