@@ -507,6 +507,8 @@ def _import_tracker(
     imported = parse_tracker(tracker, text, tag=tag, drop_missing=drop_missing)
     added, updated = _store_to_write(store_path).merge_tasks(imported.tasks, status_key(tracker))
     dropped = [{"task": source, "target": target} for source, target in imported.dropped]
+    for warning in imported.warnings:
+        click.echo(f"warning: {warning}", err=True)
     if as_json:
         print_json({"added": added, "updated": updated, "dropped": dropped})
         return

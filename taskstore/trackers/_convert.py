@@ -32,6 +32,8 @@ class Imported:
 
     tasks: list[Task]
     dropped: list[tuple[str, str]] = field(default_factory=list)
+    # What the reading changed and said so (Task Master subtasks numbered by position).
+    warnings: list[str] = field(default_factory=list)
 
 
 def parse_tracker(
@@ -44,17 +46,20 @@ def parse_tracker(
             item links to an id the file does not hold.
     """
     deleted: set[str] = set()
+    warnings: list[str] = []
     if fmt == "beads":
         items, deleted = beads_items(parse_beads_text(text))
     elif fmt == "taskmaster":
-        items = taskmaster_items(_json(fmt, text), tag)
+        items = taskmaster_items(_json(fmt, text), tag, warnings)
     elif fmt == "github":
         items = github_items(_json(fmt, text))
     else:
         raise TrackerFormatError(f"unknown format {quote(fmt)}; expected {', '.join(FORMATS)}")
     if tag is not None and fmt != "taskmaster":
         raise TrackerFormatError("--tag is Task Master's: the other formats have no tags")
-    return _to_tasks(fmt, items, deleted, drop_missing)
+    imported = _to_tasks(fmt, items, deleted, drop_missing)
+    imported.warnings = warnings
+    return imported
 
 
 def _json(fmt: str, text: str) -> Any:

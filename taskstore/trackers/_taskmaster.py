@@ -6,6 +6,12 @@ A task: ``id`` (a number), ``title``, ``description``, ``details``, ``status``, 
 them) and ``subtasks``. A subtask ``S`` of task ``P`` becomes ``P.S``, a child of ``P``; in its
 ``dependencies`` a number (or a plain number string) is a sibling subtask, ``"Q.T"`` subtask ``T``
 of task ``Q``.
+
+A subtask may have subtasks of its own: ``P.S.T``, a child of ``P.S``. Task Master's own
+``tasks.json`` has been seen with every subtask of one task carrying the same ``id`` (all eight
+``42``): the subtasks of a parent whose ids repeat are numbered by their position under it
+(1, 2, ...), the way Task Master numbers them, one warning per parent; the same file gives the
+same ids at every import.
 """
 
 from __future__ import annotations
@@ -39,15 +45,38 @@ _PRIORITIES = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 DEFAULT_TAG = "master"
 
 
-def taskmaster_items(data: Any, tag: str | None) -> list[Item]:
-    """The items of the tag *tag* (default ``master``, or the file's only list)."""
-    tasks = _tagged(data, tag)
+def taskmaster_items(data: Any, tag: str | None, warnings: list[str] | None = None) -> list[Item]:
+    """The items of the tag *tag* (default ``master``, or the file's only list); what was
+    renumbered is said in *warnings*."""
+    said = [] if warnings is None else warnings
     items: list[Item] = []
-    for task in tasks:
-        parent = _item(task, None)
-        items.append(parent)
-        items.extend(_item(sub, parent.id) for sub in task.get("subtasks") or [])
+    for task in _tagged(data, tag):
+        _with_subtasks(task, None, None, items, said)
     return items
+
+
+def _with_subtasks(
+    task: dict[str, Any],
+    parent: str | None,
+    own: str | None,
+    items: list[Item],
+    warnings: list[str],
+) -> None:
+    """*task* (numbered *own* under *parent* when given) and its subtasks, depth first."""
+    item = _item(task, parent, own)
+    items.append(item)
+    subtasks = task.get("subtasks") or []
+    if not isinstance(subtasks, list) or not all(isinstance(sub, dict) for sub in subtasks):
+        raise TrackerFormatError(f'taskmaster: the "subtasks" of {quote(item.id)} are no list')
+    numbers = [str(sub.get("id")) for sub in subtasks]
+    by_position = len(set(numbers)) != len(numbers)
+    if by_position:
+        warnings.append(
+            f"taskmaster: the subtasks of {quote(item.id)} repeat their ids; numbered "
+            f"{item.id}.1 to {item.id}.{len(subtasks)} by their position"
+        )
+    for position, sub in enumerate(subtasks, start=1):
+        _with_subtasks(sub, item.id, str(position) if by_position else None, items, warnings)
 
 
 def _tagged(data: Any, tag: str | None) -> list[dict[str, Any]]:
@@ -70,8 +99,8 @@ def _tasks(value: Any) -> list[dict[str, Any]]:
     return value
 
 
-def _item(task: dict[str, Any], parent: str | None) -> Item:
-    own = task.get("id")
+def _item(task: dict[str, Any], parent: str | None, number: str | None = None) -> Item:
+    own = task.get("id") if number is None else number
     if not isinstance(own, int | str) or isinstance(own, bool) or str(own) == "":
         raise TrackerFormatError("taskmaster: a task without an id")
     ident = f"{parent}.{own}" if parent is not None else str(own)

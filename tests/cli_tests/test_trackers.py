@@ -293,3 +293,38 @@ def test_beads_assignee_and_creation_time_are_kept_and_its_work_under_way_is_hel
     assert ran.code == 0, ran.stderr
     assert 'bd-1: claimed by "alice" ' in ran.stderr
     assert _tasks(rho, project)["bd-1"]["status"] == "in_progress"
+
+
+def test_task_master_subtasks_that_repeat_an_id_are_numbered_by_position(
+    rho: RunRho, project: Path, tmp_path: Path
+) -> None:
+    # Issue 38: a real tasks.json whose subtasks all carry "id": 42 was refused whole, and a
+    # subtask of a subtask was dropped without a word.
+    subtasks: list[dict[str, Any]] = [
+        {"id": 42, "title": f"step {n}", "status": "pending", "dependencies": [n - 1]}
+        for n in (1, 2, 3)
+    ]
+    subtasks[0]["dependencies"] = []
+    subtasks[0]["subtasks"] = [{"id": 1, "title": "deeper", "status": "done"}]
+    data = {
+        "master": {
+            "tasks": [{"id": 42, "title": "Parent", "status": "pending", "subtasks": subtasks}]
+        }
+    }
+    source = tmp_path / "tasks.json"
+    source.write_text(json.dumps(data), encoding="utf-8")
+
+    first = rho("task", "import", "--from", "taskmaster", str(source), cwd=project)
+    again = rho("task", "import", "--from", "taskmaster", str(source), cwd=project)
+
+    assert first.code == 0, first.stderr
+    assert first.stderr == (
+        'warning: taskmaster: the subtasks of "42" repeat their ids; numbered 42.1 to 42.3 by '
+        "their position\n"
+    )
+    tasks = _tasks(rho, project)
+    assert sorted(tasks) == ["42", "42.1", "42.1.1", "42.2", "42.3"]
+    assert tasks["42.3"]["dependencies"][0] == {"targetId": "42.2", "type": "blocks"}
+    assert tasks["42.1.1"]["parentId"] == "42.1"
+    assert again.code == 0, again.stderr
+    assert again.stdout == "imported 5 task(s) from taskmaster: 0 added, 0 updated\n"
