@@ -48,9 +48,14 @@ def parse_beads_text(text: str) -> list[dict[str, Any]]:
     """The issues of a JSON array, an ``{"issues": [...]}`` object, or JSON lines."""
     stripped = text.strip()
     try:
-        data = json.loads(stripped) if stripped else []
-    except json.JSONDecodeError:
-        data = [json.loads(line) for line in stripped.splitlines() if line.strip()]
+        try:
+            data = json.loads(stripped) if stripped else []
+        except json.JSONDecodeError:
+            data = [json.loads(line) for line in stripped.splitlines() if line.strip()]
+    except json.JSONDecodeError as exc:
+        raise TrackerFormatError(f"beads: invalid JSON: {exc}") from exc
+    except RecursionError as exc:  # the parser recurses once per level of brackets
+        raise TrackerFormatError("beads: invalid JSON: nested too deeply") from exc
     if isinstance(data, dict):
         data = data.get("issues", [data])
     if not isinstance(data, list) or not all(isinstance(issue, dict) for issue in data):

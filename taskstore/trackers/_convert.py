@@ -67,6 +67,8 @@ def _json(fmt: str, text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise TrackerFormatError(f"{fmt}: invalid JSON: {exc}") from exc
+    except RecursionError as exc:  # the parser recurses once per level of brackets
+        raise TrackerFormatError(f"{fmt}: invalid JSON: nested too deeply") from exc
 
 
 def _to_tasks(fmt: str, items: list[Item], deleted: set[str], drop_missing: bool) -> Imported:

@@ -328,3 +328,16 @@ def test_task_master_subtasks_that_repeat_an_id_are_numbered_by_position(
     assert tasks["42.1.1"]["parentId"] == "42.1"
     assert again.code == 0, again.stderr
     assert again.stdout == "imported 5 task(s) from taskmaster: 0 added, 0 updated\n"
+
+
+@pytest.mark.parametrize("fmt", ["beads", "taskmaster", "github"])
+def test_a_file_nested_too_deeply_is_one_error_line(
+    rho: RunRho, project: Path, tmp_path: Path, fmt: str
+) -> None:
+    # Issue 38: "error: unexpected RecursionError ... this is a bug in rho", exit 1.
+    source = tmp_path / "deep.json"
+    source.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    result = rho("task", "import", "--from", fmt, str(source), cwd=project)
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr == f"error: {fmt}: invalid JSON: nested too deeply\n"
+    assert not (project / ".rho" / "tasks.json").exists()
