@@ -22,7 +22,8 @@ from mcp_types import Tool as MCPTool
 
 from taskstore import TaskList, TaskStore, TaskStoreError
 
-from .._errors import MissionError, quote
+from .._errors import MissionError, MissionNotFoundError, quote
+from ..git._repo import GitRepo
 
 __all__ = ["CORE_TOOLS", "TOOLS", "Tools", "build_server", "serve"]
 
@@ -220,10 +221,26 @@ class Tools:
         return self.repo
 
     def _mission(self, name: str) -> Any:
+        """The mission *name* names in this repository: an id, a unique prefix, ``latest``,
+        or a folder below its ``.rho/missions``; never one of another repository (an agent
+        reads the missions of the repository it was given, and no other).
+
+        Raises:
+            MissionNotFoundError: no such mission here.
+        """
         from ..mission._mission import Mission
         from ..mission._names import resolve_mission
+        from ..records._places import missions_folder
 
-        return Mission.load(resolve_mission(self._repo(), name))
+        repo = self._repo()
+        folder = resolve_mission(repo, name)
+        here = missions_folder(GitRepo.open(repo).root).resolve()
+        if folder.resolve().parent != here:
+            raise MissionNotFoundError(
+                f"no mission {quote(name)} in this repository: name one by its id, a prefix "
+                "of it, or latest"
+            )
+        return Mission.load(folder)
 
 
 # Each tool's name, and the method of ``Tools`` that answers it.

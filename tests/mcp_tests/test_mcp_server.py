@@ -30,9 +30,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    folder = tmp_path / "repo"
+def _repository(folder: Path) -> Path:
     folder.mkdir()
     for args in (
         ["init", "--quiet", "--initial-branch=main"],
@@ -40,6 +38,11 @@ def repo(tmp_path: Path) -> Path:
     ):
         subprocess.run(["git", *args], cwd=folder, check=True)
     return folder
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return _repository(tmp_path / "repo")
 
 
 def rho(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -322,3 +325,24 @@ async def test_the_server_says_its_version_and_its_tools_speak_the_users_words(
     assert info.version == importlib.metadata.version("rho-mission")
     for tool in tools:
         assert "seed" not in (tool.description or "").lower(), tool.name
+
+
+async def test_the_mission_tools_answer_for_their_own_repository_only(
+    repo: Path, tmp_path: Path
+) -> None:
+    # Issue 38: given the path of another repository's mission folder, they returned it.
+    other = _repository(tmp_path / "other")
+    assert rho(other, "task", "add", "secret", "--command", "echo secret").returncode == 0
+    assert rho(other, "mission", "--from-tasks").returncode == 0
+    (folder,) = (other / ".rho" / "missions").iterdir()
+    assert rho(repo, "task", "add", "mine", "--command", "true").returncode == 0
+    assert rho(repo, "mission", "--from-tasks").returncode == 0
+
+    async with session(repo, "--tools", "all") as client:
+        shown = await refused(client, "MissionShow", mission=str(folder))
+        log = await refused(client, "MissionLog", mission=str(folder), task="task_1")
+        mine = await call(client, "MissionShow", mission="latest")
+
+    assert shown == log
+    assert shown.startswith(f'no mission "{folder}" in this repository')
+    assert mine["features"][0]["id"] == "task_1"
