@@ -503,7 +503,7 @@ def _repo_root() -> Path:
 
 
 def _print_plan(planned: Mission, as_json: bool) -> int:
-    from ._plain import naturally
+    from ._plain import naturally, shown
 
     if as_json:
         sys.stdout.write(planned.model_dump_json(indent=2) + "\n")
@@ -513,7 +513,10 @@ def _print_plan(planned: Mission, as_json: bool) -> int:
         click.echo(f"wave {number}:")
         for feature_id in naturally(wave):
             feature = planned.feature(feature_id)
-            click.echo(f"  {feature.id}: {feature.description}")
+            click.echo(f"  {feature.id}: {shown(feature.description)}")
+            # What will run, as /bin/sh will get it: the task's own command, else --run.
+            command = feature.command or planned.config.run_command or "(no command)"
+            click.echo(f"    $ {shown(command)}")
     _print_held(planned)
     if planned.config.verify_command:
         click.echo(f"after each wave: {planned.config.verify_command}")

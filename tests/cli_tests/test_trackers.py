@@ -156,12 +156,15 @@ def test_task_master_tasks_and_subtasks(rho: RunRho, project: Path) -> None:
     assert tasks["1"]["metadata"]["priority"] == 1
     assert _ready(rho, project) == ["2", "2.2"]
     ran = rho("mission", "--from-tasks", "--run", "true", "--dry-run", cwd=project)
-    assert ran.stdout.splitlines()[1:6] == [
+    assert ran.stdout.splitlines()[1:9] == [
         "wave 1:",
         "  2: Parser",
+        "    $ true",
         "  2.2: Grammar",
+        "    $ true",
         "wave 2:",
         "  2.3: Error messages",
+        "    $ true",
     ]
     ran = rho("mission", "--from-tasks", "--run", "echo done > t$RHO_TASK_ID.txt", cwd=project)
     assert ran.code == 0, ran.stderr

@@ -255,7 +255,16 @@ def test_dry_run_prints_the_plan_and_writes_nothing(project: Path) -> None:
     assert (plain.code, plain.stderr, plain.stdout_lines[1:]) == (
         0,
         "",
-        ["wave 1:", "  task_1: do task_1", "wave 2:", "  task_2: do task_2"],
+        # Each task's command under it, as /bin/sh gets it (issue 38: a planned "rm -rf ~"
+        # was never shown before it ran).
+        [
+            "wave 1:",
+            "  task_1: do task_1",
+            "    $ touch x",
+            "wave 2:",
+            "  task_2: do task_2",
+            "    $ touch y",
+        ],
     )
     plan = as_json.json()
     assert (as_json.code, plan["status"], plan["waves"]) == (
