@@ -216,7 +216,9 @@ async def _call(
     )
     text = mission.prompt + _PLAN_INSTRUCTIONS.format(worktree=worktree)
     context.prompt_file = write_prompt(context, text)
-    timeout = mission.config.task_timeout
+    # A task's time limit, and the mission's: planning is part of the mission.
+    limits = [t for t in (mission.config.task_timeout, mission.config.timeout) if t is not None]
+    timeout = min(limits) if limits else None
     try:
         with anyio.move_on_after(timeout) as scope:
             returned = await call_worker(planner, context)  # type: ignore[arg-type]
@@ -254,11 +256,14 @@ def _read_plan_file(worktree: Path) -> bytes:
         raise PlanningFailedError(f"the plan file cannot be read: {exc.strerror}") from exc
     finally:
         os.close(folder)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a folder itself
+        os.close(fd)
+        raise PlanningFailedError(
+            f"the plan file is not a regular file: {PLAN_FILE_NAME} ($RHO_PLAN_FILE) is a folder "
+            "or a device; write the plan there as a file"
+        )
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise PlanningFailedError("the plan file is not a regular file")
-        data = handle.read(MAX_PLAN_BYTES + 1)
-    return data
+        return handle.read(MAX_PLAN_BYTES + 1)
 
 
 def _checked(

@@ -188,6 +188,8 @@ def test_a_bad_plan_fails_the_mission_in_planning_with_one_clear_error(
         ("echo thinking; exit 3", "command failed: exit code 3"),
         ("true", "the planner wrote no plan"),
         ('ln -s /etc/passwd "$RHO_PLAN_FILE"', "the plan file cannot be read"),
+        # Issue 38: "error: Is a directory: 8", and the mission listed as cancelled.
+        ('mkdir "$RHO_PLAN_FILE"', "the plan file is not a regular file"),
     ],
 )
 def test_a_planner_that_fails_fails_the_mission_with_its_log(
@@ -267,6 +269,18 @@ def test_plan_only_without_run_says_the_resume_needs_one(project: Path) -> None:
     assert "pass --run CMD" in bare.stderr
     resumed = run_rho("mission", "resume", ident, "--run", RUN, cwd=project)
     assert resumed.code == 0, resumed.stdout + resumed.stderr
+
+
+def test_the_mission_timeout_bounds_the_planning_stage(project: Path) -> None:
+    # Issue 38: a planner that sleeps still ran after 60 s of a --timeout 3s mission.
+    # run_rho's own 60 s bound fails the test if the planner is not stopped.
+    result = run_rho(
+        "mission", "Do it", "--planner", "sleep 1000", "--run", "true", "--timeout", "2s",
+        cwd=project,
+    )  # fmt: skip
+    assert result.code == 1, result.stderr
+    assert "failed in planning: the planner timed out after 2s" in result.stderr
+    assert _mission(project)["status"] == "failed"
 
 
 def test_a_plan_imported_into_the_store_runs_from_tasks(project: Path, tmp_path: Path) -> None:
