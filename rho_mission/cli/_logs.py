@@ -25,6 +25,7 @@ from ..records._logs import (
     read_tail,
     stage_wave,
 )
+from ._plain import terminal_text
 
 if TYPE_CHECKING:
     from ..mission._mission import Mission
@@ -208,9 +209,11 @@ def _print_from(path: Path, offset: int, decoder: codecs.IncrementalDecoder) -> 
         if os.fstat(handle.fileno()).st_size < offset:
             offset = 0
         handle.seek(offset)
+        # To a terminal, a task's escape sequences are shown, not obeyed (a pipe gets the bytes).
+        safe = terminal_text if sys.stdout.isatty() else str
         while chunk := handle.read(TAIL_BYTES):
             offset += len(chunk)
-            sys.stdout.write(decoder.decode(chunk))
+            sys.stdout.write(safe(decoder.decode(chunk)))
     sys.stdout.flush()
     return offset
 

@@ -23,6 +23,7 @@ __all__ = [
     "naturally",
     "painted",
     "shown",
+    "terminal_text",
 ]
 
 _DIGITS = re.compile(r"(\d+)")
@@ -65,6 +66,16 @@ def naturally(ids: Iterable[str]) -> list[str]:
 def shown(text: str) -> str:
     """*text* with every control character written as an escape: one line, nothing hidden."""
     return text.translate(_ESCAPES)
+
+
+# A log's lines as a terminal shows them: its line breaks and tabs kept, every other control
+# character (an escape sequence's ESC: a window title, a clear-screen) written as an escape.
+_LOG_ESCAPES = {code: text for code, text in _ESCAPES.items() if chr(code) not in "\n\t"}
+
+
+def terminal_text(text: str) -> str:
+    """*text* (a task's output) safe for a terminal: lines and tabs kept, controls escaped."""
+    return text.translate(_LOG_ESCAPES)
 
 
 def clip(text: str, limit: int) -> str:

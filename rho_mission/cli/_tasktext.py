@@ -68,6 +68,10 @@ def task_table(tasks: Sequence[JsonTask], title: str, *, wide: bool = False) -> 
     return "\n".join([title, *columns(headers, rows)]) + "\n"
 
 
+# The fields of a task that are texts of lines (the others are one line each).
+_MULTILINE = frozenset({"description", "command", "last error"})
+
+
 def task_detail(task: JsonTask) -> str:
     """Every field of one task, a line each; a text of several lines keeps them, indented."""
     metadata = task["metadata"]
@@ -95,7 +99,9 @@ def task_detail(task: JsonTask) -> str:
         text = value
         if len(text) > _DETAIL_VALUE_CHARS:
             text = f"{text[:_DETAIL_VALUE_CHARS]}… ({len(text)} characters; --json shows them all)"
-        first, *more = [shown(line) for line in text.split("\n")]
+        # Texts of several lines keep them; a line break in any other field is an escape.
+        parts = text.split("\n") if name in _MULTILINE else [text]
+        first, *more = [shown(line) for line in parts]
         if name == "status":
             first = painted(first, value)
         lines.append(f"{name:<{width}}  {first}".rstrip())

@@ -115,6 +115,21 @@ def test_list_shows_ids_statuses_priorities_subjects_blockers_and_wide_adds_comm
     ]
 
 
+def test_show_escapes_a_line_break_in_a_one_line_field_and_keeps_a_descriptions(
+    rho: RunRho, tmp_path: Path
+) -> None:
+    # Issue 38: a newline in a subject printed as continuation lines, as if another field.
+    store = str(tmp_path / "tasks.json")
+    added = rho("task", "add", "first\nstatus  completed", "--description", "one\ntwo",
+                "--store", store)  # fmt: skip
+    assert added.code == 0, added.stderr
+    shown = rho("task", "show", "task_1", "--store", store)
+    lines = shown.stdout.splitlines()
+    assert lines[1] == "subject      first\\nstatus  completed"
+    assert [line for line in lines if line.startswith("status")] == ["status       pending"]
+    assert lines[3:5] == ["description  one", "             two"]
+
+
 def test_show_prints_one_task_as_json_or_as_a_detail_table(rho: RunRho, diamond: Path) -> None:
     as_json = rho("task", "show", "task_1", "--json", "--store", str(diamond))
     human = rho("task", "show", "task_2", "--store", str(diamond))
