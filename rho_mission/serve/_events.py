@@ -4,6 +4,8 @@ The stream is made of three kinds of events:
 
 - ``mission``: the whole mission.json (compact JSON), first on connection, then each time the
   file is replaced (the engine rewrites it when a run starts, at every join and at the end);
+  one that says the run ended comes after every journal record of the run (causal order:
+  a client that stops there has seen every feature end);
 - ``journal``: one journal.jsonl record, with ``id:`` its line number (its ``seq``), from the
   first line (or after the ``Last-Event-ID`` a reconnecting client sends) and then as they are
   appended: ``dispatch`` and ``finish`` say when a feature starts and ends between joins;
@@ -66,13 +68,21 @@ class MissionFollower:
         self._quiet = 0
 
     def look(self) -> list[str]:
-        """The frames of what changed since the last look (mission.json first).
+        """The frames of what changed since the last look, in causal order.
+
+        A mission.json that says the run ended comes after the whole journal: the engine
+        appends every record of a run (each feature's ``finish``) before it writes that file,
+        and only the journal's own ``mission`` end after it; so a client that stops on a
+        final status has seen every feature's end (under load the journal's last records and
+        the file could otherwise arrive in one look, the file first). Any other mission.json
+        comes first: the journal records after it (a ``dispatch`` between two joins) are newer
+        than it, and a client applies them on top of it.
 
         Raises:
             UnsafePathError: a link where the mission's folder or files should be.
             OSError: a file cannot be read.
         """
-        frames = self._mission_frames() + self._journal_frames()
+        frames = self._ordered()
         self._quiet = 0 if frames else self._quiet + 1
         self.gone = not os.path.lexists(self.folder)
         return frames
@@ -101,8 +111,13 @@ class MissionFollower:
         Raises:
             UnsafePathError, OSError: see ``look``.
         """
-        frames = self._mission_frames() + self._journal_frames()
-        return [*frames, sse_frame("end", json.dumps({"status": self.status}))]
+        return [*self._ordered(), sse_frame("end", json.dumps({"status": self.status}))]
+
+    def _ordered(self) -> list[str]:
+        mission = self._mission_frames()
+        if mission and self.status in FINAL_STATUSES:
+            return self._journal_frames(to_end=True) + mission  # every record before the end
+        return mission + self._journal_frames()
 
     def _mission_frames(self) -> list[str]:
         path = self.folder / "mission.json"
@@ -126,18 +141,24 @@ class MissionFollower:
         self.status = document.get("status")
         return [sse_frame("mission", json.dumps(document, separators=(",", ":")))]
 
-    def _journal_frames(self) -> list[str]:
+    def _journal_frames(self, *, to_end: bool = False) -> list[str]:
+        """The frames of the journal's new lines: at most ``_CHUNK`` bytes of them, or, with
+        *to_end* (a mission event follows), every one written by now."""
         from ..records._logs import open_log
 
         fd = open_log(self.folder / "journal.jsonl")
         if fd is None:
             return []
+        frames: list[str] = []
         with os.fdopen(fd, "rb") as handle:
             handle.seek(self._offset)
-            data = handle.read(_CHUNK)
-        self._offset += len(data)
-        *lines, self._partial = (self._partial + data).split(b"\n")
-        return [frame for line in lines if (frame := self._journal_frame(line)) is not None]
+            while data := handle.read(_CHUNK):
+                self._offset += len(data)
+                *lines, self._partial = (self._partial + data).split(b"\n")
+                frames += [f for line in lines if (f := self._journal_frame(line)) is not None]
+                if not to_end or len(data) < _CHUNK:
+                    break
+        return frames
 
     def _journal_frame(self, line: bytes) -> str | None:
         self._lines += 1

@@ -240,7 +240,7 @@ func TestFollowTheRecordedStream(t *testing.T) {
 		want = append(want, n)
 	}
 	sort.Ints(want)
-	if !reflect.DeepEqual(ids, want) || events[0].Kind != "mission" || events[len(events)-1].Kind != "end" {
+	if !reflect.DeepEqual(ids, want) || events[len(events)-2].Kind != "mission" || events[len(events)-1].Kind != "end" {
 		t.Fatalf("events: %v, want %v", ids, want)
 	}
 	if events[len(events)-1].Data["status"] != "partial" {

@@ -88,7 +88,9 @@ def test_following_a_finished_mission_replays_it_and_ends(world: World) -> None:
     with _client(world) as rho_client:
         events = list(rho_client.follow(world.mission_id))
     journal = (world.mission_dir / "journal.jsonl").read_text().splitlines()
-    assert events[0].kind == "mission"
+    # Causal order: every journal record before the mission state that follows it.
+    assert [e.kind for e in events][-2:] == ["mission", "end"]
+    assert events[0].kind == "journal"
     assert [e.data for e in events if e.kind == "journal"] == [json.loads(line) for line in journal]
     assert [e.id for e in events if e.kind == "journal"] == list(range(1, len(journal) + 1))
     assert events[-1] == MissionEvent("end", {"status": "partial"})

@@ -38,7 +38,7 @@ def test_a_finished_mission_is_sent_whole_then_ends(folder: Path) -> None:
     follower = MissionFollower(folder)
     frames = follower.look()
     lines = (folder / "journal.jsonl").read_text().splitlines()
-    assert _kinds(frames) == ["mission"] + ["journal"] * len(lines)
+    assert _kinds(frames) == ["journal"] * len(lines) + ["mission"]
     assert follower.ended
     assert follower.look() == []  # nothing changed
     assert follower.final_frames() == [sse_frame("end", json.dumps({"status": "partial"}))]
@@ -46,7 +46,30 @@ def test_a_finished_mission_is_sent_whole_then_ends(folder: Path) -> None:
 
 def test_a_reconnection_goes_on_after_the_last_event_id(folder: Path) -> None:
     frames = MissionFollower(folder, after=3).look()
-    assert frames[1].startswith("id: 4\nevent: journal\n")
+    assert frames[0].startswith("id: 4\nevent: journal\n")
+
+
+def test_a_mission_event_comes_after_every_journal_record_written_before_it(
+    folder: Path,
+) -> None:
+    # Issue 38: under load the final "mission" event (completed) arrived before the last
+    # feature's "finish" record, and a client that stopped there missed that feature.
+    record = json.loads((folder / "mission.json").read_text())
+    record["status"] = "executing"
+    (folder / "mission.json").write_text(json.dumps(record))
+    follower = MissionFollower(folder)
+    follower.look()
+    with (folder / "journal.jsonl").open("a") as handle:  # the engine: the end, then the file
+        handle.write('{"at": "2026-01-01T00:00:00Z", "event": "finish", "seq": 90}\n')
+    record["status"] = "completed"
+    replacement = folder / "mission.json.new"
+    replacement.write_text(json.dumps(record))
+    os.replace(replacement, folder / "mission.json")
+
+    frames = follower.look()
+
+    assert _kinds(frames) == ["journal", "mission"]
+    assert json.loads(frames[0].split("data: ", 1)[1])["event"] == "finish"
 
 
 def test_a_torn_line_waits_for_its_end(folder: Path) -> None:

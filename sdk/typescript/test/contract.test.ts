@@ -118,7 +118,8 @@ test("follow yields the recorded stream, every journal record once, then end", a
     Number(m[1]),
   );
   assert.deepEqual(journal, recordedIds);
-  assert.equal(events[0]?.kind, "mission");
+  // Causal order: the journal records first, then the mission state they led to.
+  assert.equal(events.at(-2)?.kind, "mission");
   assert.equal(events.at(-1)?.kind, "end");
   assert.ok(events.at(-1)?.data["status"] === "partial");
 });
