@@ -144,3 +144,47 @@ def _check_story(events: list[MissionEvent]) -> None:
         "task_1": "completed",
         "task_2": "completed",
     }
+
+
+def _until_it_says_it_ended(server: Server, mission_id: str) -> set[str]:
+    """The natural loop of a client: follow until a ``mission`` event says the run ended;
+    the features whose ``finish`` it saw by then."""
+    finished: set[str] = set()
+    with Client(server.url, server.token or "") as client:
+        for event in client.follow(mission_id):
+            if event.kind == "journal" and event.data["event"] == "finish":
+                finished.add(event.data["feature_id"])
+            if event.kind == "mission" and event.data["status"] == "completed":
+                break
+    return finished
+
+
+def test_a_client_that_stops_on_the_final_status_has_seen_every_finish_under_load(
+    tmp_path: Path, home: Path
+) -> None:
+    # Issue 38: with two other missions running, the final mission event came before the
+    # last feature's finish record in 2 of 2 runs.
+    busy = "timeout 6 sh -c 'while :; do :; done'; true"
+    others = []
+    for n in (1, 2):
+        other = make_repo(tmp_path / f"busy{n}", home)
+        import_tasks(other, home, [task(f"b{i}", busy) for i in range(2)])
+        others.append(start_mission(other, home))
+    repo = make_repo(tmp_path / "repo", home)
+    chain = [task("sdk-a", "true")]
+    chain += [task(f"sdk-{c}", "true", f"sdk-{p}") for p, c in ("ab", "bc", "cd")]
+    import_tasks(repo, home, chain)
+    try:
+        with running_server(repo, home) as server:
+            mission = start_mission(repo, home)
+            try:
+                wait_until(lambda: bool(mission_ids(repo)), "the mission's record")
+                (mission_id,) = mission_ids(repo)
+                seen = _until_it_says_it_ended(server, mission_id)
+                assert mission.wait(WAIT) == 0
+            finally:
+                end_mission(mission)
+    finally:
+        for other in others:
+            end_mission(other)
+    assert seen == {"sdk-a", "sdk-b", "sdk-c", "sdk-d"}
