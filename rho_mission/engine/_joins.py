@@ -4,7 +4,9 @@ The wave loop (``_loop``) decides when a join happens; this module says what it 
 features completed, failed, were cancelled, and which features of later waves are blocked.
 
 Blocked features are the features of later waves downstream of a failure: those with a blocker
-(``blocked_by``, transitively) that failed, was cancelled or is itself blocked. By default a
+(``blocked_by``, transitively) that failed, was cancelled or is itself blocked. When no feature
+declares a blocker (a library caller's staged waves), every feature of a wave counts as
+blocked by the wave before it: the waves are the only order there is. By default a
 failed or cancelled feature stops the mission after its wave: the other features of later
 waves that are not completed are "not run" (``not_run_ids``), never called blocked by work
 they do not depend on. With ``keep_going`` (like ``make -k``) they still run. A cancellation
@@ -90,14 +92,20 @@ def blocked_downstream(
     by_id = {feature.id: feature for feature in features}
     bad = {i for i, feature in by_id.items() if feature.status in _ENDED_BADLY}
     bad.update(unverified)
+    # Features that declare no blocker at all: the caller's waves are the only order there is
+    # (a staged pipeline), so each wave waits for the one before it, as in the seed.
+    staged = not any(feature.blocked_by for feature in by_id.values())
     blocked: set[str] = set()
+    before: Sequence[str] = ()
     for wave in waves:
         for feature_id in wave:
             feature = by_id[feature_id]
             if feature.status == "completed" or feature_id in bad:
                 continue
-            if any(b in bad or b in blocked for b in feature.blocked_by):
+            blockers = before if staged else feature.blocked_by
+            if any(b in bad or b in blocked for b in blockers):
                 blocked.add(feature_id)
+        before = wave
     return blocked
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -221,8 +222,11 @@ async def test_the_mission_timeout_cancels_running_features_and_joins(repo_path:
         ("c", "pending"),
     ]
     [join] = mission.wave_joins
-    assert (join.cancelled_ids, join.blocked_ids, join.not_run_ids) == (["a", "b"], [], ["c"])
-    assert join.summary == ("wave 1 joined 2 feature(s), 0 completed, 0 failed, 2 cancelled")
+    # No feature declares a blocker: the waves are the order, and c waits for wave 1.
+    assert (join.cancelled_ids, join.blocked_ids, join.not_run_ids) == (["a", "b"], ["c"], [])
+    assert join.summary == (
+        "wave 1 joined 2 feature(s), 0 completed, 0 failed, 2 cancelled, 1 downstream blocked"
+    )
     on_disk = Mission.load(mission.dir)
     assert (on_disk.status, on_disk.wave_joins) == ("cancelled", mission.wave_joins)
     assert "c" not in worker.ran
@@ -328,11 +332,12 @@ async def test_a_failed_feature_stops_the_mission_after_its_join(repo_path: Path
         "completed_ids": ["a"],
         "failed_ids": ["b"],
         "cancelled_ids": [],
-        # None of them depends on b: they did not run only because the mission stopped.
-        "blocked_ids": [],
-        "not_run_ids": ["c", "d", "e"],
+        # None declares a blocker: the caller's waves are the only order there is, and the
+        # later waves are downstream of the failure (the seed's record; issue 38).
+        "blocked_ids": ["c", "d", "e"],
+        "not_run_ids": [],
         "conflicted_ids": [],
-        "summary": "wave 1 joined 2 feature(s), 1 completed, 1 failed",
+        "summary": "wave 1 joined 2 feature(s), 1 completed, 1 failed, 3 downstream blocked",
     }
     assert [mission.feature(i).status for i in "cde"] == ["pending"] * 3
     assert mission.status == "partial"
@@ -403,13 +408,15 @@ async def test_a_merge_conflict_fails_the_later_feature_in_sorted_order(repo_pat
     assert git_out(repo_path, "show", f"{integration}:shared.txt") == "from a"
     assert "b.txt" not in tracked_files(repo_path, integration)
     [join] = mission.wave_joins
-    assert (join.feature_ids, join.completed_ids, join.failed_ids, join.not_run_ids) == (
+    assert (join.feature_ids, join.completed_ids, join.failed_ids, join.blocked_ids) == (
         ["a", "b"],
         ["a"],
         ["b"],
         ["c"],
     )
-    assert join.summary == "wave 1 joined 2 feature(s), 1 completed, 1 failed, 1 conflicted"
+    assert join.summary == (
+        "wave 1 joined 2 feature(s), 1 completed, 1 failed, 1 downstream blocked, 1 conflicted"
+    )
 
 
 class _FinishOrder:
@@ -450,7 +457,7 @@ async def test_join_records_do_not_depend_on_the_finish_order(repo_path: Path) -
 
     assert (first_order, second_order) == (["a", "b", "c"], ["c", "b", "a"])
     assert without_times(first.wave_joins) == without_times(second.wave_joins)
-    assert without_times(first.wave_joins)[0]["not_run_ids"] == ["d"]
+    assert without_times(first.wave_joins)[0]["blocked_ids"] == ["d"]
     assert first.status == second.status == "partial"
 
 
@@ -631,3 +638,31 @@ async def test_resume_joins_a_wave_whose_features_finished_but_whose_join_was_lo
     assert [join.wave for join in mission.wave_joins] == [1, 2]
     files = git_out(repo_path, "ls-tree", "--name-only", mission.integration_branch).split()
     assert "b.txt" in files
+
+
+async def test_staged_waves_without_blockers_record_the_next_wave_as_blocked(
+    repo_path: Path,
+) -> None:
+    # The Go original's TestMission_RunWaves_StopsAfterFailure and
+    # TestBuildPortableGraphIncludesWaveJoinOperations (issue 38): features that declare no
+    # blocker, staged by the caller's waves, f1 failing.
+    mission = plan(repo_path, ["f1", "f2"])
+    await mission.run_staged(ScriptedWorker({"f1": fails("f1 broke")}), waves=[["f1"], ["f2"]])
+
+    [join] = mission.wave_joins
+    assert (join.blocked_ids, join.not_run_ids) == (["f2"], [])
+    assert join.summary == "wave 1 joined 1 feature(s), 0 completed, 1 failed, 1 downstream blocked"
+    graph = json.loads((Path(mission.dir) / "mission-graph.json").read_text())
+    (wave,) = [n for n in graph["nodes"] if n["attributes"].get("entity_type") == "wave_join"]
+    assert int(wave["attributes"]["blocked_count"]) == 1
+
+
+async def test_declared_blockers_keep_the_finer_rule(repo_path: Path) -> None:
+    # Where features say what they wait for, only those downstream of the failure are blocked.
+    mission = plan(repo_path, ["f1", "f2", "f3"])
+    mission.feature("f3").blocked_by = ["f1"]
+    worker = ScriptedWorker({"f1": fails("f1 broke")})
+    await mission.run_staged(worker, waves=[["f1"], ["f2", "f3"]])
+
+    [join] = mission.wave_joins
+    assert (join.blocked_ids, join.not_run_ids) == (["f3"], ["f2"])

@@ -167,9 +167,9 @@ def test_a_client_that_stops_on_the_final_status_has_seen_every_finish_under_loa
     busy = "timeout 6 sh -c 'while :; do :; done'; true"
     others = []
     for n in (1, 2):
-        other = make_repo(tmp_path / f"busy{n}", home)
-        import_tasks(other, home, [task(f"b{i}", busy) for i in range(2)])
-        others.append(start_mission(other, home))
+        busy_repo = make_repo(tmp_path / f"busy{n}", home)
+        import_tasks(busy_repo, home, [task(f"b{i}", busy) for i in range(2)])
+        others.append(start_mission(busy_repo, home))
     repo = make_repo(tmp_path / "repo", home)
     chain = [task("sdk-a", "true")]
     chain += [task(f"sdk-{c}", "true", f"sdk-{p}") for p, c in ("ab", "bc", "cd")]
