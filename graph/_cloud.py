@@ -40,7 +40,7 @@ from ._errors import GraphLimitError, SensitiveKeyCollisionError, fact_label, qu
 from ._model import Edge, Event, Evidence, GraphDocument, Node, Provenance, Scope, sort_facts
 from ._model import document_data as _document_data
 from ._validate import validate_graph
-from ._vocabulary import allowed_value, entity_type_of
+from ._vocabulary import RHO_NAMESPACE, allowed_value, entity_type_of
 
 __all__ = [
     "MAX_ATTRIBUTES",
@@ -142,9 +142,10 @@ def prepare_for_cloud(
     """Validate *doc*, apply the privacy rules and the bounds of Rho Cloud, and compute its id.
 
     The input is never changed; the result does not depend on the order of facts or keys.
-    With *rho_only* (the default: rho's own graphs), only the attributes rho writes keep their
-    values; ``rho_only=False`` applies the sensitive-name rule alone, for another producer's
-    graph.
+    With *rho_only* (the default), the facts in rho's namespace (ids ``rho/...``) keep only the
+    attributes rho writes; every other fact (a kind another producer of the contract defines,
+    such as a session with its ``MESSAGE_COUNT``) gets the contract's sensitive-name rule, as
+    ``rho_only=False`` gives every fact.
 
     Raises:
         GraphValidationError: *doc* breaks the ``rho.graph/v1`` contract.
@@ -216,7 +217,10 @@ _Fact = TypeVar("_Fact", Node, Edge)
 def _prepare_fact(fact: _Fact, label: str, rho_only: bool) -> _Fact:
     """A node or an edge as Rho Cloud receives it (*label* names it in errors)."""
     kind = entity_type_of(fact.id, fact.attributes) if label == "node" else fact.kind
-    own = functools.partial(allowed_value, label, kind) if rho_only else None
+    # rho's allow-list for the facts in rho's namespace; the contract's rule (the sensitive
+    # names alone) for the kinds another producer defines (a session's MESSAGE_COUNT).
+    ours = rho_only and fact.id.startswith(RHO_NAMESPACE)
+    own = functools.partial(allowed_value, label, kind) if ours else None
     return fact.model_copy(
         update={
             "scope": _cloud_scope(fact.scope),

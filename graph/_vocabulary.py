@@ -17,7 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-__all__ = ["allowed_value", "entity_type_of"]
+__all__ = ["RHO_NAMESPACE", "allowed_value", "entity_type_of"]
+
+# The ids rho gives its facts (``rho/mission/...``, ``rho/edge/...``): the allow-list holds
+# there; a fact of another producer's kind is prepared by the contract's rule alone.
+RHO_NAMESPACE = "rho/"
 
 _COUNT = re.compile(r"[0-9]{1,12}")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -44,6 +48,7 @@ _WORDS: Mapping[str, frozenset[str]] = {
     "data_classification": frozenset({"metadata_only"}),
     "entity_type": frozenset({"mission", "mission_feature", "wave_join", "verification", "task"}),
     "planning_status": frozenset({"running", "completed", "failed"}),
+    "conflict_outcome": frozenset({"resolved", "replayed", "failed"}),
 }
 
 _COMMON = ("entity_type", "data_classification")
@@ -81,6 +86,14 @@ _NODE_KEYS: Mapping[str, frozenset[str]] = {
             "branch_sha256",
             "command_sha256",
             "error_sha256",
+            # A merge that conflicted at its join (issue 37): counts and digests only.
+            "conflict_outcome",
+            "conflict_path_count",
+            "conflict_with_count",
+            "conflict_paths_sha256",
+            "conflict_reason_sha256",
+            "resolve_attempts",
+            "replays",
         }
     ),
     "wave_join": frozenset(
@@ -93,6 +106,7 @@ _NODE_KEYS: Mapping[str, frozenset[str]] = {
             "failed_count",
             "cancelled_count",
             "blocked_count",
+            "conflicted_count",
         }
     ),
     "verification": frozenset(

@@ -336,3 +336,42 @@ def test_the_sync_id_does_not_depend_on_list_or_key_order(seed: int) -> None:
     expected = prepare_for_cloud(doc)
     again = prepare_for_cloud(_reordered(doc, seed))
     assert (again.sync_id, again.body) == (expected.sync_id, expected.body)
+
+
+def test_another_producers_kinds_keep_the_contracts_counts_and_flags() -> None:
+    # The Go original's TestGraphSyncConformsToContract (issue 38): a session's counts and flags
+    # stay, its provider, model, command, path and reason are hashed; rho's own facts keep
+    # only what rho writes.
+    session = {
+        "entity_type": "session",
+        "MESSAGE_COUNT": "12",
+        "sast_source": "semgrep",
+        "Prompt_Tokens": "300",
+        "provider": "anthropic",
+        "model": "m-1",
+        "command": "make test",
+        "path": "/home/a/x",
+        "reason": "it broke",
+    }
+    doc = document(
+        nodes=[
+            node("session/s1", **session),
+            node("rho/mission/m1", entity_type="mission", notes="x"),
+        ]
+    )
+
+    prepared = {n.id: n.attributes for n in prepare_for_cloud(doc).document.nodes}
+
+    clear = {
+        k: session[k] for k in ("entity_type", "MESSAGE_COUNT", "sast_source", "Prompt_Tokens")
+    }
+    hashed = {
+        f"{k}_sha256": sha256_hex(session[k])
+        for k in ("provider", "model", "command", "path", "reason")
+    }
+    assert prepared["session/s1"] == {**clear, **hashed}
+    assert prepared["rho/mission/m1"] == {"entity_type": "mission", "notes_sha256": sha256_hex("x")}
+    assert prepare_for_cloud(doc, rho_only=False).document.nodes[1].attributes == {
+        **clear,
+        **hashed,
+    }

@@ -9,6 +9,7 @@ carry text in clear uploads digests of it only.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,37 @@ def test_every_attribute_of_a_mission_graph_is_rhos_own(repo_path: Path) -> None
     assert kinds == {"mission", "mission_feature", "wave_join", "verification"}
     with_list = prepare_for_cloud(graph)
     assert with_list.body == prepare_for_cloud(graph, rho_only=False).body
+
+
+def _append(ctx: WorkerContext) -> Handoff | None:
+    with (ctx.worktree / "registry.txt").open("a") as handle:
+        handle.write(f"{ctx.feature.id}\n")
+    return None
+
+
+def _keep_both(ctx: WorkerContext) -> None:
+    """A library resolver: keeps both sides' lines (the conflict is an append)."""
+    target = ctx.worktree / "registry.txt"
+    kept = [line for line in target.read_text().splitlines(keepends=True) if line[:7] not in _MARKS]
+    target.write_text("".join(kept))
+    subprocess.run(["git", "add", "registry.txt"], cwd=ctx.worktree, check=True)
+
+
+_MARKS = ("<<<<<<<", "=======", ">>>>>>>")
+
+
+@pytest.mark.parametrize("way", ["resolved", "replayed", "failed"])
+def test_every_attribute_of_a_conflicted_join_is_rhos_own(repo_path: Path, way: str) -> None:
+    replays = 1 if way == "replayed" else 0
+    config = MissionConfig(replay_conflicts=replays)
+    mission = Mission.new(repo_path, "overlap", [Feature("a", "one"), Feature("b", "two")], config)
+    resolver = _keep_both if way == "resolved" else None
+    mission.run_staged_sync(_append, waves=[["a", "b"]], resolve=resolver)
+    conflict = mission.feature("b").conflict
+    assert conflict is not None
+    assert conflict.outcome == way
+    graph = load_mission_graph(Path(mission.dir))
+    assert prepare_for_cloud(graph).body == prepare_for_cloud(graph, rho_only=False).body
 
 
 def test_every_attribute_of_a_task_store_graph_is_rhos_own(tmp_path: Path) -> None:
