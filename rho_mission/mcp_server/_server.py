@@ -16,9 +16,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import anyio
 from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult, InputRequiredResult, TextContent
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    CallToolResult,
+    ErrorData,
+    InputRequiredResult,
+    JSONRPCError,
+    TextContent,
+)
 from mcp_types import Tool as MCPTool
+from pydantic import ValidationError
 
 from taskstore import TaskList, TaskStore, TaskStoreError
 
@@ -281,6 +293,31 @@ class _StrictServer(MCPServer[Any]):
             return tool_error(problem)
         return await super().call_tool(name, arguments, context)
 
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio, answering every line that is no JSON-RPC message.
+
+        The SDK's stdio transport hands such a line to the session as an exception, which
+        logs it and answers nothing: a client that sent it waits forever. Here it gets
+        JSON-RPC's answer (``id`` null): -32700 for a line that is not JSON (or nested too
+        deeply to read), -32600 for JSON that is no request.
+        """
+        async with stdio_server() as (wire_in, wire_out):
+            send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+            async def relay() -> None:
+                async with send:
+                    async for item in wire_in:
+                        if isinstance(item, Exception):
+                            await wire_out.send(SessionMessage(_bad_line_answer(item)))
+                        else:
+                            await send.send(item)
+
+            # The SDK's own run_stdio_async drives this same lowlevel server.
+            lowlevel = self._lowlevel_server
+            async with anyio.create_task_group() as group:
+                group.start_soon(relay)
+                await lowlevel.run(receive, wire_out, lowlevel.create_initialization_options())
+
     async def _unknown_arguments(self, name: str, arguments: dict[str, Any]) -> str | None:
         known = next((t.input_schema for t in await super().list_tools() if t.name == name), None)
         if known is None:
@@ -296,6 +333,20 @@ class _StrictServer(MCPServer[Any]):
             f"{name} takes no argument {', '.join(map(quote, unknown))}{hint}; "
             f"it takes {', '.join(taken)}"
         )
+
+
+def _bad_line_answer(problem: Exception) -> JSONRPCError:
+    """JSON-RPC's answer to a line the transport could not take as a message."""
+    kinds = (
+        {error["type"] for error in problem.errors()}
+        if isinstance(problem, ValidationError)
+        else set()
+    )
+    if "json_invalid" in kinds:
+        error = ErrorData(code=PARSE_ERROR, message="Parse error: the line is not JSON")
+    else:
+        error = ErrorData(code=INVALID_REQUEST, message="Invalid Request: no JSON-RPC message")
+    return JSONRPCError(jsonrpc="2.0", id=None, error=error)
 
 
 def package_version() -> str:

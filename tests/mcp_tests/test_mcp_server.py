@@ -346,3 +346,38 @@ async def test_the_mission_tools_answer_for_their_own_repository_only(
     assert shown == log
     assert shown.startswith(f'no mission "{folder}" in this repository')
     assert mine["features"][0]["id"] == "task_1"
+
+
+def test_a_line_that_is_no_message_gets_json_rpcs_answer_and_the_server_goes_on(
+    repo: Path,
+) -> None:
+    # Issue 38: such a request got no reply at all, and the client waited forever.
+    lines = [
+        "not json",
+        '{"jsonrpc": "2.0", "id": 1}',  # JSON, no request
+        "[" * 100_000 + "]" * 100_000,  # nested too deeply to read
+        '{"jsonrpc": "2.0", "id": ' + "9" * 5000 + ', "method": "ping"}',
+        '{"jsonrpc": "2.0", "id": 7, "method": "ping"}',
+    ]
+    server = subprocess.Popen(
+        [str(RHO), "mcp"],
+        cwd=repo,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert server.stdin is not None
+    assert server.stdout is not None
+    try:
+        server.stdin.write("\n".join(lines) + "\n")
+        server.stdin.flush()  # and kept open, as a client keeps it: the server answers each
+        answers = [json.loads(server.stdout.readline()) for _ in lines]
+    finally:
+        server.kill()
+        server.wait(timeout=60)
+    codes = [answer.get("error", {}).get("code") for answer in answers]
+    assert codes[:3] == [-32700, -32600, -32700]
+    assert all(answer["id"] is None for answer in answers[:3])
+    assert "error" in answers[3]  # a 5,000-digit id: answered, whichever error it is
+    assert answers[-1] == {"jsonrpc": "2.0", "id": 7, "result": {}}
