@@ -15,12 +15,11 @@ from pathlib import Path
 
 import anyio
 
-from .._errors import RefMovedError
 from ..containment._folders import private_folder
 from ..executors._contract import Worker, WorkerContext
 from ..executors._local import close_pool
 from ..executors._worker_call import call_worker, failure_text
-from ..git._refs import RefHistory, mission_ref_prefix
+from ..git._refs import RefHistory, branch_to_move, mission_ref_prefix
 from ..git._repo import GitRepo
 from ..git._worktrees import WorktreePool, prune_stale
 from ..records._clock import now_rfc3339
@@ -104,13 +103,6 @@ class StageRunner:
 
     def _branch_head(self, branch: str, head: str) -> str | None:
         found = self.repo.branch_commit(branch)
-        if found is None or self.history.knows(branch, found):
-            return found
-        if self.history.attempt_open(branch) and self.repo.is_ancestor(head, found):
-            return found  # what a stage run a crash interrupted committed: it runs again
-        raise RefMovedError(
-            branch,
-            f"holds commits rho did not make ({found[:12]}); running the stage again would "
-            f"discard them: keep them with 'git branch <name> {branch}', delete it with "
-            f"'git branch -D {branch}', then resume",
+        return branch_to_move(
+            self.repo, self.history, branch, found, head, "running the stage again"
         )

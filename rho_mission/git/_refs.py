@@ -36,7 +36,14 @@ if TYPE_CHECKING:
     from ..records._document import MissionDocument
     from ._repo import GitRepo
 
-__all__ = ["RefHistory", "check_id_free", "feature_head", "mission_ref_prefix", "settle_refs"]
+__all__ = [
+    "RefHistory",
+    "branch_to_move",
+    "check_id_free",
+    "feature_head",
+    "mission_ref_prefix",
+    "settle_refs",
+]
 
 
 @dataclass
@@ -161,17 +168,30 @@ def _feature_head(
     branch: str,
     refs: dict[str, str],
 ) -> str | None:
-    found = refs.get(branch)
+    start = mission.integration_head or mission.base_commit
+    return branch_to_move(repo, history, branch, refs.get(branch), start, "rerunning its feature")
+
+
+def branch_to_move(
+    repo: GitRepo, history: RefHistory, branch: str, found: str | None, start: str, rerun: str
+) -> str | None:
+    """What *branch* (holding *found*) may be moved from before it runs again from *start*:
+    *found* itself when rho wrote it, or when an attempt a crash interrupted committed it on
+    top of *start* (it runs again).
+
+    Raises:
+        RefMovedError: it holds commits rho did not make, which *rerun* ("running the stage
+            again") would discard.
+    """
     if found is None or history.knows(branch, found):
         return found
-    start = mission.integration_head or mission.base_commit
     if history.attempt_open(branch) and repo.is_ancestor(start, found):
         return found  # commits of an attempt that a crash interrupted: it runs again
     raise RefMovedError(
         branch,
-        f"holds commits rho did not make ({found[:12]}); rerunning its feature would discard "
-        f"them: keep them with 'git branch <name> {branch}', delete it with "
-        f"'git branch -D {branch}', then resume",
+        f"holds commits rho did not make ({found[:12]}); {rerun} would discard them: keep "
+        f"them with 'git branch <name> {branch}', delete it with 'git branch -D {branch}', "
+        "then resume",
     )
 
 
