@@ -229,8 +229,11 @@ def test_the_resolver_runs_in_the_sandbox(project: Path) -> None:
     attacks = f"{{ echo pwned >> {checkout}; rm -f {main_ref}; true; }}"
     before = (project / "file0000.txt").read_bytes()
 
+    # The checkout holding the stand-in may lie where the sandbox shows nothing (a /tmp clone).
+    shown = ("--sandbox-allow", str(STAND_IN.parent))
+    resolver = f"{attacks} && {STAND_IN}"
     result = run_rho(
-        "mission", "--from-tasks", "--sandbox", "--resolve", f"{attacks} && {STAND_IN}", cwd=project
+        "mission", "--from-tasks", "--sandbox", *shown, "--resolve", resolver, cwd=project
     )
 
     assert result.code == 0, result.stdout + result.stderr
