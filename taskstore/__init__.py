@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from ._fastread import read_task_views as read_task_views
     from ._fastwrite import fast_add as fast_add
     from ._fastwrite import fast_update as fast_update
+    from ._groups import complete_groups as complete_groups
+    from ._groups import leaves_of as leaves_of
     from ._limits import MAX_ACTIVE_FORM_CHARS as MAX_ACTIVE_FORM_CHARS
     from ._limits import MAX_COMMAND_CHARS as MAX_COMMAND_CHARS
     from ._limits import MAX_DESCRIPTION_CHARS as MAX_DESCRIPTION_CHARS
@@ -128,6 +130,8 @@ _LOCATIONS = {
     "TaskStoreError": "_errors",
     "TaskView": "_fastread",
     "compute_schedule": "_schedule",
+    "complete_groups": "_groups",
+    "leaves_of": "_groups",
     "dump_document": "_document",
     "ensure_private_dir": "_atomic",
     "loads_strict": "_decode",

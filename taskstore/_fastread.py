@@ -92,6 +92,7 @@ class TaskView(NamedTuple):
     status: str
     owner: str | None
     dependencies: Sequence[DependencyView]
+    is_group: bool = False  # as ``Task.is_group``
 
     def summary(self) -> dict[str, Any]:
         """The agent-facing view, identical to ``Task.summary()``."""
@@ -211,7 +212,12 @@ def _view(task: Any) -> TaskView | None:
     dependencies = _dependencies(task.get("dependencies", []))
     if dependencies is None:
         return None
-    return TaskView(task["id"], task["subject"], task["status"], task.get("owner"), dependencies)
+    metadata = task.get("metadata", {})
+    command = metadata.get("command")
+    group = metadata.get("rho.group") is True and not (isinstance(command, str) and command.strip())
+    return TaskView(
+        task["id"], task["subject"], task["status"], task.get("owner"), dependencies, group
+    )
 
 
 def _dependencies(items: list[Any]) -> list[DependencyView] | None:

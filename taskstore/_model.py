@@ -20,6 +20,10 @@ SCHEMA_VERSION: Literal["rho.tasks/v1"] = "rho.tasks/v1"
 DependencyType = Literal["blocks", "related", "parent-child"]
 
 
+# Where an importer marks a parent that is no work of its own (``Task.is_group``).
+GROUP_KEY = "rho.group"
+
+
 class Dependency(BaseModel):
     """One dependency of a task: ``type`` ``blocks`` means ``target_id`` blocks this task."""
 
@@ -59,6 +63,13 @@ class Task(BaseModel):
     def blocker_ids(self) -> list[str]:
         """The trimmed targets of this task's ``blocks`` dependencies, in declared order."""
         return [d.target_id.strip() for d in self.dependencies if d.type == "blocks"]
+
+    @property
+    def is_group(self) -> bool:
+        """A parent that is no work of its own (a tracker's epic, ``metadata["rho.group"]``):
+        no mission runs it, ``ready`` never offers it, and it is done when its children are.
+        A command of its own makes it work again."""
+        return self.metadata.get(GROUP_KEY) is True and self.command is None
 
     @property
     def command(self) -> str | None:

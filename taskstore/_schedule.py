@@ -60,6 +60,9 @@ class SchedulableTask(Protocol):
     @property
     def dependencies(self) -> Sequence[_DependencyLike]: ...
 
+    @property
+    def is_group(self) -> bool: ...
+
 
 T = TypeVar("T", bound=SchedulableTask)
 
@@ -245,8 +248,9 @@ def _ready(ordered: list[T], dependents: list[list[int]]) -> list[T]:
         mine for task, mine in zip(ordered, dependents, strict=True) if task.status != "completed"
     )
     waiting = set(chain.from_iterable(unfinished))
+    # A group (an epic) is no work to start: its children are.
     return [
         task
         for position, task in enumerate(ordered)
-        if task.status == "pending" and position not in waiting
+        if task.status == "pending" and position not in waiting and not task.is_group
     ]

@@ -24,7 +24,7 @@ from ._errors import (
 from ._guard import check_caps
 from ._limits import check_fields, check_imported
 from ._links import Deletion, delete_task, find_task, link, unlink
-from ._model import Dependency, StoreDocument, Task
+from ._model import GROUP_KEY, Dependency, StoreDocument, Task
 from ._rules import (
     check_changes,
     check_status,
@@ -456,7 +456,7 @@ def _merge_into(old: Task, new: Task, status_key: str) -> None:
     old.parent_id, old.dependencies = new.parent_id, new.dependencies
     if new.owner is not None:  # who holds it, as the tracker says now
         old.owner = new.owner
-    for key in ("priority", "labels"):
+    for key in ("priority", "labels", GROUP_KEY):  # the tracker's say, as it is now
         old.metadata.pop(key, None)
     old.metadata.update(new.metadata)
 

@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from taskstore import StoreDocument, TaskStore
+from taskstore import StoreDocument, TaskStore, complete_groups
 
 from .._errors import TaskLeasedError, quote
 from ..git._repo import GitRepo
@@ -89,7 +89,7 @@ def claim_tasks(
 
 
 def release_tasks(store: TaskStore, holder: str) -> None:
-    """Drop every lease of mission *holder*.
+    """Drop every lease of mission *holder*, and complete the groups whose children are.
 
     Raises:
         TaskStoreError: the store cannot be read or written.
@@ -100,6 +100,8 @@ def release_tasks(store: TaskStore, holder: str) -> None:
             if task.metadata.get(LEASE_KEY) == holder:
                 del task.metadata[LEASE_KEY]
                 task.metadata.pop(PLACE_KEY, None)
+        # In the same write: an epic whose children this mission finished is finished too.
+        complete_groups(document.tasks)
 
     store.mutate(change)
 

@@ -11,6 +11,10 @@ readiness rule). So is a task an agent claimed (``_claims``). Held tasks are not
 either: the mission lists them apart, each with the task whose status holds it, so that
 ``show``, ``--dry-run`` and the run say why.
 
+A group (a tracker's epic, ``Task.is_group``) is no work of its own: selecting it selects the
+work it stands for (its descendants that are no group), a task it blocks waits for that work,
+and the store marks it completed when its children are (``engine._leases.release_tasks``).
+
 The mission's waves are the validator's waves of the tasks it runs, with the blocking edges
 among them: a new task blocked only by completed work starts in the first wave.
 """
@@ -20,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from taskstore import Task
+from taskstore import Task, leaves_of
 
 from .._errors import InvalidMissionError, quote
 from ..records._document import Feature, HeldTask, feature_from_task
@@ -63,7 +67,7 @@ def select_tasks(
     chosen = _closure(by_id, _seeds(tasks, by_id, sorted(set(only)), sorted(set(labels))))
     held = _held(by_id, chosen, [list(w) for w in store_waves], claims or ClaimRule())
     running = {i for i in chosen if i not in held}
-    features = [_feature(by_id[i], running) for i in sorted(running)]
+    features = [_feature(by_id[i], running, by_id) for i in sorted(running)]
     waves = computed_waves(features)
     order = {i: n for n, i in enumerate(i for wave in waves for i in wave)}
     features.sort(key=lambda feature: order[feature.id])
@@ -88,12 +92,18 @@ def _seeds(
 
 
 def _closure(by_id: dict[str, Task], seeds: list[str]) -> set[str]:
-    """*seeds* not completed, with their not-completed blockers, transitively."""
+    """*seeds* not completed, with their not-completed blockers, transitively; a group stands
+    for its work (its descendants that are no group)."""
     chosen: set[str] = set()
     stack = [i for i in seeds if by_id[i].status != "completed"]
     while stack:
         task_id = stack.pop()
         if task_id in chosen:
+            continue
+        if by_id[task_id].is_group:
+            stack.extend(
+                i for i in leaves_of(by_id[task_id], by_id) if by_id[i].status != "completed"
+            )
             continue
         chosen.add(task_id)
         stack.extend(b for b in by_id[task_id].blocker_ids if by_id[b].status != "completed")
@@ -126,8 +136,15 @@ def _held(
     return held
 
 
-def _feature(task: Task, running: set[str]) -> Feature:
-    """*task*'s feature, blocked by the tasks of this mission only (the others are done)."""
+def _feature(task: Task, running: set[str], by_id: dict[str, Task]) -> Feature:
+    """*task*'s feature, blocked by the tasks of this mission only (the others are done); a
+    blocker that is a group stands for its work."""
     feature = feature_from_task(task)
-    feature.blocked_by = [b for b in feature.blocked_by if b in running]
+    blockers = set()
+    for blocker in feature.blocked_by:
+        group = by_id.get(blocker)
+        blockers.update(
+            leaves_of(group, by_id) if group is not None and group.is_group else [blocker]
+        )
+    feature.blocked_by = sorted(b for b in blockers if b in running)
     return feature

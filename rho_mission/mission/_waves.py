@@ -122,6 +122,7 @@ class _Node:
     id: str
     status: str = "pending"
     dependencies: list[_Blocks] = field(default_factory=list)
+    is_group: bool = False  # a feature is work
 
 
 def computed_waves(features: Sequence[Feature]) -> list[list[str]]:

@@ -93,6 +93,7 @@ def _item(issue: dict[str, Any]) -> Item:
         labels=[str(label) for label in issue.get("labels") or []],
         owner=_text(issue.get("assignee")),
         created_at=_text(issue.get("created_at")),
+        group=issue.get("issue_type") == "epic",
     )
     for link in issue.get("dependencies") or []:
         target = link.get("depends_on_id") if isinstance(link, dict) else None

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import quote
-from .._model import Dependency, Task
+from .._model import GROUP_KEY, Dependency, Task
 from .._triage import read_labels, read_priority
 from ._beads import FROM_BEADS, TO_BEADS, beads_items, parse_beads_text
 from ._github import github_items
@@ -104,6 +104,8 @@ def _to_tasks(fmt: str, items: list[Item], deleted: set[str], drop_missing: bool
             metadata["priority"] = item.priority
         if item.labels:
             metadata["labels"] = sorted(set(item.labels))
+        if item.group:
+            metadata[GROUP_KEY] = True
         imported.tasks.append(
             Task(
                 id=item.id,

@@ -30,3 +30,5 @@ class Item:
     # Who holds it (beads' assignee), and when the tool made it, as the tool wrote it.
     owner: str | None = None
     created_at: str | None = None
+    # A parent that is no work of its own (a beads epic, a Task Master task with subtasks).
+    group: bool = False

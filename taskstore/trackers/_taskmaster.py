@@ -68,6 +68,7 @@ def _with_subtasks(
     subtasks = task.get("subtasks") or []
     if not isinstance(subtasks, list) or not all(isinstance(sub, dict) for sub in subtasks):
         raise TrackerFormatError(f'taskmaster: the "subtasks" of {quote(item.id)} are no list')
+    item.group = bool(subtasks)  # its subtasks are the work
     numbers = [str(sub.get("id")) for sub in subtasks]
     by_position = len(set(numbers)) != len(numbers)
     if by_position:

@@ -68,7 +68,9 @@ def test_beads_issues_keep_their_ids_links_and_statuses(rho: RunRho, project: Pa
     ]
     assert (tasks["bd-4.1"]["parentId"], tasks["bd-2"]["metadata"]["labels"]) == ("bd-4", ["api"])
     assert tasks["bd-2"]["metadata"]["priority"] == 1
-    assert _ready(rho, project) == ["bd-2", "bd-4"]  # bd ready's answer too
+    # The epic bd-4 is a parent, not work (issue 38): ready offers its work, not it.
+    assert _ready(rho, project) == ["bd-2"]
+    assert tasks["bd-4"]["metadata"]["rho.group"] is True
 
     ran = rho("mission", "--from-tasks", "--run", "echo done > $RHO_TASK_ID.txt", "--only",
               "bd-3", cwd=project)  # fmt: skip
@@ -154,17 +156,15 @@ def test_task_master_tasks_and_subtasks(rho: RunRho, project: Path) -> None:
         == "the layout\n\nDetails:\nmake the folders\n\nTest strategy:\nls"
     )
     assert tasks["1"]["metadata"]["priority"] == 1
-    assert _ready(rho, project) == ["2", "2.2"]
+    # Task 2 has subtasks: they are its work, and it is done when they are (issue 38).
+    assert _ready(rho, project) == ["2.2"]
     ran = rho("mission", "--from-tasks", "--run", "true", "--dry-run", cwd=project)
-    assert ran.stdout.splitlines()[1:9] == [
+    assert ran.stdout.splitlines()[1:6] == [
         "wave 1:",
-        "  2: Parser",
-        "    $ true",
         "  2.2: Grammar",
         "    $ true",
         "wave 2:",
         "  2.3: Error messages",
-        "    $ true",
     ]
     ran = rho("mission", "--from-tasks", "--run", "echo done > t$RHO_TASK_ID.txt", cwd=project)
     assert ran.code == 0, ran.stderr
@@ -344,3 +344,32 @@ def test_a_file_nested_too_deeply_is_one_error_line(
     assert (result.code, result.stdout) == (2, "")
     assert result.stderr == f"error: {fmt}: invalid JSON: nested too deeply\n"
     assert not (project / ".rho" / "tasks.json").exists()
+
+
+def test_an_epic_is_a_parent_its_children_are_the_work_and_it_ends_with_them(
+    rho: RunRho, project: Path, tmp_path: Path
+) -> None:
+    # Issue 38: a beads epic was imported as a runnable task, and ran.
+    def issue(ident: str, kind: str, **extra: Any) -> dict[str, Any]:
+        return {"id": ident, "title": ident, "status": "open", "issue_type": kind, **extra}
+
+    child = {"type": "parent-child", "depends_on_id": "bd-e"}
+    issues = [
+        issue("bd-e", "epic"),
+        issue("bd-1", "task", dependencies=[child]),
+        issue("bd-2", "task", dependencies=[child]),
+        issue("bd-after", "task", dependencies=[{"type": "blocks", "depends_on_id": "bd-e"}]),
+    ]
+    source = tmp_path / "issues.json"
+    source.write_text(json.dumps(issues), encoding="utf-8")
+    _import(rho, project, "--from", "beads", str(source))
+    assert _ready(rho, project) == ["bd-1", "bd-2"]  # the epic is no work to start
+
+    dry = rho("mission", "--from-tasks", "--run", "true", "--dry-run", cwd=project)
+    ran = rho("mission", "--from-tasks", "--run", "echo done > $RHO_TASK_ID.txt", cwd=project)
+
+    waves = [line.strip() for line in dry.stdout.splitlines()[1:] if not line.startswith("    $")]
+    assert waves == ["wave 1:", "bd-1: bd-1", "bd-2: bd-2", "wave 2:", "bd-after: bd-after"]
+    assert ran.code == 0, ran.stdout + ran.stderr
+    statuses = {i: t["status"] for i, t in _tasks(rho, project).items()}
+    assert statuses == dict.fromkeys(("bd-e", "bd-1", "bd-2", "bd-after"), "completed")
