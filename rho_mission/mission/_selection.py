@@ -128,7 +128,8 @@ def _held(
             reason = claimed or f"{task.status} in the task store"
             held[task_id] = HeldTask(id=task_id, status=task.status, held_by=task_id, reason=reason)
             continue
-        roots = sorted(held[b].held_by for b in set(task.blocker_ids) if b in held)
+        blockers = _standing_for(task.blocker_ids, by_id)  # a group: the work it stands for
+        roots = sorted(held[b].held_by for b in blockers if b in held)
         if roots:
             root = roots[0]
             reason = f"blocked by {quote(root)} ({by_id[root].status})"
@@ -136,15 +137,18 @@ def _held(
     return held
 
 
+def _standing_for(blockers: Iterable[str], by_id: dict[str, Task]) -> set[str]:
+    """*blockers*, each group among them standing for its work (``taskstore.leaves_of``)."""
+    found: set[str] = set()
+    for blocker in blockers:
+        group = by_id.get(blocker)
+        found.update(leaves_of(group, by_id) if group is not None and group.is_group else [blocker])
+    return found
+
+
 def _feature(task: Task, running: set[str], by_id: dict[str, Task]) -> Feature:
     """*task*'s feature, blocked by the tasks of this mission only (the others are done); a
     blocker that is a group stands for its work."""
     feature = feature_from_task(task)
-    blockers = set()
-    for blocker in feature.blocked_by:
-        group = by_id.get(blocker)
-        blockers.update(
-            leaves_of(group, by_id) if group is not None and group.is_group else [blocker]
-        )
-    feature.blocked_by = sorted(b for b in blockers if b in running)
+    feature.blocked_by = sorted(b for b in _standing_for(feature.blocked_by, by_id) if b in running)
     return feature

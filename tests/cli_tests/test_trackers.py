@@ -373,3 +373,24 @@ def test_an_epic_is_a_parent_its_children_are_the_work_and_it_ends_with_them(
     assert ran.code == 0, ran.stdout + ran.stderr
     statuses = {i: t["status"] for i, t in _tasks(rho, project).items()}
     assert statuses == dict.fromkeys(("bd-e", "bd-1", "bd-2", "bd-after"), "completed")
+
+
+def test_what_an_epic_blocks_is_held_while_a_child_of_it_is_held(
+    rho: RunRho, project: Path, tmp_path: Path
+) -> None:
+    child = {"type": "parent-child", "depends_on_id": "bd-e"}
+    issues = [
+        {"id": "bd-e", "title": "epic", "status": "open", "issue_type": "epic"},
+        {"id": "bd-1", "title": "one", "status": "deferred", "dependencies": [child]},
+        {"id": "bd-after", "title": "after", "status": "open",
+         "dependencies": [{"type": "blocks", "depends_on_id": "bd-e"}]},
+    ]  # fmt: skip
+    source = tmp_path / "issues.json"
+    source.write_text(json.dumps(issues), encoding="utf-8")
+    _import(rho, project, "--from", "beads", str(source))
+
+    ran = rho("mission", "--from-tasks", "--run", "true", cwd=project)
+
+    assert ran.code == 0, ran.stdout + ran.stderr
+    assert "nothing to run" in ran.stdout
+    assert '"bd-after" (blocked by "bd-1" (skipped))' in ran.stdout
