@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from ._fastwrite import fast_update as fast_update
     from ._groups import complete_groups as complete_groups
     from ._groups import leaves_of as leaves_of
+    from ._groups import standing_for as standing_for
     from ._limits import MAX_ACTIVE_FORM_CHARS as MAX_ACTIVE_FORM_CHARS
     from ._limits import MAX_COMMAND_CHARS as MAX_COMMAND_CHARS
     from ._limits import MAX_DESCRIPTION_CHARS as MAX_DESCRIPTION_CHARS
@@ -132,6 +133,7 @@ _LOCATIONS = {
     "compute_schedule": "_schedule",
     "complete_groups": "_groups",
     "leaves_of": "_groups",
+    "standing_for": "_groups",
     "dump_document": "_document",
     "ensure_private_dir": "_atomic",
     "loads_strict": "_decode",

@@ -3,7 +3,8 @@
 A group is done when its children are: ``complete_groups`` marks every group whose children
 (by ``parentId``) are all ``completed`` completed too, nested groups included, in one pass over
 a document about to be written. ``leaves_of`` names the work a group stands for (its
-descendants that are no group), which is what a task blocked by the group waits for.
+descendants that are no group), and ``standing_for`` a task's blockers with each group among
+them replaced by that work: what the task waits for.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ._model import Task
 
-__all__ = ["complete_groups", "leaves_of"]
+__all__ = ["complete_groups", "leaves_of", "standing_for"]
 
 
 def _children(tasks: Iterable[Task]) -> dict[str, list[Task]]:
@@ -57,3 +58,13 @@ def leaves_of(group: Task, by_id: Mapping[str, Task]) -> list[str]:
             else:
                 found.add(kid.id)
     return sorted(found)
+
+
+def standing_for(blockers: Iterable[str], by_id: Mapping[str, Task]) -> set[str]:
+    """*blockers*, each group among them standing for its work (`leaves_of`): what a task
+    blocked by them waits for."""
+    found: set[str] = set()
+    for blocker in blockers:
+        group = by_id.get(blocker)
+        found.update(leaves_of(group, by_id) if group is not None and group.is_group else [blocker])
+    return found

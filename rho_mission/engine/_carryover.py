@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from taskstore import StoreDocument, Task, TaskStore, leaves_of
+from taskstore import StoreDocument, Task, TaskStore, standing_for
 
 from .._errors import GitOperationError, InvalidMissionError, quote
 from ..git._repo import GitRepo
@@ -55,7 +55,7 @@ def check_blockers_in_base(
     by_id = {task.id: task for task in tasks}
     checked: dict[str, bool] = {}
     for task in sorted(to_run, key=lambda t: t.id):
-        for blocker_id in sorted(_standing_for(task.blocker_ids, by_id)):
+        for blocker_id in sorted(standing_for(task.blocker_ids, by_id)):
             blocker = by_id.get(blocker_id)
             commit = blocker.metadata.get(COMMIT_KEY) if blocker else None
             if blocker is None or blocker.status != "completed" or not isinstance(commit, str):
@@ -64,17 +64,6 @@ def check_blockers_in_base(
                 checked[commit] = _contains(repo, base, commit)
             if not checked[commit]:
                 raise InvalidMissionError(_missing(repo, task.id, blocker, base, commit))
-
-
-def _standing_for(blockers: Sequence[str], by_id: dict[str, Task]) -> set[str]:
-    """*blockers*, each group among them standing for its work (``taskstore.leaves_of``)."""
-    found: set[str] = set()
-    for blocker_id in blockers:
-        group = by_id.get(blocker_id)
-        found.update(
-            leaves_of(group, by_id) if group is not None and group.is_group else [blocker_id]
-        )
-    return found
 
 
 def _contains(repo: GitRepo, base: str, commit: str) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from taskstore import Task, leaves_of
+from taskstore import Task, leaves_of, standing_for
 
 from .._errors import InvalidMissionError, quote
 from ..records._document import Feature, HeldTask, feature_from_task
@@ -128,7 +128,7 @@ def _held(
             reason = claimed or f"{task.status} in the task store"
             held[task_id] = HeldTask(id=task_id, status=task.status, held_by=task_id, reason=reason)
             continue
-        blockers = _standing_for(task.blocker_ids, by_id)  # a group: the work it stands for
+        blockers = standing_for(task.blocker_ids, by_id)  # a group: the work it stands for
         roots = sorted(held[b].held_by for b in blockers if b in held)
         if roots:
             root = roots[0]
@@ -137,18 +137,9 @@ def _held(
     return held
 
 
-def _standing_for(blockers: Iterable[str], by_id: dict[str, Task]) -> set[str]:
-    """*blockers*, each group among them standing for its work (``taskstore.leaves_of``)."""
-    found: set[str] = set()
-    for blocker in blockers:
-        group = by_id.get(blocker)
-        found.update(leaves_of(group, by_id) if group is not None and group.is_group else [blocker])
-    return found
-
-
 def _feature(task: Task, running: set[str], by_id: dict[str, Task]) -> Feature:
     """*task*'s feature, blocked by the tasks of this mission only (the others are done); a
     blocker that is a group stands for its work."""
     feature = feature_from_task(task)
-    feature.blocked_by = sorted(b for b in _standing_for(feature.blocked_by, by_id) if b in running)
+    feature.blocked_by = sorted(b for b in standing_for(feature.blocked_by, by_id) if b in running)
     return feature
