@@ -318,11 +318,17 @@ class _StrictServer(MCPServer[Any]):
                 group.start_soon(relay)
                 await lowlevel.run(receive, wire_out, lowlevel.create_initialization_options())
 
+    # Each tool's argument names, read once from the schemas (the tools are all added before
+    # the server serves): not a listing of every tool at every call.
+    _arguments: dict[str, list[str]] | None = None
+
     async def _unknown_arguments(self, name: str, arguments: dict[str, Any]) -> str | None:
-        known = next((t.input_schema for t in await super().list_tools() if t.name == name), None)
-        if known is None:
+        if self._arguments is None:
+            listed = await super().list_tools()
+            self._arguments = {t.name: sorted(t.input_schema.get("properties", {})) for t in listed}
+        taken = self._arguments.get(name)
+        if taken is None:
             return None  # the SDK answers an unknown tool
-        taken = sorted(known.get("properties", {}))
         unknown = sorted(key for key in arguments if key not in taken)
         if not unknown:
             return None
