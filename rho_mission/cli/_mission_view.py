@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..records._missionwords import merged_words, what_words
+from ..records._missionwords import conflict_words, merged_words, what_words
 from ._plain import Cell, columns, natural_key, naturally, painted, shown
 
 __all__ = ["merge_words", "mission_list_text", "mission_rows", "mission_text", "mission_what"]
@@ -161,13 +161,12 @@ def _conflict_lines(mission: JsonMission, feature: JsonMission) -> list[str]:
     conflict = feature.get("conflict")
     if type(conflict) is not dict or not isinstance(conflict.get("outcome"), str):
         return []
-    paths = ", ".join(map(str, conflict.get("paths") or [])) or "-"
-    whom = ", ".join(map(str, conflict.get("with") or [])) or "the integration branch"
+    met = conflict_words(conflict.get("paths") or [], conflict.get("with") or [])
     rungs = (
         f"{conflict.get('resolve_attempts', 0)} resolve attempt(s), "
         f"{conflict.get('replays', 0)} replay(s)"
     )
-    head = f"  merge conflict in {paths} with {whom}: {conflict['outcome']} ({rungs})"
+    head = f"  {met}: {conflict['outcome']} ({rungs})"
     lines = [shown(head)]
     if conflict.get("reason") and conflict["outcome"] == "failed":
         lines.append(shown(f"  why: {conflict['reason']}"))

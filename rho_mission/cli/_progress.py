@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from ..records._missionwords import conflict_words
 from ._logs import failure_lines
 from ._render import status_text
 
@@ -167,8 +168,7 @@ def conflict_kept(feature: Feature) -> str | None:
     conflict = feature.conflict
     if feature.status != "completed" or conflict is None or conflict.outcome == "failed":
         return None
-    whom = ", ".join(conflict.with_) or "the integration branch"
-    return f"merge conflict in {', '.join(conflict.paths)} with {whom}, {conflict.outcome}"
+    return f"{conflict_words(conflict.paths, conflict.with_)}, {conflict.outcome}"
 
 
 def stage_line(run: StageRun) -> str:

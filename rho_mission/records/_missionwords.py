@@ -1,12 +1,13 @@
 """A mission in a few words, for the lists (``rho mission list``, the page's list): what it is
-about and where it was merged. The standard library only: the CLI's quick lane reads
+about and where it was merged; and a feature's conflicted merge, for the progress lines and
+``show``. The standard library only: the CLI's quick lane reads
 mission.json as plain JSON and imports this."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["merged_words", "what_words"]
+__all__ = ["conflict_words", "merged_words", "what_words"]
 
 # Characters of a mission's "what" a list row shows.
 WHAT_WIDTH = 48
@@ -38,3 +39,10 @@ def merged_words(last_merge: Mapping[str, object] | None, cleaned: bool) -> str:
     if cleaned:
         words.append("cleaned")
     return ", ".join(words)
+
+
+def conflict_words(paths: Sequence[object], met: Sequence[object]) -> str:
+    """``merge conflict in a.py with task_1``: a conflicted merge's paths and the features it
+    met (none: the work already on the integration branch)."""
+    whom = ", ".join(map(str, met)) or "the integration branch"
+    return f"merge conflict in {', '.join(map(str, paths)) or '-'} with {whom}"
