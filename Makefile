@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(PY) bench/bench_dask.py
 	$(PY) bench/bench_agent_commands.py
 	$(PY) bench/bench_conflicts.py
+	$(PY) bench/bench_usage.py
 
 # On demand (several minutes): missions at the caps against the previous release (f5939f6).
 bench-scale: $(STAMP)

@@ -46,10 +46,23 @@ _WORDS: Mapping[str, frozenset[str]] = {
     "tests_passed": frozenset({"true", "false"}),
     "dependency_type": frozenset({"blocks", "related", "parent-child"}),
     "data_classification": frozenset({"metadata_only"}),
-    "entity_type": frozenset({"mission", "mission_feature", "wave_join", "verification", "task"}),
+    "entity_type": frozenset(
+        {"mission", "mission_feature", "wave_join", "verification", "task", "budget_decision"}
+    ),
     "planning_status": frozenset({"running", "completed", "failed"}),
     "conflict_outcome": frozenset({"resolved", "replayed", "failed"}),
+    "decision": frozenset({"stop"}),
+    "hard": frozenset({"true", "false"}),
 }
+# What attempts spent (issue 39): numbers only, on the mission, its features and its joins.
+_USAGE = (
+    "usage_cost_microusd",
+    "usage_input_tokens",
+    "usage_output_tokens",
+    "usage_cached_input_tokens",
+    "usage_attempt_count",
+    "usage_unknown_count",
+)
 
 _COMMON = ("entity_type", "data_classification")
 _NODE_KEYS: Mapping[str, frozenset[str]] = {
@@ -70,6 +83,7 @@ _NODE_KEYS: Mapping[str, frozenset[str]] = {
             "planning_status",
             "prd_sha256",
             "plan_sha256",
+            *_USAGE,
         }
     ),
     "mission_feature": frozenset(
@@ -94,6 +108,8 @@ _NODE_KEYS: Mapping[str, frozenset[str]] = {
             "conflict_reason_sha256",
             "resolve_attempts",
             "replays",
+            *_USAGE,
+            "usage_model_sha256",
         }
     ),
     "wave_join": frozenset(
@@ -107,6 +123,7 @@ _NODE_KEYS: Mapping[str, frozenset[str]] = {
             "cancelled_count",
             "blocked_count",
             "conflicted_count",
+            *_USAGE,
         }
     ),
     "verification": frozenset(
@@ -120,6 +137,19 @@ _NODE_KEYS: Mapping[str, frozenset[str]] = {
             "command_sha256",
             "fix_command_sha256",
             "error_sha256",
+        }
+    ),
+    # A run a budget stopped (``--budget-usd``, ``--budget-tokens``): the decision, in numbers.
+    "budget_decision": frozenset(
+        {
+            *_COMMON,
+            "decision",
+            "hard",
+            "reason_sha256",
+            "budget_microusd",
+            "budget_tokens",
+            "spent_microusd",
+            "spent_tokens",
         }
     ),
     "task": frozenset(
@@ -143,6 +173,7 @@ _ID_PREFIXES = (
     ("rho/mission-wave/", "wave_join"),
     ("rho/mission/", "mission"),
     ("rho/verification/", "verification"),
+    ("rho/budget/", "budget_decision"),
     ("rho/task/", "task"),
 )
 

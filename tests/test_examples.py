@@ -98,16 +98,19 @@ def _documented_run_lines() -> list[str]:
     lines = _sh_commands(ROOT / "README.md", "## Agents as workers")
     lines += _sh_commands(AGENTS / "README.md")
     found = [
-        line for line in lines if line.startswith("rho mission --from-tasks") and "--run" in line
+        line
+        for line in lines
+        if line.startswith("rho mission --from-tasks") and ("--run" in line or "--agent" in line)
     ]
     return list(dict.fromkeys(found))
 
 
 def _agent_env(tmp_path: Path) -> dict[str, str]:
-    """A clean environment whose PATH finds rho, and the stand-in as claude, codex and aider."""
+    """A clean environment whose PATH finds rho, and the stand-in as claude, codex, gemini and
+    aider."""
     shims = tmp_path / "agents-bin"
     shims.mkdir(exist_ok=True)
-    for name in ("claude", "codex", "aider"):
+    for name in ("claude", "codex", "gemini", "aider"):
         if not (shims / name).exists():
             (shims / name).symlink_to(STAND_IN)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "RHO_"))}
@@ -165,12 +168,19 @@ def test_every_documented_agent_line_is_collected() -> None:
         assert any(agent in line for line in lines), agent
     assert any("--retries" in line for line in lines)
     assert any("--task-timeout" in line for line in lines)
+    for agent in ("claude", "codex", "gemini", "aider"):  # and by name (issue 39)
+        assert any(f"--agent {agent}" in line for line in lines), agent
+    assert any("--budget-usd" in line for line in lines)
 
 
 def _line_id(line: str) -> str:
     """``claude``, ``aider --retries``, ...: the agent the line runs, and what it adds."""
-    agent = shlex.split(line.split("--run", 1)[1])[0].split()[0].rsplit("/", 1)[-1]
-    extras = [word for word in ("--retries", "--task-timeout", "--resolve") if word in line]
+    if "--run" in line:
+        agent = shlex.split(line.split("--run", 1)[1])[0].split()[0].rsplit("/", 1)[-1]
+    else:
+        agent = "--agent " + shlex.split(line.split("--agent", 1)[1])[0]
+    words = ("--retries", "--task-timeout", "--resolve", "--budget-usd")
+    extras = [word for word in words if word in line]
     return " ".join([agent, *extras])
 
 

@@ -123,6 +123,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("rho_mission._errors",),
     ("rho_mission.containment",),
     ("rho_mission.records",),
+    ("rho_mission.agents",),
     ("rho_mission.git",),
     ("rho_mission.executors",),
     ("rho_mission.engine",),

@@ -24,6 +24,7 @@ _BARE_GROUP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 # Each noun: the group, then the modules that add subcommands to it. They import the group;
 # the group's module never imports them back, so no module of the CLI imports in a circle.
 _NOUNS = {
+    "agents": ("rho_mission.cli._agents:agents",),
     "cloud": ("rho_mission.cli._graph:cloud",),
     "doctor": ("rho_mission.cli._doctor:doctor",),
     "graph": ("rho_mission.cli._graph:graph", "rho_mission.cli._swarm"),

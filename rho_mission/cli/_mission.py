@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ._checks import check_options, checked_config
+from ._cost import agent_config, agent_options, budget_config, budget_options
 from ._errors import CliError
 from ._executors import executor_from, executor_options
 from ._paths import command_store_path, find_repo_root
@@ -237,6 +238,8 @@ _PROMPT_KEY = "rho.mission.prompt"
     help="Run the tasks with this label and their unfinished blockers (repeatable).",
 )
 @check_options
+@agent_options
+@budget_options
 @executor_options
 @click.option("--dry-run", is_flag=True, help="Show the plan; run and write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final mission.json on stdout.")
@@ -257,15 +260,18 @@ def mission(
     if ctx.invoked_subcommand is not None:
         return 0
     prompt = ctx.meta.get(_PROMPT_KEY)
-    planner_command = options.pop("planner_command")
+    planning = options["planner_agent"] is not None
+    agents, planner_command = agent_config(options, planner=options.pop("planner_command"))
+    options["agents"] = agents
     plan_only = options.pop("plan_only")
-    if prompt is not None or planner_command is not None or plan_only:
+    if prompt is not None or planner_command is not None or plan_only or planning:
         _refuse_with_prompt(from_tasks, store_path, options)
         if prompt is None:
             raise click.UsageError('--planner needs the prompt: rho mission "PROMPT" --planner CMD')
         if planner_command is None:
             raise click.UsageError(
-                "a prompt needs --planner CMD: the agent's command line that writes the plan"
+                "a prompt needs --planner CMD (the agent's command line that writes the plan) "
+                "or --planner-agent NAME"
             )
         return _run_planned(prompt, planner_command, plan_only, options)
     if not from_tasks:
@@ -357,7 +363,11 @@ def _config(options: dict[str, Any], **extra: Any) -> MissionConfig:
         sandbox_network=not no_network,
         **_sandbox_reach(options),
         log_limit=options["log_limit"],
+        **options["agents"],
         **extra,
+    )
+    config = budget_config(
+        config, options["budget_usd"], options["budget_tokens"], options["budget_hard"]
     )
     verify, fix = options["verify_command"], options["fix_command"]
     return checked_config(
@@ -644,6 +654,7 @@ def _finish(target: Mission, as_json: bool) -> int:
 @click.argument("name", metavar="MISSION")
 @click.option("--run", "run_command", default=None, help="New command for tasks without their own.")
 @check_options
+@budget_options
 @claim_options
 @executor_options
 @click.option("--json", "as_json", is_flag=True, help="Print the final mission.json on stdout.")
@@ -655,6 +666,9 @@ def resume(
     fix_attempts: int | None,
     resolve_command: str | None,
     replay_conflicts: int | None,
+    budget_usd: float | None,
+    budget_tokens: int | None,
+    budget_hard: bool | None,
     include_claimed: bool,
     claim_ttl: float | None,
     executor_name: str,
@@ -669,7 +683,8 @@ def resume(
     from the task store first takes the fixed commands and texts of its unfinished tasks. A
     wave whose checks failed (--verify) is checked again first, on the integration branch as
     it is now: fix it there by hand, or let --fix try again. --verify, --fix,
-    --fix-attempts, --resolve and --replay-conflicts replace the mission's own.
+    --fix-attempts, --resolve, --replay-conflicts and the budgets replace the mission's own
+    (a mission a budget stopped goes on with a higher one: --budget-usd X).
 
     Example: rho mission resume latest
     """
@@ -688,6 +703,7 @@ def resume(
     if run_command is not None:
         config = config.model_copy(update={"run_command": run_command})
     config = config.model_copy(update=claims_config(include_claimed, claim_ttl))
+    config = budget_config(config, budget_usd, budget_tokens, budget_hard)
     target.config = config
     return _execute(target, as_json, resume=True, executor=executor)
 

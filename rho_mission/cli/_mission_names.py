@@ -38,6 +38,13 @@ def load_mission(name: str) -> Mission:
 def next_commands(target: MissionDocument) -> list[str]:
     """The exact command(s) to run after a run of *target* ended, one line each."""
     ident = target.id
+    if target.budget_stop is not None and target.status == "partial":
+        flag = "--budget-usd" if target.config.budget_usd is not None else "--budget-tokens"
+        higher = _higher_budget(target)
+        return [
+            f"stopped: {target.budget_stop}",
+            f"next, with a higher budget: rho mission resume {ident} {flag} {higher}",
+        ]
     if target.status == "completed":
         return [f"next: rho mission merge {ident}"]
     if target.status in ("failed", "partial"):
@@ -45,3 +52,11 @@ def next_commands(target: MissionDocument) -> list[str]:
     if target.status == "cancelled":
         return [f"next: rho mission resume {ident}"]
     return []
+
+
+def _higher_budget(target: MissionDocument) -> str:
+    """Twice the budget that stopped *target*: a value to edit, not a guess at what is left."""
+    config = target.config
+    if config.budget_usd is not None:
+        return f"{config.budget_usd * 2:g}"
+    return str((config.budget_tokens or 0) * 2)

@@ -12,7 +12,14 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..records._missionwords import conflict_words, merged_words, what_words
+from ..records._missionwords import (
+    conflict_words,
+    dollars,
+    merged_words,
+    usage_cell,
+    usage_words,
+    what_words,
+)
 from ._plain import Cell, columns, natural_key, naturally, painted, shown
 
 __all__ = ["merge_words", "mission_list_text", "mission_rows", "mission_text", "mission_what"]
@@ -52,6 +59,7 @@ def mission_text(mission: JsonMission, state: str) -> str:
         f"integration {shown(mission['integration_branch'])}",
         f"started {started or '-'}  completed {completed or '-'}  "
         f"took {_seconds(started, completed) or '-'}",
+        *_usage_lines(mission),
         *_planning_lines(mission),
         "features",
         *_feature_table(mission),
@@ -60,6 +68,9 @@ def mission_text(mission: JsonMission, state: str) -> str:
     for join in mission["wave_joins"]:
         took = _seconds(join["started_at"], join["completed_at"])
         lines.append(f"{shown(join['summary'])}  ({took})")
+        spent = usage_words(join.get("usage"))
+        if spent:
+            lines.append(f"  usage: {shown(spent)}")
         lines += _verification_lines(mission, join)
     if mission["held"]:
         count = len(mission["held"])
@@ -69,6 +80,43 @@ def mission_text(mission: JsonMission, state: str) -> str:
         for held in sorted(mission["held"], key=lambda h: natural_key(h["id"])):
             lines.append(f"  {shown(held['id'])}: {shown(held['reason'])}")
     return "\n".join(lines) + "\n"
+
+
+def _counts_usage(mission: JsonMission) -> bool:
+    """Whether the mission recorded any usage, or was asked to (an agent named, a budget)."""
+    config = mission.get("config")
+    asked = type(config) is dict and any(
+        config.get(name) is not None
+        for name in ("agent", "planner_agent", "resolve_agent", "budget_usd", "budget_tokens")
+    )
+    return asked or usage_words(mission.get("usage")) is not None
+
+
+def _usage_lines(mission: JsonMission) -> list[str]:
+    """The mission's spend, its budgets and what stopped it; nothing for a mission that
+    recorded none and was asked for none. Optional fields: their shapes are checked."""
+    if not _counts_usage(mission):
+        return []
+    spent = usage_words(mission.get("usage")) or "nothing recorded"
+    lines = [f"usage: {shown(spent)}"]
+    total = mission.get("usage")
+    unknown = total.get("unknown") if type(total) is dict else 0
+    if isinstance(unknown, int) and unknown:
+        lines[0] += f" ({unknown} attempt(s) whose usage could not be read: see each task)"
+    config = mission.get("config")
+    budgets = []
+    if type(config) is dict:
+        if isinstance(config.get("budget_usd"), int | float):
+            budgets.append(dollars(config["budget_usd"]))
+        if isinstance(config.get("budget_tokens"), int):
+            budgets.append(f"{config['budget_tokens']:,} tokens")
+    if budgets:
+        hard = " (hard)" if type(config) is dict and config.get("budget_hard") is True else ""
+        lines.append(f"budget: {' and '.join(budgets)}{hard}")
+    stop = mission.get("budget_stop")
+    if isinstance(stop, str):
+        lines.append(f"stopped: {shown(stop)}")
+    return lines
 
 
 def _planning_lines(mission: JsonMission) -> list[str]:
@@ -88,7 +136,29 @@ def _planning_lines(mission: JsonMission) -> list[str]:
         "failed": f"planning: failed: {shown(error) if isinstance(error, str) else '-'}",
     }
     lines = [words.get(status, f"planning: {shown(status)}")]
+    spent = _stage_usage(mission, "plan")
+    if spent:
+        lines.append(f"  usage: {shown(spent)}")
     return [*lines, _log_line(mission, "plan")]
+
+
+def _stage_usage(mission: JsonMission, stage: str, wave: int | None = None) -> str | None:
+    """What the attempts of a stage (the planner, a join's checks and fixes) spent, in words."""
+    records = mission.get("stage_usage")
+    if type(records) is not list:
+        return None
+    mine = [
+        r for r in records if type(r) is dict and r.get("stage") == stage and r.get("wave") == wave
+    ]
+    if not mine:
+        return None
+    known = [r for r in mine if r.get("source") is not None]
+    total: dict[str, object] = {"attempts": len(mine), "unknown": len(mine) - len(known)}
+    for name in ("cost_usd", "input_tokens", "output_tokens"):
+        values = [r[name] for r in known if isinstance(r.get(name), int | float)]
+        if values:
+            total[name] = sum(values)
+    return usage_words(total)
 
 
 def _stopped(joins: Sequence[JsonMission]) -> dict[str, str]:
@@ -102,13 +172,20 @@ def _stopped(joins: Sequence[JsonMission]) -> dict[str, str]:
 
 def _feature_table(mission: JsonMission) -> list[str]:
     headers = ["wave", "task", "status", "tries", "took", "files", "branch", "note"]
+    # The cost column only where the mission counts usage: the others' tables stay as they were.
+    costed = _counts_usage(mission)
+    if costed:
+        headers.insert(5, "cost")
     stopped = _stopped(mission["wave_joins"])
     by_id = {feature["id"]: feature for feature in mission["features"]}
     rows = []
     for number, wave in enumerate(mission["waves"], start=1):
         for feature_id in naturally(wave):
             feature = by_id[feature_id]
-            rows.append([(str(number), None), *_feature_row(feature, stopped.get(feature_id))])
+            row = [(str(number), None), *_feature_row(feature, stopped.get(feature_id))]
+            if costed:
+                row.insert(5, (usage_cell(feature.get("usage")), None))
+            rows.append(row)
     return columns(headers, rows)
 
 
@@ -148,8 +225,27 @@ def _feature_details(mission: JsonMission) -> list[str]:
         lines += [
             shown(head),
             _log_line(mission, feature["id"]),
+            *_feature_usage_lines(feature),
             *_conflict_lines(mission, feature),
         ]
+    return lines
+
+
+def _feature_usage_lines(feature: JsonMission) -> list[str]:
+    """What its attempts spent, and why an unknown one is unknown (the last reason)."""
+    spent = usage_words(feature.get("usage"))
+    if spent is None:
+        return []
+    lines = [f"  usage: {shown(spent)}"]
+    records = feature.get("attempt_usage")
+    if type(records) is list:
+        why = [
+            r["problem"] for r in records if type(r) is dict and isinstance(r.get("problem"), str)
+        ]
+        if why:
+            lines.append(f"  unknown: {shown(why[-1])}")
+        if any(type(r) is dict and r.get("stopped_by_budget") is True for r in records):
+            lines.append("  an attempt was stopped by its agent's own budget cap")
     return lines
 
 
@@ -189,6 +285,10 @@ def _verification_lines(mission: JsonMission, join: JsonMission) -> list[str]:
     lines = [shown(head)]
     if checked["fix_error"]:
         lines.append(shown(f"  last fix: {checked['fix_error']}"))
+    for stage in ("verify", "fix"):
+        spent = _stage_usage(mission, stage, join["wave"])
+        if spent:
+            lines.append(f"  {stage} usage: {shown(spent)}")
     names = [f"verify-{join['wave']}"] + (
         [f"fix-{join['wave']}"] if checked["fix_attempts"] else []
     )
@@ -218,21 +318,26 @@ def mission_list_text(missions: Sequence[tuple[JsonMission, str]]) -> str:
     """One row per (mission, state): id, state, counts, where it was merged, start, what it
     is about, folder."""
     headers = ["id", "status", "features", "completed", "merged", "started", "what", "dir"]
+    # A cost column once one of them recorded usage (the lists of the others stay as they were).
+    costed = any(usage_words(mission.get("usage")) for mission, _ in missions)
+    if costed:
+        headers.insert(4, "cost")
     rows = []
     for mission, state in missions:
         done = sum(1 for f in mission["features"] if f["status"] == "completed")
-        rows.append(
-            [
-                (shown(mission["id"]), None),
-                (shown(state), state),
-                (str(len(mission["features"])), None),
-                (str(done), None),
-                (shown(merge_words(mission)), None),
-                (mission["started_at"] or "", None),
-                (shown(mission_what(mission)), None),
-                (shown(mission["dir"]), None),
-            ]
-        )
+        row: list[Cell] = [
+            (shown(mission["id"]), None),
+            (shown(state), state),
+            (str(len(mission["features"])), None),
+            (str(done), None),
+            (shown(merge_words(mission)), None),
+            (mission["started_at"] or "", None),
+            (shown(mission_what(mission)), None),
+            (shown(mission["dir"]), None),
+        ]
+        if costed:
+            row.insert(4, (usage_cell(mission.get("usage")), None))
+        rows.append(row)
     lines = [f"{len(missions)} mission(s)", *columns(headers, rows)]
     if any(state == "interrupted" for _, state in missions):
         lines.append("interrupted: killed or crashed; resume with 'rho mission resume DIR'")
@@ -253,6 +358,8 @@ def mission_rows(missions: Sequence[tuple[JsonMission, str]]) -> dict[str, Any]:
                 "features": len(m["features"]),
                 "what": mission_what(m),
                 "merged": merge_words(m) or None,
+                "usage": m.get("usage"),
+                "budget_stop": m.get("budget_stop"),
             }
             for m, state in missions
         ]

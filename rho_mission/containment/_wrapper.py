@@ -32,6 +32,8 @@ class TaskPlace:
     # The task's home folder (its secrets and sockets covered), the paths shown again.
     home: Path | None = None
     allowed: tuple[Path, ...] = ()
+    # Folders of rho's the task may write even inside the hidden ones (its usage folder).
+    writable: tuple[Path, ...] = ()
 
 
 def supervisor_argv(grace: float, log_limit: int, cgroup: Path | None = None) -> list[str]:
@@ -76,7 +78,7 @@ def _spec(place: TaskPlace, network: bool, quarantine: Path | None) -> SandboxSp
     # HEAD, index and logs go to the worktree's own git dir; the objects of its commits to
     # its quarantine (mounted on the object store, which it reads but cannot write). Refs,
     # config and hooks stay read-only.
-    writable = [pin.path, pin.git_dir]
+    writable = [pin.path, pin.git_dir, *place.writable]
     visible = [place.repo, pin.common_dir]
     store = pin.common_dir / "objects"
     objects = (quarantine, store) if quarantine is not None else None

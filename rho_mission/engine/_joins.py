@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from .._errors import MergeConflictError
 from ..records._clock import now_rfc3339
 from ..records._document import Conflict, Feature, MissionStatus, Verification, WaveJoin
+from ..records._usage import UsageTotal
 
 __all__ = [
     "blocked_downstream",
@@ -155,8 +156,11 @@ def join_record(
     *,
     keep_going: bool = False,
     verification: Verification | None = None,
+    usage: UsageTotal | None = None,
+    budget_stopped: bool = False,
 ) -> WaveJoin:
-    """The join of wave *number* (1-based) of *waves*, with *verification* of its head."""
+    """The join of wave *number* (1-based) of *waves*, with *verification* of its head and
+    *usage*, what its attempts spent; *budget_stopped*: a budget stops the mission after it."""
     checked = verification or Verification()
     by_id = {f.id: f for f in features}
     ids, later = list(waves[number - 1]), waves[number:]
@@ -172,7 +176,7 @@ def join_record(
     unverified = checked.status in ("failed", "cancelled")
     downstream = blocked_downstream(features, waves, ids if unverified else ())
     blocked = sorted(i for i in waiting if i in downstream)
-    stopped = cancelled or (failed and not keep_going) or unverified
+    stopped = cancelled or (failed and not keep_going) or unverified or budget_stopped
     # The mission stops after this wave: what is not downstream of a failure did not run only
     # because of the stop.
     not_run = sorted(i for i in waiting if i not in downstream) if stopped else []
@@ -202,20 +206,28 @@ def join_record(
         completed_at=now_rfc3339(),
         summary=summary,
         verification=checked,
+        usage=usage,
     )
 
 
 def final_status(
-    features: list[Feature], cancelled: bool, *, unverified: bool = False
+    features: list[Feature],
+    cancelled: bool,
+    *,
+    unverified: bool = False,
+    budget_stopped: bool = False,
 ) -> MissionStatus:
     """The mission's status once its run ended (docs/architecture.md); a join whose check failed
     (*unverified*) counts as a failure: the mission is ``partial`` (or ``failed``), never
-    ``completed``."""
+    ``completed``. A budget that stopped the run (*budget_stopped*) leaves it ``partial``:
+    resumable with a higher budget."""
     if cancelled:
         return "cancelled"
     statuses = {f.status for f in features} | ({"failed"} if unverified else set())
     if statuses <= {"completed"}:
         return "completed"
+    if budget_stopped:
+        return "partial"
     if "completed" not in statuses:
         return "failed"
     return "partial"

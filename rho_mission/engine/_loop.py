@@ -26,6 +26,7 @@ from functools import partial
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 
 from graph import sha256_hex as digest
@@ -47,7 +48,10 @@ from ..records._document import (
     WaveJoin,
 )
 from ..records._journal import Journal
+from ..records._missionwords import dollars
 from ..records._persist import note_feature_end, save_mission, save_mission_after
+from ..records._usage import AttemptUsage, UsageTotal, add_usage, sum_usage
+from ._budget import BudgetKeeper, budget_note, budget_warnings, mission_usage
 from ._joins import (
     blocked_downstream,
     conflict_record,
@@ -164,11 +168,21 @@ class _WaveRunner:
         # Why the executor could not make a wave's start available (its features then fail).
         self.wave_problem: str | None = None
         self.stage_runner = StageRunner(mission, self.repo, self.journal, self.history)
+        # What the mission spent so far, against its budgets (``_budget``).
+        self.budget = BudgetKeeper(mission)
+        self.warnings.extend(budget_warnings(mission.config))
+        # The running wave's features (a hard budget stops them), and whether it did.
+        self.wave_group: anyio.abc.TaskGroup | None = None
+        self.hard_stopped = False
+        # What was left of the dollar budget when each feature's last attempt started.
+        self.caps: dict[str, float | None] = {}
         self.checks = None if stages is None else self._join_checks(stages)
         self.resolver = (
             None
             if resolve is None
-            else ConflictResolver(mission, self.stage_runner, resolve, self.journal)
+            else ConflictResolver(
+                mission, self.stage_runner, resolve, self.journal, self._note_feature_usage
+            )
         )
         # The merges of the wave being joined (see _merge_completed).
         self.merges: WaveMerges | None = None
@@ -181,6 +195,8 @@ class _WaveRunner:
             runner=self.stage_runner,
             observer=self.observer,
             move_integration=self._move_integration,
+            note_usage=self._note_stage_usage,
+            budget_stop=self._budget_reached,
         )
 
     async def run(self, waves: list[list[str]]) -> None:
@@ -229,6 +245,7 @@ class _WaveRunner:
             await self._close_executor()
             raise
         del mission.wave_joins[first:]
+        mission.budget_stop = None  # this run's budget decides anew (a resume may raise it)
         for feature in mission.features:
             if feature.status != "completed":
                 _reset(feature)
@@ -258,6 +275,8 @@ class _WaveRunner:
             join = await self._run_wave(number, waves[number - 1])
             if join.cancelled_ids or self.cancelled or (join.failed_ids and not keep_going):
                 return
+            if self.mission.budget_stop is not None:
+                return  # no later wave starts: a resume with a higher budget runs it
             if join.verification.status not in ("passed", "skipped"):
                 return  # a later wave never starts from an unverified head
 
@@ -271,12 +290,14 @@ class _WaveRunner:
         self.merges = None
         try:
             async with anyio.create_task_group() as group:
+                self.wave_group = group
                 for feature_id in ids:
                     feature = self.mission.feature(feature_id)
                     if feature.status != "completed" and feature_id not in blocked:
                         group.start_soon(self._run_feature, feature, head)
             # The merges, with the resolve and replay stages (which a cancellation stops);
             # the join's record, shielded, merges what a cancellation left without them.
+            self.wave_group = None
             await self._merge_completed(number, ids, ladder=True)
         except anyio.get_cancelled_exc_class():
             self.cancelled = True
@@ -303,6 +324,10 @@ class _WaveRunner:
 
     async def _run_feature(self, feature: Feature, head: str) -> None:
         async with self.limiter, anyio.create_task_group() as group:
+            stop = self._budget_reached()
+            if stop is not None:  # its first attempt would start over the budget
+                await self._budget_held(feature, stop)
+                return
             await self._dispatch(feature)
             # The start goes to the task store while the executor readies a worktree; the
             # worker waits for it (``Attempt.ready``).
@@ -312,7 +337,10 @@ class _WaveRunner:
                 await self._attempts(feature, head, started.wait)
             except anyio.get_cancelled_exc_class():
                 if feature.status == "in_progress":  # not when it had already ended
-                    await self._end(feature, "cancelled", "cancelled")
+                    if self.hard_stopped and self.mission.budget_stop is not None:
+                        await self._budget_held(feature, self.mission.budget_stop)
+                    else:
+                        await self._end(feature, "cancelled", "cancelled")
                 raise
 
     async def _dispatch(self, feature: Feature) -> None:
@@ -338,12 +366,20 @@ class _WaveRunner:
         self, feature: Feature, head: str, ready: Callable[[], Awaitable[None]]
     ) -> None:
         error = "not run"
-        for _ in range(self.mission.config.retries + 1):
+        for number in range(self.mission.config.retries + 1):
+            stop = self._budget_reached() if number else None
+            if stop is not None:  # no retry starts over the budget
+                await self._budget_held(feature, stop)
+                return
             feature.attempts += 1
             outcome = await self._attempt(feature, head, ready)
             if isinstance(outcome, Handoff):
                 feature.handoff = outcome
                 await self._end(feature, "completed", None)
+                return
+            stop = self._stopped_by_agent_budget(feature)
+            if stop is not None:  # not a crash: the agent's own cap ended it
+                await self._budget_held(feature, f"{stop}: {outcome}")
                 return
             error = outcome
         await self._end(feature, "failed", error)
@@ -371,6 +407,7 @@ class _WaveRunner:
         def started(pgid: int) -> None:
             self.journal.record("process", now_rfc3339(), feature_id=feature.id, pgid=pgid)
 
+        self.caps[feature.id] = self.budget.left_usd()
         return Attempt(
             mission=self.mission,
             feature=feature,
@@ -383,14 +420,104 @@ class _WaveRunner:
             note_ref=self.history.note,
             ready=ready,
             replay=replay,
+            note_usage=partial(self._note_feature_usage, feature),
+            budget_left_usd=self.caps[feature.id],
         )
 
-    async def _end(self, feature: Feature, status: FeatureStatus, error: str | None) -> None:
+    # -- what attempts spend, and the budget -------------------------------------------------
+
+    def _note_feature_usage(self, feature: Feature, record: AttemptUsage) -> None:
+        """Keep what an attempt of *feature* (its task's, its resolver's) spent."""
+        feature.record_usage(record)
+        self.budget.note(f"feature:{feature.id}", feature.usage)
+        self._journal_usage(record, feature_id=feature.id)
+        self._spent()
+
+    def _note_stage_usage(self, record: AttemptUsage) -> None:
+        """Keep what a join's check or fix spent."""
+        self.mission.record_stage_usage(record)
+        self.budget.note_records("stages", self.mission.stage_usage)
+        self._journal_usage(record, feature_id=None)
+        self._spent()
+
+    def _journal_usage(self, record: AttemptUsage, *, feature_id: str | None) -> None:
+        # Numbers and the model's digest only (the journal is metadata).
+        self.journal.record(
+            "usage",
+            now_rfc3339(),
+            feature_id=feature_id,
+            stage=record.stage,
+            wave=record.wave,
+            attempt=record.attempt,
+            source=record.source,
+            cost_usd=record.cost_usd,
+            input_tokens=record.input_tokens,
+            output_tokens=record.output_tokens,
+            cached_input_tokens=record.cached_input_tokens,
+            model_sha256=digest(record.model) if record.model else None,
+            stopped_by_budget=record.stopped_by_budget,
+        )
+
+    def _spent(self) -> None:
+        """After a spend: once a budget is reached, say so (durably in the journal) and, with
+        ``budget_hard``, stop the wave's running attempts."""
+        if self.mission.budget_stop is not None or not self.budget.active:
+            return
+        reason = self.budget.reached()
+        if reason is None:
+            return
+        self.mission.budget_stop = reason
+        self.journal.record(
+            "budget",
+            now_rfc3339(),
+            durable=True,
+            decision="stop",
+            hard=self.budget.hard,
+            spent_usd=self.budget.spent_usd,
+            budget_usd=self.budget.usd,
+            budget_tokens=self.budget.tokens,
+        )
+        if self.budget.hard and self.wave_group is not None:
+            self.hard_stopped = True
+            self.wave_group.cancel_scope.cancel()
+
+    def _budget_reached(self) -> str | None:
+        """Why no attempt may start now (a budget reached), or None."""
+        if self.mission.budget_stop is not None:
+            return self.mission.budget_stop
+        if self.budget.active:
+            self._spent()
+        return self.mission.budget_stop
+
+    def _stopped_by_agent_budget(self, feature: Feature) -> str | None:
+        """The reason when the agent's own budget cap ended *feature*'s last attempt."""
+        last = [r for r in feature.attempt_usage if r.stage == "task"]
+        if not last or last[-1].attempt != feature.attempts or not last[-1].stopped_by_budget:
+            return None
+        left = self.caps.get(feature.id)
+        cap = f" (the {dollars(left)} left when it started)" if left is not None else ""
+        reason = f"stopped by budget: the agent reached its --max-budget-usd{cap}"
+        if self.mission.budget_stop is None:
+            self.mission.budget_stop = self.budget.reached() or reason
+        return reason
+
+    async def _budget_held(self, feature: Feature, reason: str) -> None:
+        """End *feature* ``cancelled`` by the budget: it runs again at a resume."""
+        note = budget_note(self.mission.id, reason, self.mission.config)
+        await self._end(feature, "cancelled", reason, note=note)
+
+    async def _end(
+        self, feature: Feature, status: FeatureStatus, error: str | None, note: str | None = None
+    ) -> None:
+        """Record *feature*'s end; *note*: what the task store says of a cancelled one
+        (default: that the mission's stop interrupted it)."""
         # Shielded: a cancellation must not split the record of an end (mission, journal, store).
         with anyio.CancelScope(shield=True):
-            await self._record_end(feature, status, error)
+            await self._record_end(feature, status, error, note)
 
-    async def _record_end(self, feature: Feature, status: FeatureStatus, error: str | None) -> None:
+    async def _record_end(
+        self, feature: Feature, status: FeatureStatus, error: str | None, note: str | None
+    ) -> None:
         feature.status = status
         feature.error = error
         feature.completed_at = now_rfc3339()
@@ -409,7 +536,7 @@ class _WaveRunner:
         if status == "cancelled":
             # rho's own stop (Ctrl-C, SIGTERM, a timeout), not the user's "cancelled": the task
             # is to do again, and the store says so, for this mission's resume or the next.
-            stored, said = "pending", interrupted_note(self.mission.id)
+            stored, said = "pending", note or interrupted_note(self.mission.id)
         await self.store.set_status(
             feature.id, stored, attempts=feature.attempts, error=said, wait=False
         )
@@ -438,6 +565,7 @@ class _WaveRunner:
         verification = self._pending_verification(number, ids)
         join = self._join_record(number, started, verification)
         self.mission.wave_joins.append(join)
+        self.mission.usage = mission_usage(self.mission)
         # Every end of the wave is in the store before its join is on disk; the mission's files
         # are made while the store is written.
         await save_mission_after(self.mission, self.store.flush)
@@ -458,7 +586,18 @@ class _WaveRunner:
             started,
             keep_going=self.mission.config.keep_going,
             verification=verification,
+            usage=self._wave_usage(number),
+            budget_stopped=self.mission.budget_stop is not None,
         )
+
+    def _wave_usage(self, number: int) -> UsageTotal | None:
+        """What wave *number*'s features (every run of them) and its checks spent."""
+        ids = self.mission.waves[number - 1]
+        totals = [u for i in ids if (u := self.mission.feature(i).usage) is not None]
+        stages = [r for r in self.mission.stage_usage if r.wave == number]
+        if stages:
+            totals.append(sum_usage(stages))
+        return add_usage(*totals) if totals else None
 
     def _joined(self, join: WaveJoin) -> None:
         """Journal the join (durably, like mission.json just written) and tell the observer."""
@@ -508,6 +647,7 @@ class _WaveRunner:
             verification = run.record(join.verification, status)
             final = self._join_record(join.wave, join.started_at, verification)
             self.mission.wave_joins[-1] = final
+            self.mission.usage = mission_usage(self.mission)
             save_mission(self.mission)
             self._joined(final)
         return final
@@ -581,7 +721,14 @@ class _WaveRunner:
         if not ladder:
             await self._not_climbed(feature, text)
             return
-        if self.resolver is not None and await self._resolve(merges, feature, commit, record):
+        climbs = self.resolver is not None or self.mission.config.replay_conflicts > 0
+        stop = self._budget_reached() if climbs else None
+        if stop is not None:
+            record.reason = stop  # no resolver or replay starts over the budget
+        elif self.resolver is not None and await self._resolve(merges, feature, commit, record):
+            return
+        if stop is not None:
+            await self._conflict_failed(feature, f"{text}; {stop}")
             return
         if self.mission.config.replay_conflicts > 0 and merges.broken is None:
             merges.replays.append((feature, text))  # after the join's other merges
@@ -619,6 +766,10 @@ class _WaveRunner:
         assert record is not None  # set by _conflicted
         reason = record.reason
         while record.replays < self.mission.config.replay_conflicts:
+            stop = self._budget_reached()
+            if stop is not None:
+                reason = stop
+                break
             problem = await self._land(merges)
             if problem is not None:
                 reason = problem
@@ -747,7 +898,11 @@ class _WaveRunner:
         await anyio.to_thread.run_sync(self.store.release, mission.id)
         self.warnings.extend(self.store.problems)
         unverified = any(j.verification.status == "failed" for j in mission.wave_joins)
-        mission.status = final_status(mission.features, self.cancelled, unverified=unverified)
+        stopped = mission.budget_stop is not None
+        mission.status = final_status(
+            mission.features, self.cancelled, unverified=unverified, budget_stopped=stopped
+        )
+        mission.usage = mission_usage(mission)
         mission.completed_at = now_rfc3339()
         save_mission(mission)
         self.journal.record(

@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -30,6 +31,7 @@ import anyio
 from graph import sha256_hex as digest
 
 from .._errors import FeatureFailedError, GitOperationError, MissionError
+from ..agents._reading import usage_ask
 from ..containment._folders import open_private
 from ..containment._process import note_in_log
 from ..executors._contract import Worker, WorkerContext
@@ -38,6 +40,7 @@ from ..git._commit import path_text
 from ..records._clock import now_rfc3339
 from ..records._document import Feature, MissionDocument
 from ..records._journal import Journal
+from ..records._usage import AttemptUsage
 from ._stage_runner import StageRunner
 
 __all__ = [
@@ -82,13 +85,20 @@ class ConflictResolver:
     """Runs the resolve stage of one run's conflicted merges, one at a time."""
 
     def __init__(
-        self, mission: MissionDocument, runner: StageRunner, worker: Worker, journal: Journal
+        self,
+        mission: MissionDocument,
+        runner: StageRunner,
+        worker: Worker,
+        journal: Journal,
+        note_usage: Callable[[Feature, AttemptUsage], None],
     ) -> None:
         self.mission = mission
         self.runner = runner
         self.worker = worker
         self.journal = journal
         self.folder = Path(mission.dir)
+        # Keeps what a resolve attempt spent, with the feature's (``_loop``).
+        self.note_usage = note_usage
 
     async def resolve(self, at: ConflictAt) -> Resolution:
         """Hand *at* to the resolver; a cancellation ends its processes and propagates."""
@@ -125,7 +135,11 @@ class ConflictResolver:
             prompt_file=self._write_prompt(at),
             conflict_file=brief,
         )
-        error = await self.runner.run(self.worker, context)
+        config = self.mission.config
+        number = at.feature.next_usage_attempt("resolve")
+        ask = usage_ask(config, "resolve", number, config.resolve_agent)
+        keep = partial(self.note_usage, at.feature)
+        error = await self.runner.run(self.worker, context, (ask, keep))
         if error is not None:
             return Resolution(None, error)
         try:

@@ -11,10 +11,14 @@ cancellation ends its processes and propagates.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import anyio
 
+from ..agents._reading import UsageAsk, log_size, read_attempt_usage, usage_place
 from ..containment._folders import private_folder
 from ..executors._contract import Worker, WorkerContext
 from ..executors._local import close_pool
@@ -26,6 +30,7 @@ from ..records._clock import now_rfc3339
 from ..records._document import MissionDocument
 from ..records._journal import Journal
 from ..records._places import RHO_PATTERN, mission_worktrees
+from ..records._usage import AttemptUsage
 
 __all__ = ["StageRunner"]
 
@@ -70,8 +75,34 @@ class StageRunner:
         finally:
             await anyio.to_thread.run_sync(pool.release, worktree)
 
-    async def run(self, worker: Worker, context: WorkerContext) -> str | None:
-        """Run *worker* once on *context* under the feature timeout: None, or why it failed."""
+    async def run(
+        self,
+        worker: Worker,
+        context: WorkerContext,
+        usage: tuple[UsageAsk, Callable[[AttemptUsage], None]] | None = None,
+    ) -> str | None:
+        """Run *worker* once on *context* under the feature timeout: None, or why it failed.
+
+        With *usage* (what to read, and who keeps it), the run gets a ``$RHO_USAGE_FILE``, and
+        what it spent is handed on when it ended, a cancellation too.
+        """
+        if usage is None:
+            return await self._run(worker, context)
+        ask, keep = usage
+        name = context.feature.id
+        place = partial(usage_place, Path(self.mission.dir), name, ask)
+        usage_file = await anyio.to_thread.run_sync(place)
+        log_start = log_size(context.log_path)
+        try:
+            return await self._run(worker, replace(context, usage_file=usage_file))
+        finally:
+            with anyio.CancelScope(shield=True):
+                read = partial(read_attempt_usage, ask, usage_file, context.log_path, log_start)
+                record = await anyio.to_thread.run_sync(read)
+                if record is not None:
+                    keep(record)
+
+    async def _run(self, worker: Worker, context: WorkerContext) -> str | None:
         timeout = self.mission.config.task_timeout
         try:
             with anyio.move_on_after(timeout) as scope:

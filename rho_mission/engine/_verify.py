@@ -33,12 +33,14 @@ import anyio
 from graph import sha256_hex as digest
 
 from .._errors import MissionError
+from ..agents._reading import UsageAsk, usage_ask
 from ..containment._process import note_in_log
 from ..executors._contract import Worker, WorkerContext
 from ..records._clock import now_rfc3339
 from ..records._document import Feature, MissionDocument, Verification, VerificationStatus
 from ..records._journal import Journal
 from ..records._persist import save_mission
+from ..records._usage import AttemptUsage
 from ._stage_runner import StageRunner
 from ._stage_workers import StageObserver, StageRun, Stages, StageStatus
 
@@ -93,7 +95,12 @@ class JoinChecks:
         runner: StageRunner,
         observer: StageObserver,
         move_integration: MoveIntegration,
+        note_usage: Callable[[AttemptUsage], None] = lambda record: None,
+        budget_stop: Callable[[], str | None] = lambda: None,
     ) -> None:
+        # What a check or fix spent goes to note_usage; budget_stop says why no fix may start.
+        self.note_usage = note_usage
+        self.budget_stop = budget_stop
         self.mission = mission
         self.stages = stages
         self.journal = journal
@@ -140,6 +147,10 @@ class JoinChecks:
         run.error = await self._check(run)
         fix, most = self.stages.fix, self.stages.max_fix_attempts
         while run.error is not None and fix is not None and run.fixes < most:
+            stop = self.budget_stop()
+            if stop is not None:  # no fix starts: the verification fails, a resume fixes
+                run.fix_error = stop
+                break
             run.fixes += 1
             run.fix_error = await self._fix(run, fix)
             if run.fix_error is None:  # merged: check again (a failed fix changed nothing)
@@ -154,7 +165,9 @@ class JoinChecks:
         self._begin(stage, run.head)
         command = self.mission.config.verify_command
         feature = Feature(stage.name, f"verify wave {run.wave}", command=command)
-        error, _ = await self._stage(feature, run, run.checks, self.stages.verify, None)
+        number = self.mission.next_stage_attempt("verify", run.wave)
+        ask = UsageAsk("verify", number, required=False)  # a check is not an agent
+        error, _ = await self._stage(feature, run, run.checks, self.stages.verify, None, ask)
         status: StageStatus = "passed" if error is None else "failed"
         extra = {"head_sha256": digest(run.head)}
         self._end(replace(stage, status=status, error=error), extra)
@@ -167,7 +180,10 @@ class JoinChecks:
         command = self.mission.config.fix_command
         feature = Feature(stage.name, f"fix wave {run.wave}", command=command)
         verify_log = self.folder / stage_log(run.wave)
-        error, commit = await self._stage(feature, run, run.fixes, worker, verify_log)
+        config = self.mission.config
+        number = self.mission.next_stage_attempt("fix", run.wave)
+        ask = usage_ask(config, "fix", number, config.agent)  # a fix is the tasks' agent
+        error, commit = await self._stage(feature, run, run.fixes, worker, verify_log, ask)
         if error is None and commit is not None:
             error = await self._merge_fix(run, stage.name, commit)
         status: StageStatus = "completed" if error is None else "failed"
@@ -231,6 +247,7 @@ class JoinChecks:
         number: int,
         worker: Worker,
         verify_log: Path | None,
+        ask: UsageAsk,
     ) -> tuple[str | None, str | None]:
         """Run *worker* once on *feature*'s branch at the head: (error, commit of a fix)."""
         runner = self.runner
@@ -251,7 +268,8 @@ class JoinChecks:
             verify_log=verify_log,
         )
         try:
-            error = await runner.run(worker, context)
+            ask = replace(ask, wave=run.wave)
+            error = await runner.run(worker, context, (ask, self.note_usage))
             if error is not None or verify_log is None:
                 return error, None
             return await self._commit_fix(context, branch)

@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 
 from .._errors import FeatureResultError, MissionError, RefMovedError
+from ..agents._reading import UsageAsk, log_size, read_attempt_usage, usage_ask, usage_place
 from ..git._commit import WorktreeResult, commit_worktree
 from ..git._repo import GitRepo
 from ..git._worktrees import WorktreePool
@@ -46,10 +47,14 @@ async def attempt_in_pool(repo: GitRepo, pool: WorktreePool, attempt: Attempt) -
         found = await _after_failed_start(repo, branch, head, attempt)
         return AttemptResult(error=str(exc), branch_head=found)
     result: WorktreeResult | None = None
+    ask = usage_ask(attempt.mission.config, "task", attempt.number, attempt.mission.config.agent)
+    usage_file = await anyio.to_thread.run_sync(_usage_place, attempt, ask)
+    log_start = log_size(attempt.log_path)
     try:
-        outcome, result = await _work(repo, pool, worktree, attempt)
+        outcome, result = await _work(repo, pool, worktree, attempt, usage_file)
     finally:
         with anyio.CancelScope(shield=True):
+            await _note_usage(attempt, ask, usage_file, log_start)
             found = await _settle(repo, branch, head, attempt, result)
             spotless = result is not None and result.spotless
             left_at = result.branch_head if result is not None else None  # the worktree's HEAD
@@ -60,13 +65,27 @@ async def attempt_in_pool(repo: GitRepo, pool: WorktreePool, attempt: Attempt) -
     return AttemptResult(error=outcome, branch_head=found)
 
 
+def _usage_place(attempt: Attempt, ask: UsageAsk) -> Path | None:
+    return usage_place(Path(attempt.mission.dir), attempt.feature.id, ask)
+
+
+async def _note_usage(
+    attempt: Attempt, ask: UsageAsk, usage_file: Path | None, log_start: int
+) -> None:
+    """Read what the attempt spent (its usage file, else its output) and hand it on."""
+    read = partial(read_attempt_usage, ask, usage_file, attempt.log_path, log_start)
+    record = await anyio.to_thread.run_sync(read)
+    if record is not None:
+        attempt.note_usage(record)
+
+
 def _branch(feature: Feature) -> str:
     assert feature.branch is not None  # given by Mission.add_feature
     return feature.branch
 
 
 async def _work(
-    repo: GitRepo, pool: WorktreePool, worktree: Path, attempt: Attempt
+    repo: GitRepo, pool: WorktreePool, worktree: Path, attempt: Attempt, usage_file: Path | None
 ) -> tuple[Handoff | str, WorktreeResult | None]:
     """Run the worker, then commit what it left: its handoff, or the error text; and what the
     commit step found (None when it did not run or failed)."""
@@ -80,6 +99,8 @@ async def _work(
         log_path=attempt.log_path,
         on_process_start=attempt.on_process_start,
         replay=attempt.replay,
+        usage_file=usage_file,
+        budget_left_usd=attempt.budget_left_usd,
     )
     try:
         await attempt.ready()  # the feature's start is in the task store before its worker runs

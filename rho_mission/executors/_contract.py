@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     from ..records._document import Feature, Handoff, MissionDocument, WaveJoin
+    from ..records._usage import AttemptUsage
 
 __all__ = [
     "Attempt",
@@ -42,6 +43,9 @@ class WorkerContext:
     merge (``engine._resolve``) gets the conflicted feature, ``conflict_file`` its brief (JSON)
     and ``prompt_file`` the same for an agent (Markdown). ``replay`` is True for an attempt
     that runs a conflicted feature's task again from the joined head (``--replay-conflicts``).
+    ``usage_file`` is where the attempt may write what it spent (``$RHO_USAGE_FILE``,
+    ``rho.usage/v1``; None: nowhere), ``budget_left_usd`` what is left of the mission's dollar
+    budget when it started (None: no dollar budget).
     """
 
     mission: MissionDocument
@@ -58,6 +62,8 @@ class WorkerContext:
     plan_file: Path | None = None
     conflict_file: Path | None = None
     replay: bool = False
+    usage_file: Path | None = None
+    budget_left_usd: float | None = None
 
 
 # Strings for the interpreter (Handoff is named for the type checker only), unions for mypy.
@@ -78,6 +84,10 @@ async def _nothing_to_wait_for() -> None:
     """The ``ready`` of an attempt made without one: the worker may run at once."""
 
 
+def _usage_unwanted(record: AttemptUsage) -> None:
+    """The ``note_usage`` of an attempt made without one: its usage is not kept."""
+
+
 @dataclass(frozen=True)
 class Attempt:
     """One try of one feature, as the coordinator asks an executor for it.
@@ -89,6 +99,8 @@ class Attempt:
     store, so an agent that asks the store sees its task in progress; an executor gets the
     worktree ready first, while the store is written. ``replay``: the attempt runs the task
     again after its merge conflicted (its worker sees ``WorkerContext.replay``).
+    ``note_usage(record)`` is called once the attempt ended, with what it spent, even when a
+    cancellation ended it; ``budget_left_usd`` is passed on to its worker.
     """
 
     mission: MissionDocument
@@ -102,6 +114,8 @@ class Attempt:
     note_ref: Callable[[str, str, str], None]
     ready: Callable[[], Awaitable[None]] = _nothing_to_wait_for
     replay: bool = False
+    note_usage: Callable[[AttemptUsage], None] = _usage_unwanted
+    budget_left_usd: float | None = None
 
 
 @dataclass(frozen=True)

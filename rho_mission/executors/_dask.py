@@ -26,6 +26,7 @@ from .._errors import DaskUnavailableError, InvalidMissionError, MissionError
 from ..containment._process import open_log
 from ..git._repo import GitRepo
 from ..records._document import Handoff, MissionDocument
+from ..records._usage import AttemptUsage
 from ._contract import Attempt, AttemptResult
 from ._dasklog import DaskLog
 from ._remote import (
@@ -137,6 +138,7 @@ class DaskExecutor:
             worker=attempt.worker,
             token=token,
             replay=attempt.replay,
+            budget_left_usd=attempt.budget_left_usd,
         )
         key = f"rho-mission-{self._mission_id}-{feature.id}-{attempt.number}-{token[:8]}"
         await attempt.ready()  # the worker runs as soon as the task is submitted
@@ -166,6 +168,8 @@ class DaskExecutor:
         except Exception as exc:  # the cluster's failures: a lost worker, a closed connection
             return f"dask: {type(exc).__name__}: {exc}".rstrip(": ")
         _write_log(attempt.log_path, outcome.log)
+        if outcome.usage is not None:  # read there, from the worker's copy of the log
+            attempt.note_usage(AttemptUsage.model_validate(outcome.usage))
         return outcome.error if outcome.error is not None else outcome
 
     async def _adopt(self, attempt: Attempt, outcome: RemoteOutcome) -> AttemptResult:

@@ -16,6 +16,7 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from ..git._repo import GitRepo
 from ..git._worktrees import WorktreePool
 from ..records._document import MissionDocument
 from ..records._places import integration_branch
+from ..records._usage import AttemptUsage
 from ._attempt import attempt_in_pool
 from ._contract import Attempt, Worker
 
@@ -65,17 +67,20 @@ class RemoteAttempt:
     worker: Worker
     token: str
     replay: bool = False
+    budget_left_usd: float | None = None
 
 
 @dataclass(frozen=True)
 class RemoteOutcome:
-    """What comes back: the handoff as data (None on failure), the error, the log, the host."""
+    """What comes back: the handoff as data (None on failure), the error, the log, the host,
+    and what the attempt spent (an ``AttemptUsage`` as data; None: nothing recorded)."""
 
     handoff: dict[str, Any] | None
     error: str | None
     log: bytes
     host: str
     seconds: float
+    usage: dict[str, Any] | None = None
 
 
 def integration_ref(mission_id: str) -> str:
@@ -94,16 +99,19 @@ def run_remote_attempt(spec: RemoteAttempt) -> RemoteOutcome:
     root = _worker_folder()
     mission = MissionDocument.model_validate(spec.mission)
     scratch = root / "missions" / f"{mission.id}-{spec.token[:12]}"
+    spent: list[AttemptUsage] = []  # what the attempt's usage was read as, once it ended
     try:
         repo = GitRepo.open(_cache_clone(root, spec.remote))
         _fetch_start(repo, spec.remote, mission.id, spec.base_commit)
         mission.dir = str(scratch / "mission")
-        handoff, error = anyio.run(_attempt, spec, mission, repo, scratch)
+        handoff, error = anyio.run(_attempt, spec, mission, repo, scratch, spent)
     except MissionError as exc:
         handoff, error = None, f"on dask worker {socket.gethostname()}: {exc}"
     log = _read_log(scratch / "mission" / "logs" / f"{spec.feature_id}.log")
     _remove(scratch)
-    return RemoteOutcome(handoff, error, log, socket.gethostname(), time.monotonic() - started)
+    usage = spent[-1].model_dump(mode="json") if spent else None
+    host, seconds = socket.gethostname(), time.monotonic() - started
+    return RemoteOutcome(handoff, error, log, host, seconds, usage)
 
 
 def attempt_marker(token: str) -> str:
@@ -176,14 +184,19 @@ def _fetch_start(repo: GitRepo, remote: str, mission_id: str, base: str) -> None
 
 
 async def _attempt(
-    spec: RemoteAttempt, mission: MissionDocument, repo: GitRepo, scratch: Path
+    spec: RemoteAttempt,
+    mission: MissionDocument,
+    repo: GitRepo,
+    scratch: Path,
+    spent: list[AttemptUsage],
 ) -> tuple[dict[str, Any] | None, str | None]:
     feature = mission.feature(spec.feature_id)
     assert feature.branch is not None  # given by Mission.add_feature
     (scratch / "mission" / "logs").mkdir(mode=0o700, parents=True)
     pool = WorktreePool(repo, scratch / "worktrees", mission.id, keep=False)
     try:
-        result = await attempt_in_pool(repo, pool, _local_attempt(spec, mission, repo, scratch))
+        attempt = _local_attempt(spec, mission, repo, scratch, spent.append)
+        result = await attempt_in_pool(repo, pool, attempt)
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(pool.close)
@@ -196,7 +209,11 @@ async def _attempt(
 
 
 def _local_attempt(
-    spec: RemoteAttempt, mission: MissionDocument, repo: GitRepo, scratch: Path
+    spec: RemoteAttempt,
+    mission: MissionDocument,
+    repo: GitRepo,
+    scratch: Path,
+    note_usage: Callable[[AttemptUsage], None],
 ) -> Attempt:
     feature = mission.feature(spec.feature_id)
     assert feature.branch is not None
@@ -211,6 +228,8 @@ def _local_attempt(
         on_process_start=lambda pgid: None,
         note_ref=lambda ref, commit, why: None,
         replay=spec.replay,
+        note_usage=note_usage,
+        budget_left_usd=spec.budget_left_usd,
     )
 
 

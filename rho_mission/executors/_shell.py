@@ -36,6 +36,7 @@ __all__ = [
     "SUBJECT_ENV_LIMIT",
     "run_in_worktree",
     "shell_worker",
+    "usage_variables",
     "worker_environment",
     "write_prompt",
 ]
@@ -89,6 +90,7 @@ async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str])
         await anyio.to_thread.run_sync(_detach_head, ctx.worktree)
         env = sandbox_environ({**env, "TMPDIR": "/tmp"}, config.sandbox_env)
         quarantine = await anyio.to_thread.run_sync(_quarantine_for, ctx.worktree)
+    env = {**env, **usage_variables(ctx)}
     cgroup = new_cgroup()
     try:
         wrapper = task_wrapper(
@@ -121,6 +123,17 @@ async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str])
                 await anyio.to_thread.run_sync(discard, quarantine)
 
 
+def usage_variables(ctx: WorkerContext) -> dict[str, str]:
+    """``RHO_USAGE_FILE`` (where the attempt may write what it spent) and, under a dollar
+    budget, ``RHO_BUDGET_LEFT_USD`` (claude's profile passes it on as ``--max-budget-usd``)."""
+    variables = {}
+    if ctx.usage_file is not None:
+        variables["RHO_USAGE_FILE"] = str(ctx.usage_file)
+    if ctx.budget_left_usd is not None:
+        variables["RHO_BUDGET_LEFT_USD"] = f"{ctx.budget_left_usd:.4f}"
+    return variables
+
+
 def _quarantine_for(worktree: Path) -> Quarantine:
     # In the repository's git dir (read-only to tasks): per repository, so that a Dask
     # worker's cache clone has its own.
@@ -134,7 +147,9 @@ def _place(ctx: WorkerContext, env: dict[str, str]) -> TaskPlace:
     shown = [Path(path) for path in (env.get(name) for name in _READABLE) if path]
     home = Path(env["HOME"]) if env.get("HOME") else None
     allowed = tuple(Path(path) for path in ctx.mission.config.sandbox_allow)
-    return TaskPlace(ctx.worktree, repo, hidden, shown, home, allowed)
+    # The attempt's usage folder, in the hidden mission folder, is its to write.
+    writable = () if ctx.usage_file is None else (ctx.usage_file.parent,)
+    return TaskPlace(ctx.worktree, repo, hidden, shown, home, allowed, writable)
 
 
 def _detach_head(worktree: Path) -> None:

@@ -182,6 +182,9 @@ class Tools:
                 "completed": sum(f.status == "completed" for f in m.features),
                 "started_at": m.started_at,
                 "completed_at": m.completed_at,
+                # What its attempts spent (None: nothing recorded), and a budget's stop.
+                "usage": m.usage.model_dump(mode="json") if m.usage else None,
+                "budget_stop": m.budget_stop,
             }
             for m in list_missions(self._repo())
         ]
@@ -190,7 +193,8 @@ class Tools:
     @_tool_errors
     def mission_show(self, mission: str) -> dict[str, Any]:
         """A mission (an id, a unique prefix, or 'latest'): its status, waves, joins, and each
-        feature's status, error and, when its merge conflicted, what came of that."""
+        feature's status, error, what it spent and, when its merge conflicted, what came of
+        that; the mission's spend and budgets."""
         found = self._mission(mission)
         from ..mission._mission import mission_state
 
@@ -206,9 +210,17 @@ class Tools:
                     "attempts": f.attempts,
                     "error": f.error,
                     "conflict": f.conflict.model_dump(mode="json") if f.conflict else None,
+                    "usage": f.usage.model_dump(mode="json") if f.usage else None,
                 }
                 for f in found.features
             ],
+            "usage": found.usage.model_dump(mode="json") if found.usage else None,
+            "budget": {
+                "usd": found.config.budget_usd,
+                "tokens": found.config.budget_tokens,
+                "hard": found.config.budget_hard,
+                "stop": found.budget_stop,
+            },
             "wave_joins": [j.model_dump(mode="json") for j in found.wave_joins],
             "held": [h.model_dump(mode="json") for h in found.held],
         }

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -32,6 +33,7 @@ from taskstore import (
 from taskstore._plan import MAX_PLAN_BYTES
 
 from .._errors import FeatureFailedError, MissionError, PlanningFailedError, quote
+from ..agents._reading import log_size, read_attempt_usage, usage_ask, usage_place
 from ..containment._environ import child_environ
 from ..containment._folders import open_unfollowed, private_folder
 from ..containment._mission_processes import end_mission_processes
@@ -111,6 +113,8 @@ async def shell_planner(ctx: WorkerContext) -> None:
             "RHO_BASE_COMMIT": ctx.base_commit,
             "RHO_ATTEMPT": str(ctx.attempt),
             "RHO_PROMPT_FILE": str(ctx.prompt_file),
+            # The same file under the tasks' name: an agent profile's line reads it there.
+            "RHO_TASK_PROMPT_FILE": str(ctx.prompt_file),
             "RHO_PLAN_FILE": str(ctx.plan_file),
         }
     )
@@ -216,6 +220,25 @@ async def _call(
     )
     text = mission.prompt + _PLAN_INSTRUCTIONS.format(worktree=worktree)
     context.prompt_file = write_prompt(context, text)
+    config = mission.config
+    ask = usage_ask(config, "plan", mission.next_stage_attempt("plan", None), config.planner_agent)
+    context.usage_file = await anyio.to_thread.run_sync(usage_place, folder, PLAN_ID, ask)
+    log_start = log_size(context.log_path)
+    try:
+        return await _planned(mission, planner, context, worktree)
+    finally:
+        with anyio.CancelScope(shield=True):
+            read = partial(read_attempt_usage, ask, context.usage_file, context.log_path, log_start)
+            record = await anyio.to_thread.run_sync(read)
+            if record is not None:  # saved with the planning's end
+                mission.record_stage_usage(record)
+                mission.usage = mission.total_usage()
+
+
+async def _planned(
+    mission: MissionDocument, planner: Planner, context: WorkerContext, worktree: Path
+) -> PlanDocument | Mapping[str, Any] | bytes:
+    """Run *planner* under the mission's limits: what it returned or wrote."""
     # A task's time limit, and the mission's: planning is part of the mission.
     limits = [t for t in (mission.config.task_timeout, mission.config.timeout) if t is not None]
     timeout = min(limits) if limits else None

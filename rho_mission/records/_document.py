@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._places import mission_ref_prefix
+from ._usage import AttemptUsage, UsageTotal, add_usage, sum_usage
 
 if TYPE_CHECKING:
     from taskstore import Task
@@ -142,6 +143,10 @@ class Feature(BaseModel):
     log: str | None = None
     # Set when its merge at a join conflicted (see ``Conflict``).
     conflict: Conflict | None = None
+    # What its attempts spent (``records._usage``): their sum, and each attempt's record (its
+    # task attempts and its resolver's), one per attempt; None and empty until one is read.
+    usage: UsageTotal | None = None
+    attempt_usage: list[AttemptUsage] = Field(default_factory=list)
 
     def __init__(
         self, id: str, description: str = "", expected_behavior: str = "", **data: Any
@@ -160,6 +165,21 @@ class Feature(BaseModel):
         if self.status != "completed" or self.handoff is None:
             return None
         return self.handoff.commit_id
+
+    def record_usage(self, record: AttemptUsage) -> None:
+        """Keep *record* as the usage of its attempt (replacing one read before), and the sum."""
+        kept = [r for r in self.attempt_usage if r.key != record.key]
+        self.attempt_usage = sorted([*kept, record], key=_usage_order)
+        self.usage = sum_usage(self.attempt_usage)
+
+    def next_usage_attempt(self, stage: str) -> int:
+        """The number of the next attempt of *stage* to record (its resolver's: counted over
+        every run, as its task attempts are)."""
+        return 1 + sum(1 for record in self.attempt_usage if record.stage == stage)
+
+
+def _usage_order(record: AttemptUsage) -> tuple[str, int, int]:
+    return record.key
 
 
 VerificationStatus = Literal["skipped", "running", "passed", "failed", "cancelled"]
@@ -216,6 +236,8 @@ class WaveJoin(BaseModel):
     completed_at: str
     summary: str
     verification: Verification = Field(default_factory=Verification)
+    # What its features' attempts (every run of them) and its checks spent.
+    usage: UsageTotal | None = None
 
 
 class HeldTask(BaseModel):
@@ -337,6 +359,16 @@ class MissionConfig(BaseModel):
     # again from the joined head (0: a conflict fails the feature).
     resolve_command: str | None = None
     replay_conflicts: int = Field(default=0, ge=0, le=100)
+    # Agents by name (``agents``): the profiles whose usage readers read the output of the
+    # tasks (and fixes), the planner and the resolver.
+    agent: str | None = None
+    planner_agent: str | None = None
+    resolve_agent: str | None = None
+    # Budgets (``engine._budget``): no attempt starts once the recorded spend reaches one;
+    # with ``budget_hard`` running attempts are stopped too.
+    budget_usd: float | None = Field(default=None, gt=0)
+    budget_tokens: int | None = Field(default=None, gt=0)
+    budget_hard: bool = False
     # The git remote a run on a Dask cluster pushed the mission's branches to (set by the
     # executor): ``rho mission clean`` deletes them there too.
     remote: str | None = None
@@ -370,6 +402,14 @@ class MissionDocument(BaseModel):
     # ``rho mission clean`` took the mission's branches and worktrees back.
     merges: list[MergeRecord] = Field(default_factory=list)
     cleaned_at: str | None = None
+    # What every attempt of the mission spent (``records._usage``), and why the last run
+    # stopped before its work was done when a budget stopped it (``budget reached: ...``).
+    usage: UsageTotal | None = None
+    budget_stop: str | None = None
+    # The usage of the attempts of no feature: the planner's, the joins' checks and fixes
+    # (each with its wave), every run's (a check records one only when it wrote
+    # ``$RHO_USAGE_FILE``).
+    stage_usage: list[AttemptUsage] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _refs_inside_the_mission(self) -> Self:
@@ -384,6 +424,23 @@ class MissionDocument(BaseModel):
             if feature.branch is not None and feature.branch != prefix + feature.id:
                 raise ValueError(f"the branch of feature {feature.id} must be {prefix}{feature.id}")
         return self
+
+    def total_usage(self) -> UsageTotal | None:
+        """What every recorded attempt spent: the features', the planner's, the joins' checks
+        and fixes (None: nothing recorded)."""
+        totals = [feature.usage for feature in self.features if feature.usage is not None]
+        if self.stage_usage:
+            totals.append(sum_usage(self.stage_usage))
+        return add_usage(*totals) if totals else None
+
+    def record_stage_usage(self, record: AttemptUsage) -> None:
+        """Keep *record* as the usage of its stage attempt (replacing one read before)."""
+        kept = [r for r in self.stage_usage if r.key != record.key]
+        self.stage_usage = sorted([*kept, record], key=_usage_order)
+
+    def next_stage_attempt(self, stage: str, wave: int | None) -> int:
+        """The number of the next attempt of *stage* (of *wave*) to record, over every run."""
+        return 1 + sum(1 for r in self.stage_usage if r.stage == stage and r.wave == wave)
 
     def feature(self, feature_id: str) -> Feature:
         """The feature with id *feature_id*.

@@ -409,6 +409,11 @@ def _mission_key(mission: MissionDocument) -> tuple[object, ...]:
         mission.base_commit,
         mission.integration_branch,
         None if mission.planning is None else mission.planning.model_dump_json(),
+        mission.usage,
+        mission.budget_stop,
+        mission.config.budget_usd,
+        mission.config.budget_tokens,
+        mission.config.budget_hard,
     )
 
 

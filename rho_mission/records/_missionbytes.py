@@ -39,7 +39,7 @@ _Name = TypeVar("_Name", str, int)
 _INDENT = "    "
 # The fields of a feature and of a join, read by name from the model's ``__dict__`` (where
 # pydantic keeps them): those holding a model are read apart, as tuples of that model's fields.
-_HELD_APART = ("handoff", "conflict")
+_HELD_APART = ("handoff", "conflict", "attempt_usage")
 _feature_fields = itemgetter(*(name for name in Feature.model_fields if name not in _HELD_APART))
 _handoff_fields = itemgetter(*Handoff.model_fields)
 _conflict_fields = itemgetter(*Conflict.model_fields)
@@ -54,12 +54,12 @@ _join_lists = itemgetter(
 def feature_key(feature: Feature) -> FeatureKey:
     """Every field of *feature* as values that cannot change: equal keys, equal features.
 
-    ``(id, blockers, handoff, conflict, *the other fields)``: the blockers are also copied into
-    a tuple and the handoff and the conflict each stand as a tuple of their fields (their lists
-    copied too), so that a list changed in place, or a handoff edited in place, never changes a
-    key already kept, and two equal handoffs compare without pydantic's ``__eq__``. The fields
-    are read by name from the model's ``__dict__``: a third of the cost of reading each
-    attribute.
+    ``(id, blockers, handoff, conflict, attempts' usage, *the other fields)``: the blockers and
+    the usage records (frozen) are also copied into tuples, and the handoff and the conflict
+    each stand as a tuple of their fields (their lists copied too), so that a list changed
+    in place, or a handoff edited in place, never changes a key already kept, and two equal
+    handoffs compare without pydantic's ``__eq__``. The fields are read by name from the
+    model's ``__dict__``: a third of the cost of reading each attribute.
     """
     values = feature.__dict__
     handoff = values["handoff"]
@@ -69,7 +69,9 @@ def feature_key(feature: Feature) -> FeatureKey:
     met = values["conflict"]
     if met is not None:
         met = (*_conflict_fields(met.__dict__), tuple(met.paths), tuple(met.with_))
-    return (values["id"], tuple(values["blocked_by"]), kept, met, *_feature_fields(values))
+    used = tuple(values["attempt_usage"])  # frozen records: the tuple cannot change
+    blockers = tuple(values["blocked_by"])
+    return (values["id"], blockers, kept, met, used, *_feature_fields(values))
 
 
 def key_blockers(key: FeatureKey) -> tuple[str, ...]:
@@ -80,8 +82,8 @@ def key_blockers(key: FeatureKey) -> tuple[str, ...]:
 
 
 # Where a `feature_key` holds the feature's end (``completed_at``): after id, blockers, handoff,
-# conflict.
-_END_AT = 4 + [name for name in Feature.model_fields if name not in _HELD_APART].index(
+# conflict, attempts' usage.
+_END_AT = 5 + [name for name in Feature.model_fields if name not in _HELD_APART].index(
     "completed_at"
 )
 

@@ -1,13 +1,14 @@
 """A mission in a few words, for the lists (``rho mission list``, the page's list): what it is
-about and where it was merged; and a feature's conflicted merge, for the progress lines and
-``show``. The standard library only: the CLI's quick lane reads
-mission.json as plain JSON and imports this."""
+about and where it was merged; a feature's conflicted merge, for the progress lines and
+``show``; what attempts spent (a ``UsageTotal`` as mission.json holds it), for every view.
+The standard library only: the CLI's quick lane reads mission.json as plain JSON and imports
+this."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["conflict_words", "merged_words", "what_words"]
+__all__ = ["conflict_words", "dollars", "merged_words", "usage_cell", "usage_words", "what_words"]
 
 # Characters of a mission's "what" a list row shows.
 WHAT_WIDTH = 48
@@ -46,3 +47,59 @@ def conflict_words(paths: Sequence[object], met: Sequence[object]) -> str:
     met (none: the work already on the integration branch)."""
     whom = ", ".join(map(str, met)) or "the integration branch"
     return f"merge conflict in {', '.join(map(str, paths)) or '-'} with {whom}"
+
+
+def dollars(amount: float) -> str:
+    """*amount* as people read a price: ``$4.12``; below a dime, four decimals (``$0.0042``)."""
+    return f"${amount:.2f}" if amount >= 0.1 or amount == 0 else f"${amount:.4f}"
+
+
+def _count(number: int) -> str:
+    # 1234 -> "1.2k", 2_500_000 -> "2.5M": a view's width; the exact count is in --json.
+    if number >= 1_000_000:
+        return f"{number / 1_000_000:.1f}M"
+    if number >= 10_000:
+        return f"{number / 1000:.0f}k"
+    if number >= 1000:
+        return f"{number / 1000:.1f}k"
+    return str(number)
+
+
+def _number(total: Mapping[str, object], name: str) -> float | None:
+    value = total.get(name)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def usage_words(total: object) -> str | None:
+    """What a ``UsageTotal`` (as JSON) says, in one phrase: ``$0.42, 12k in / 1.5k out``, then
+    ``, 1 unknown`` for the attempts whose usage could not be read; None when nothing was
+    recorded (or *total* is not one: the quick lane checks no optional field)."""
+    if not isinstance(total, Mapping) or not _number(total, "attempts"):
+        return None
+    parts = []
+    cost = _number(total, "cost_usd")
+    if cost is not None:
+        parts.append(dollars(cost))
+    read, wrote = _number(total, "input_tokens"), _number(total, "output_tokens")
+    if read is not None or wrote is not None:
+        parts.append(f"{_count(int(read or 0))} in / {_count(int(wrote or 0))} out")
+    unknown = int(_number(total, "unknown") or 0)
+    if unknown:
+        parts.append(f"{unknown} unknown" if parts else "unknown")
+    return ", ".join(parts) if parts else "nothing reported"
+
+
+def usage_cell(total: object) -> str:
+    """A table cell of what a ``UsageTotal`` (as JSON) says: its cost, else its tokens, else
+    ``?`` (only unknown attempts), else nothing."""
+    if not isinstance(total, Mapping) or not _number(total, "attempts"):
+        return ""
+    cost = _number(total, "cost_usd")
+    read, wrote = _number(total, "input_tokens"), _number(total, "output_tokens")
+    cell = dollars(cost) if cost is not None else ""
+    if not cell and (read is not None or wrote is not None):
+        cell = f"{_count(int((read or 0) + (wrote or 0)))} tok"
+    unknown = int(_number(total, "unknown") or 0)
+    return cell + ("+?" if cell and unknown else "") if cell else ("?" if unknown else "")

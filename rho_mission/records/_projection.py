@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from taskstore import Task
 
     from ._document import Conflict, Feature, MissionDocument, WaveJoin
+    from ._usage import UsageTotal
 
 __all__ = [
     "feature_link_facts",
@@ -129,7 +130,63 @@ def mission_facts(
             correlation_id=mission.id,
             causation_id=created_event,
         )
+    _budget_node(builder, mission, root, latest)
     return root
+
+
+def _budget_node(builder: GraphBuilder, mission: MissionDocument, root: Ref, latest: str) -> None:
+    """The budget decision of a run a budget stopped: an ``operations`` node the mission
+    ``produced``, numbers and the reason's digest only."""
+    reason = mission.budget_stop
+    if reason is None:
+        return
+    config, spent = mission.config, mission.usage
+    numbers = {
+        "budget_microusd": _micro(config.budget_usd),
+        "budget_tokens": config.budget_tokens,
+        "spent_microusd": _micro(spent.cost_usd if spent is not None else None),
+        "spent_tokens": spent.tokens if spent is not None else None,
+    }
+    node = builder.node(
+        f"rho/budget/{mission.id}",
+        "operations",
+        {
+            "entity_type": "budget_decision",
+            "decision": "stop",
+            "hard": config.budget_hard,
+            "reason_sha256": sha256_hex(reason),
+            **{k: v for k, v in numbers.items() if v is not None},
+        },
+        created_at=mission.completed_at or latest,
+    ).ref
+    builder.edge(
+        f"rho/edge/mission/{mission.id}/produced-budget-decision",
+        "produced",
+        root,
+        node,
+        created_at=mission.completed_at or latest,
+    )
+
+
+def _micro(dollars: float | None) -> int | None:
+    # Graph attributes hold no fractions: dollars as whole micro-dollars.
+    return None if dollars is None else round(dollars * 1_000_000)
+
+
+def usage_attributes(total: UsageTotal | None) -> dict[str, str | int | bool]:
+    """What attempts spent, as a node's attributes (only where something was recorded: the
+    graphs of missions without usage stay as they were); cost in micro-dollars."""
+    if total is None or total.attempts == 0:
+        return {}
+    numbers = {
+        "usage_cost_microusd": _micro(total.cost_usd),
+        "usage_input_tokens": total.input_tokens,
+        "usage_output_tokens": total.output_tokens,
+        "usage_cached_input_tokens": total.cached_input_tokens,
+        "usage_attempt_count": total.attempts,
+        "usage_unknown_count": total.unknown,
+    }
+    return {k: v for k, v in numbers.items() if v is not None}
 
 
 def mission_scope(mission: MissionDocument, repository_id: str | None = None) -> Scope:
@@ -188,6 +245,7 @@ def _mission_attributes(mission: MissionDocument) -> dict[str, str | int]:
         "base_commit_sha256": sha256_hex(mission.base_commit),
         "integration_branch_sha256": sha256_hex(mission.integration_branch),
         **_planning_attributes(mission),
+        **usage_attributes(mission.usage),
     }
 
 
@@ -277,6 +335,10 @@ def _feature_attributes(feature: Feature, wave: int) -> dict[str, str | int | bo
             attributes["tests_passed"] = feature.handoff.tests_passed
     if feature.conflict is not None:
         attributes.update(_conflict_attributes(feature.conflict))
+    attributes.update(usage_attributes(feature.usage))
+    models = sorted({r.model for r in feature.attempt_usage if r.model})
+    if models:  # the model's name as a digest: a deployment's name may say whose it is
+        attributes["usage_model_sha256"] = sha256_hex("\0".join(models))
     for key, value in optional.items():
         if value:
             attributes[f"{key}_sha256"] = sha256_hex(value)
@@ -324,6 +386,7 @@ def _wave_node(
             "cancelled_count": len(join.cancelled_ids),
             "blocked_count": len(join.blocked_ids),
             **_conflicted_count(join),
+            **usage_attributes(join.usage),
         },
         created_at=join.started_at,
         effective_at=join.completed_at,

@@ -25,8 +25,19 @@ __all__ = ["REPORT_TAIL_LINES", "report_html", "report_payload"]
 REPORT_TAIL_LINES = 20
 # ``held``: ids, statuses and rho's own words for why (``mission._selection``), like the
 # features' ids.
-_MISSION_KEYS = ("schema_version", "id", "status", "started_at", "completed_at", "waves", "held")
-_FEATURE_KEYS = ("id", "status", "attempts", "started_at", "completed_at", "blocked_by")
+# What attempts spent ("usage", numbers only) and a budget's stop (rho's own words and numbers).
+_MISSION_KEYS = (
+    "schema_version",
+    "id",
+    "status",
+    "started_at",
+    "completed_at",
+    "waves",
+    "held",
+    "usage",
+    "budget_stop",
+)
+_FEATURE_KEYS = ("id", "status", "attempts", "started_at", "completed_at", "blocked_by", "usage")
 # Errors the engine writes itself, which quote nothing of a task (see _process.describe and
 # _shell): shown in every report.
 _OWN_ERROR = re.compile(
@@ -35,6 +46,7 @@ _OWN_ERROR = re.compile(
 )
 _OWN_SUMMARY = re.compile(r"\d+ file\(s\) changed|no changes")
 _JOIN_KEYS = (
+    "usage",
     "wave",
     "feature_ids",
     "completed_ids",

@@ -72,6 +72,30 @@ const RhoRender = (function () {
     };
   }
 
+  // What attempts spent (a UsageTotal of mission.json), as the CLI says it: "$0.42, 12k in /
+  // 1.5k out, 1 unknown"; null when nothing was recorded.
+  function dollars(amount) {
+    return "$" + (amount >= 0.1 || amount === 0 ? amount.toFixed(2) : amount.toFixed(4));
+  }
+
+  function tokens(count) {
+    if (count >= 1e6) return (count / 1e6).toFixed(1) + "M";
+    if (count >= 1e4) return Math.round(count / 1000) + "k";
+    if (count >= 1000) return (count / 1000).toFixed(1) + "k";
+    return String(count);
+  }
+
+  function usageText(total) {
+    if (!total || !total.attempts) return null;
+    const parts = [];
+    if (typeof total.cost_usd === "number") parts.push(dollars(total.cost_usd));
+    if (typeof total.input_tokens === "number" || typeof total.output_tokens === "number") {
+      parts.push(tokens(total.input_tokens || 0) + " in / " + tokens(total.output_tokens || 0) + " out");
+    }
+    if (total.unknown) parts.push(parts.length ? total.unknown + " unknown" : "unknown");
+    return parts.length ? parts.join(", ") : "nothing reported";
+  }
+
   function shownStatus(feature, stopped) {
     if (feature.status !== "pending") return feature.status;
     if (stopped.blocked.has(feature.id)) return "blocked";
@@ -134,6 +158,9 @@ const RhoRender = (function () {
         counts(mission),
       ].filter(Boolean).join(" · ") }));
     if (typeof mission.prompt === "string") box.append(el("p", { class: "meta", text: "prompt: " + mission.prompt }));
+    const spent = usageText(mission.usage);
+    if (spent) box.append(el("p", { class: "meta usage", text: "usage: " + spent }));
+    if (mission.budget_stop) box.append(el("p", { class: "meta budget", text: "stopped: " + mission.budget_stop }));
     if (!view.text) {
       box.append(el("p", { class: "note", text:
         "Prompts, descriptions, commands and logs are left out of this report " +
@@ -192,7 +219,8 @@ const RhoRender = (function () {
         ? el("p", { class: "deps", text: "depends on " + feature.blocked_by.join(", ") }) : null,
       feature.error && (status === "failed" || status === "cancelled")
         ? el("p", { class: "error", text: "error: " + feature.error }) : null,
-      feature.conflict ? conflictLine(feature.conflict) : null);
+      feature.conflict ? conflictLine(feature.conflict) : null,
+      usageText(feature.usage) ? el("p", { class: "meta usage", text: "usage: " + usageText(feature.usage) }) : null);
   }
 
   // What came of a feature's conflicted merge at its join (mission.json's "conflict").

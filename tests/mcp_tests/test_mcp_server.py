@@ -223,7 +223,8 @@ async def test_mcp_and_cli_writers_on_one_store_lose_nothing(repo: Path) -> None
 
 
 async def test_missions_read_through_the_tools(repo: Path) -> None:
-    assert rho(repo, "task", "add", "ok", "--command", "echo ok > ok.txt").returncode == 0
+    spent = 'echo \'{"cost_usd": 0.5, "output_tokens": 9}\' > "$RHO_USAGE_FILE"; echo ok > ok.txt'
+    assert rho(repo, "task", "add", "ok", "--command", spent).returncode == 0
     assert rho(repo, "task", "add", "bad", "--command", "echo broke; exit 3").returncode == 0
     assert rho(repo, "mission", "--from-tasks").returncode == 1
     mission = json.loads(rho(repo, "mission", "list", "--json").stdout)["missions"][0]["id"]
@@ -242,6 +243,13 @@ async def test_missions_read_through_the_tools(repo: Path) -> None:
         "task_2": "command failed: exit code 3",
     }
     assert log == {"mission": mission, "task": "task_2", "lines": ["broke"]}
+    # What it spent, per task and in all (the task's $RHO_USAGE_FILE), in both tools.
+    by_id = {f["id"]: f for f in shown["features"]}
+    assert by_id["task_1"]["usage"]["cost_usd"] == 0.5
+    assert by_id["task_2"]["usage"] is None
+    assert shown["usage"]["output_tokens"] == 9
+    assert shown["budget"] == {"usd": None, "tokens": None, "hard": False, "stop": None}
+    assert listed["missions"][0]["usage"]["cost_usd"] == 0.5
     assert (
         unknown == rho(repo, "mission", "show", "ffffffff").stderr.removeprefix("error: ").strip()
     )

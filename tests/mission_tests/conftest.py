@@ -144,3 +144,17 @@ def marks(tmp_path: Path) -> Path:
     folder = tmp_path / "marks"
     folder.mkdir()
     return folder
+
+
+AGENT_STAND_IN = Path(__file__).resolve().parents[2] / "examples" / "agents" / "stand-in-agent.sh"
+
+
+@pytest.fixture
+def agents_path(tmp_path: Path) -> dict[str, str]:
+    """An environment whose PATH finds the stand-in as ``claude``, ``codex``, ``gemini`` and
+    ``aider``."""
+    folder = tmp_path / "agents-bin"
+    folder.mkdir()
+    for name in ("claude", "codex", "gemini", "aider"):
+        (folder / name).symlink_to(AGENT_STAND_IN)
+    return {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}

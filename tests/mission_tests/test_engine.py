@@ -338,6 +338,7 @@ async def test_a_failed_feature_stops_the_mission_after_its_join(repo_path: Path
         "not_run_ids": [],
         "conflicted_ids": [],
         "summary": "wave 1 joined 2 feature(s), 1 completed, 1 failed, 3 downstream blocked",
+        "usage": None,  # library workers that wrote no $RHO_USAGE_FILE: nothing recorded
     }
     assert [mission.feature(i).status for i in "cde"] == ["pending"] * 3
     assert mission.status == "partial"

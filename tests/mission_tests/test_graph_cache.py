@@ -45,6 +45,7 @@ from rho_mission.records._missionbytes import (
 )
 from rho_mission.records._persist import save_mission
 from rho_mission.records._projection import mission_graph
+from rho_mission.records._usage import AttemptUsage, UsageTotal
 from taskstore import stage_atomic, write_atomic
 
 from ._helpers import ScriptedWorker, fails
@@ -407,11 +408,24 @@ def test_every_field_of_a_feature_is_in_its_key() -> None:
         "completed_at": "2026-11-30T09:00:00.000Z",
         "log": "logs/other.log",
         "conflict": Conflict(paths=["x"], with_=["f1"]),
+        "usage": UsageTotal(cost_usd=0.5, attempts=1),
+        "attempt_usage": [AttemptUsage(attempt=1, source="usage_file", cost_usd=0.5)],
     }
     assert sorted(changed) == sorted(Feature.model_fields), "a new field: add it here"
     for name, value in changed.items():
         other = base.model_copy(update={name: value})
         assert feature_key(other) != feature_key(base), name
+
+
+def test_usage_recorded_in_place_changes_the_key() -> None:
+    # The engine records an attempt's usage into the feature's list as the attempt ends.
+    feature = _planned().features[4]
+    kept = feature_key(feature)
+    feature.attempt_usage.append(AttemptUsage(attempt=1, problem="unread"))
+    assert feature_key(feature) != kept
+    kept = feature_key(feature)
+    feature.record_usage(AttemptUsage(attempt=1, source="agent", agent="codex", input_tokens=3))
+    assert feature_key(feature) != kept
 
 
 def test_a_conflict_changed_in_place_changes_the_key() -> None:
@@ -556,6 +570,7 @@ def test_every_field_of_a_wave_join_is_in_its_key() -> None:
         "completed_at": "2026-11-30T09:00:00.000Z",
         "summary": "other",
         "verification": Verification(status="failed"),
+        "usage": UsageTotal(cost_usd=1.5, attempts=2, unknown=1),
     }
     assert sorted(changed) == sorted(WaveJoin.model_fields), "a new field: add it here"
     for name, value in changed.items():

@@ -261,6 +261,7 @@ async def test_mission_files_are_private(repo_path: Path) -> None:
         "mission-graph.json": 0o600,
         "mission.json": 0o600,
         "prompts/a.md": 0o600,
+        "usage": 0o700,  # each attempt's usage folder, removed once read
     }
     for folder in (".rho", ".rho/missions", ".rho/worktrees"):
         assert modes(repo_path / folder)["."] == 0o700, folder
@@ -510,7 +511,10 @@ async def test_the_shell_worker_gives_the_command_its_environment(
         "RHO_TASK_ID": "a",
         "RHO_TASK_PROMPT_FILE": str(prompt_file),
         "RHO_TASK_SUBJECT": "the subject",
+        # Where it may write what it spent (rho.usage/v1); gone once its usage was read.
+        "RHO_USAGE_FILE": str(Path(mission.dir, "usage", "a.task.1", "usage.json")),
     }
+    assert not await anyio.Path(mission.dir, "usage", "a.task.1").exists()
     prompt = "# the subject\n\nMission: the prompt\n\nExpected behaviour:\n\nit works\n"
     assert await anyio.Path(prompt_file).read_text() == prompt
     assert git_out(repo_path, "show", f"{feature.branch}:prompt.md") == prompt.strip()

@@ -199,6 +199,8 @@ def test_show_and_list_describe_a_finished_mission(
                 "features": 1,
                 "what": "do task_1",
                 "merged": None,
+                "usage": None,  # a plain shell task: nothing recorded
+                "budget_stop": None,
             }
         ]
     }

@@ -226,13 +226,18 @@ def test_the_library_runs_shell_tasks_in_the_sandbox(project: Path) -> None:
 
 
 def test_a_sandboxed_task_reads_its_prompt_and_nothing_else_of_the_mission(project: Path) -> None:
-    peek = 'cat "$RHO_TASK_PROMPT_FILE" > seen.txt; ls -A "$RHO_MISSION_DIR" > listed.txt'
+    peek = (
+        'cat "$RHO_TASK_PROMPT_FILE" > seen.txt; ls -A "$RHO_MISSION_DIR" > listed.txt; '
+        'ls -A "$RHO_MISSION_DIR/usage" > usage.txt'
+    )
     import_tasks(project, [spec("a", peek)])
     assert run_rho("mission", "--from-tasks", "--sandbox", cwd=project).code == 0
     assert run_rho("mission", "merge", "latest", cwd=project).code == 0
     files = tree_files(project, "HEAD")
     assert files["seen.txt"].startswith("# do a\n")
-    assert files["listed.txt"] == "prompts\n"
+    # Its prompt, and the folder of its own $RHO_USAGE_FILE (writable), nothing else.
+    assert files["listed.txt"] == "prompts\nusage\n"
+    assert files["usage.txt"] == "a.task.1\n"
 
 
 def test_the_dask_executor_runs_its_tasks_in_the_sandbox_too(project: Path) -> None:

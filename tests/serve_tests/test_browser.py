@@ -189,3 +189,24 @@ def test_the_page_shows_what_came_of_a_conflicted_merge(
         assert page.locator(f"{_card('add_a', 'completed')} .conflict").count() == 0
         assert "1 conflicted" in page.inner_text(".join")
     assert errors == []
+
+
+def test_the_page_shows_what_each_task_and_the_mission_spent(
+    browser: Browser, tmp_path: Path, home: Path
+) -> None:
+    repo = make_repo(tmp_path / "repo", home)
+    usage = 'printf \'{"cost_usd": 0.25, "input_tokens": 1200, "output_tokens": 300}\''
+    tasks = [task(n, f'{usage} > "$RHO_USAGE_FILE"; echo {n} > {n}.txt') for n in ("a", "b")]
+    import_tasks(repo, home, tasks)
+    ran = rho("mission", "--from-tasks", cwd=repo, home=home)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    (mission_id,) = mission_ids(repo)
+    errors: list[str] = []
+    with running_server(repo, home) as server:
+        page = _page(browser, errors)
+        page.goto(f"{server.url}#token={server.token}&mission={mission_id}")
+        page.wait_for_selector(_card("b", "completed"))
+        card = page.locator(f"{_card('a', 'completed')} .usage")
+        assert card.inner_text() == "usage: $0.25, 1.2k in / 300 out"
+        assert page.inner_text(".head .usage") == "usage: $0.50, 2.4k in / 600 out"
+    assert errors == []

@@ -1,0 +1,8 @@
+"""Agents by name and what they spend: the profiles (``--agent``, one table), their usage
+readers, and the reading of an attempt's usage (``_reading``: ``$RHO_USAGE_FILE``, else its
+agent's output). The package's names are the profiles' (no pydantic: ``rho agents`` stays
+light); the reading is imported from ``_reading`` by the stages that run attempts."""
+
+from ._profiles import PROFILES, AgentProfile, AgentStatus, agent_status, profile
+
+__all__ = ["PROFILES", "AgentProfile", "AgentStatus", "agent_status", "profile"]

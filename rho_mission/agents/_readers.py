@@ -1,0 +1,199 @@
+"""The usage readers of the agent profiles: what each agent's machine-readable output says it
+spent, read from the end of an attempt's output.
+
+Each reader takes the text of the attempt's output (its log from where the attempt started, at
+most its last ``TAIL_BYTES``) and gives a `Reading`, or None when the output holds no report it
+knows. The shapes are the agents' documented ones (examples/agents/README.md):
+
+- claude ``-p --output-format json``: one object, ``"type": "result"``, with
+  ``total_cost_usd``, ``usage`` (``input_tokens``, ``cache_creation_input_tokens``,
+  ``cache_read_input_tokens``, ``output_tokens``), ``modelUsage`` (by model, ``costUSD``) and
+  ``subtype`` (``error_max_budget_usd`` when its ``--max-budget-usd`` stopped it);
+- codex ``exec --json``: JSON lines; each ``turn.completed`` has ``usage`` (``input_tokens``,
+  ``cached_input_tokens``, ``output_tokens``); no cost, no model;
+- gemini ``-p --output-format json``: one object (indented) whose ``stats.models`` has, per
+  model, ``tokens`` (``prompt``, ``candidates``, ``cached``, ``thoughts``); no cost;
+- aider: a line per message, ``Tokens: 2.1k sent, 1.2k cache hit, 150 received. Cost: $0.01
+  message, $0.02 session.`` (the cost part only when the model has a price).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+__all__ = ["READERS", "TAIL_BYTES", "Reader", "Reading"]
+
+# What a reader looks at: the attempt's last MiB of output. claude's and gemini's reports are
+# at the very end, codex's last turns too; a 16 MiB log is never read whole.
+TAIL_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What an agent's output said it spent (a field None: it did not say)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    cost_usd: float | None = None
+    model: str | None = None
+    stopped_by_budget: bool = False
+
+
+Reader: TypeAlias = Callable[[str], "Reading | None"]
+
+
+def _objects_from_end(text: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects that start a line of *text*, last first (one line, or indented over
+    several: decoded from the ``{`` on), skipping what does not decode."""
+    decoder = json.JSONDecoder()
+    end = len(text)
+    while end > 0:
+        at = text.rfind("\n{", 0, end)
+        start = at + 1 if at >= 0 else (0 if text.startswith("{") else -1)
+        if start < 0:
+            return
+        try:
+            found, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            found = None
+        if isinstance(found, dict):
+            yield found
+        end = at if at >= 0 else 0
+
+
+def _count(value: object) -> int | None:
+    # A count is a non-negative integer; JSON's true is not one.
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def _dollars(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None
+
+
+def _sum(*values: int | None) -> int | None:
+    known = [value for value in values if value is not None]
+    return sum(known) if known else None
+
+
+def read_claude(text: str) -> Reading | None:
+    """claude's result object: cost, tokens (cache writes and reads count as input), the model
+    that cost most, and whether its own budget cap stopped it."""
+    for found in _objects_from_end(text):
+        if found.get("type") != "result":
+            continue
+        said = found.get("usage")
+        usage: dict[str, Any] = said if isinstance(said, dict) else {}
+        fresh = _count(usage.get("input_tokens"))
+        written = _count(usage.get("cache_creation_input_tokens"))
+        read = _count(usage.get("cache_read_input_tokens"))
+        return Reading(
+            input_tokens=_sum(fresh, written, read),
+            output_tokens=_count(usage.get("output_tokens")),
+            cached_input_tokens=read,
+            cost_usd=_dollars(found.get("total_cost_usd")),
+            model=_costliest(found.get("modelUsage")),
+            stopped_by_budget=found.get("subtype") == "error_max_budget_usd",
+        )
+    return None
+
+
+def _costliest(models: object) -> str | None:
+    if not isinstance(models, dict) or not models:
+        return None
+
+    def cost(name: str) -> float:
+        entry = models[name]
+        return (_dollars(entry.get("costUSD")) or 0.0) if isinstance(entry, dict) else 0.0
+
+    # The costliest, then the first name: the same answer whatever the order of the keys.
+    return str(min(models, key=lambda name: (-cost(name), name)))
+
+
+def read_codex(text: str) -> Reading | None:
+    """The sum of codex's ``turn.completed`` usages in the attempt's output."""
+    turns = [
+        found["usage"]
+        for found in _objects_from_end(text)
+        if found.get("type") == "turn.completed" and isinstance(found.get("usage"), dict)
+    ]
+    if not turns:
+        return None
+    return Reading(
+        input_tokens=_sum(*(_count(turn.get("input_tokens")) for turn in turns)),
+        output_tokens=_sum(*(_count(turn.get("output_tokens")) for turn in turns)),
+        cached_input_tokens=_sum(*(_count(turn.get("cached_input_tokens")) for turn in turns)),
+    )
+
+
+def read_gemini(text: str) -> Reading | None:
+    """gemini's ``stats``: tokens summed over its models (thoughts count as output)."""
+    for found in _objects_from_end(text):
+        stats = found.get("stats")
+        models = stats.get("models") if isinstance(stats, dict) else None
+        if not isinstance(models, dict):
+            continue
+        tokens = [m["tokens"] for m in models.values() if isinstance(m, dict) and "tokens" in m]
+        tokens = [t for t in tokens if isinstance(t, dict)]
+        if not tokens:
+            continue
+        return Reading(
+            input_tokens=_sum(*(_count(t.get("prompt")) for t in tokens)),
+            output_tokens=_sum(
+                *(_count(t.get(name)) for t in tokens for name in ("candidates", "thoughts"))
+            ),
+            cached_input_tokens=_sum(*(_count(t.get("cached")) for t in tokens)),
+            model=min(models) if len(models) == 1 else None,
+        )
+    return None
+
+
+_AIDER_TOKENS = re.compile(r"^Tokens: (?P<parts>[^\n]*?received)\.(?P<cost>[^\n]*)$", re.M)
+_AIDER_PART = re.compile(
+    r"(?P<number>[\d.]+)(?P<unit>[kKmM]?) (?P<what>sent|cache write|cache hit|received)"
+)
+_AIDER_SESSION = re.compile(r"\$(?P<dollars>[\d.]+) session")
+_UNITS = {"": 1, "k": 1000, "m": 1_000_000}
+
+
+def read_aider(text: str) -> Reading | None:
+    """aider's per-message token lines, summed; the cost is the last line's session total
+    (aider's own sum of this run)."""
+    sent = hits = received = 0
+    cost: float | None = None
+    lines = 0
+    for line in _AIDER_TOKENS.finditer(text):
+        lines += 1
+        for part in _AIDER_PART.finditer(line["parts"]):
+            count = round(float(part["number"]) * _UNITS[part["unit"].lower()])
+            if part["what"] == "sent":
+                sent += count
+            elif part["what"] == "cache hit":
+                hits += count
+            elif part["what"] == "received":
+                received += count
+        session = _AIDER_SESSION.search(line["cost"])
+        if session is not None:
+            cost = float(session["dollars"])
+    if not lines:
+        return None
+    # "sent" counts what was not read from the cache (its writes included): the hits are input too.
+    return Reading(
+        input_tokens=sent + hits, output_tokens=received, cached_input_tokens=hits, cost_usd=cost
+    )
+
+
+READERS: dict[str, Reader] = {
+    "claude": read_claude,
+    "codex": read_codex,
+    "gemini": read_gemini,
+    "aider": read_aider,
+}

@@ -1,0 +1,206 @@
+"""An attempt's usage, read after it ended: from ``$RHO_USAGE_FILE``, else the agent's output.
+
+``UsageAsk`` is what the stage running an attempt knows: which attempt it is, which profile
+reads its output, and whether an unread usage is to be recorded as unknown (an agent's
+attempt: a task, a fix, the planner, the resolver) or not at all (a check that wrote no
+file). `usage_place` makes the attempt's usage folder, fresh (the task may write there, even
+in the sandbox); `read_attempt_usage` reads it and removes it.
+
+The file and the log are a task's writing, so read as untrusted: without following a link,
+a regular file only, at most ``USAGE_FILE_LIMIT`` bytes of the file and ``TAIL_BYTES`` of the
+log; whatever is wrong makes the usage unknown with the reason, never fails the attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .._errors import MissionError
+from ..containment._folders import private_folder
+from ..records._document import MissionConfig
+from ..records._usage import USAGE_SCHEMA, AttemptUsage, UsageFile, UsageStage
+from ._readers import READERS, TAIL_BYTES, Reading
+
+__all__ = [
+    "USAGE_FILE_LIMIT",
+    "UsageAsk",
+    "log_size",
+    "read_attempt_usage",
+    "usage_ask",
+    "usage_place",
+]
+
+USAGE_FILE_LIMIT = 64 * 1024
+_FILE_NAME = "usage.json"
+
+
+@dataclass(frozen=True)
+class UsageAsk:
+    """What reading one attempt's usage needs to know before it runs."""
+
+    stage: UsageStage
+    attempt: int
+    agent: str | None = None
+    # Record an unread usage as unknown (True), or nothing (False: a check).
+    required: bool = True
+    # The join whose checks or fix it is.
+    wave: int | None = None
+
+
+def usage_ask(
+    config: MissionConfig, stage: UsageStage, attempt: int, agent: str | None
+) -> UsageAsk:
+    """The `UsageAsk` of an agent's attempt: an unread usage is recorded unknown when the
+    mission names an agent profile or has a budget; otherwise only what a task wrote to
+    ``$RHO_USAGE_FILE`` is recorded (a mission of plain shell commands records nothing)."""
+    budget = config.budget_usd is not None or config.budget_tokens is not None
+    return UsageAsk(stage, attempt, agent, required=agent is not None or budget)
+
+
+def usage_place(mission_dir: Path, name: str, ask: UsageAsk) -> Path | None:
+    """The ``$RHO_USAGE_FILE`` of one attempt: ``usage/<name>.<stage>.<attempt>/usage.json``
+    of the mission folder, its folder made empty (0700); None when it cannot be made (a link
+    where the folder goes: the attempt then has no usage file, and runs)."""
+    folder = mission_dir / "usage" / f"{name}.{ask.stage}.{ask.attempt}"
+    try:
+        private_folder(folder.parent, mission_dir)
+        _remove(folder)  # what a crashed run of the same attempt left
+        private_folder(folder, mission_dir)
+    except (MissionError, OSError):
+        return None
+    return folder / _FILE_NAME
+
+
+def log_size(log: Path) -> int:
+    """Where the attempt's output starts in its log: the log's size before it runs."""
+    try:
+        return os.lstat(log).st_size
+    except FileNotFoundError:
+        return 0
+
+
+def read_attempt_usage(
+    ask: UsageAsk, usage_file: Path | None, log: Path | None, log_start: int
+) -> AttemptUsage | None:
+    """The usage of the attempt *ask* names: its usage file's, else its agent's reading of
+    its output from *log_start* on; unknown (with the reason) or None (a check) when neither
+    says; the usage folder removed."""
+    problem = None
+    if usage_file is not None:
+        written, problem = _read_usage_file(usage_file)
+        _remove(usage_file.parent)
+        if written is not None:
+            return _record(ask, "usage_file", written)
+    reader = READERS.get(ask.agent) if ask.agent else None
+    if reader is not None and log is not None:
+        reading = reader(_tail(log, log_start))
+        if reading is not None:
+            return _record(ask, "agent", reading)
+        problem = problem or f"no usage report of {ask.agent} in its output"
+    if problem is None and not ask.required:
+        return None
+    if problem is None:
+        problem = "no $RHO_USAGE_FILE was written and no agent profile reads its output"
+    return AttemptUsage(
+        stage=ask.stage, wave=ask.wave, attempt=ask.attempt, agent=ask.agent, problem=problem
+    )
+
+
+def _record(ask: UsageAsk, source: str, reading: Reading) -> AttemptUsage:
+    return AttemptUsage(
+        stage=ask.stage,
+        wave=ask.wave,
+        attempt=ask.attempt,
+        source="usage_file" if source == "usage_file" else "agent",
+        agent=ask.agent if source == "agent" else None,
+        input_tokens=reading.input_tokens,
+        output_tokens=reading.output_tokens,
+        cached_input_tokens=reading.cached_input_tokens,
+        cost_usd=reading.cost_usd,
+        model=reading.model,
+        stopped_by_budget=reading.stopped_by_budget,
+    )
+
+
+def _read_usage_file(path: Path) -> tuple[Reading | None, str | None]:
+    """The file's reading, or None with the problem (None too when it was not written)."""
+    try:
+        data = _read_regular(path, USAGE_FILE_LIMIT + 1)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"$RHO_USAGE_FILE could not be read: {exc.strerror or exc}"
+    if data is None:
+        return None, "$RHO_USAGE_FILE is not a regular file"
+    if len(data) > USAGE_FILE_LIMIT:
+        return None, f"$RHO_USAGE_FILE is over {USAGE_FILE_LIMIT} bytes"
+    try:
+        written = UsageFile.model_validate(json.loads(data))
+    except (ValueError, ValidationError) as exc:
+        first = str(exc).splitlines()
+        said = first[1].strip() if isinstance(exc, ValidationError) and len(first) > 1 else ""
+        return None, f"$RHO_USAGE_FILE is not a {USAGE_SCHEMA} object{': ' + said if said else ''}"
+    cost = None if written.cost_usd is None else float(written.cost_usd)
+    reading = Reading(
+        input_tokens=written.input_tokens,
+        output_tokens=written.output_tokens,
+        cached_input_tokens=written.cached_input_tokens,
+        cost_usd=cost,
+        model=written.model,
+    )
+    return reading, None
+
+
+def _read_regular(path: Path, limit: int, start: int = 0) -> bytes | None:
+    """At most *limit* bytes of *path* from *start*, opened without following a link; None
+    when it is not a regular file."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        os.lseek(fd, start, os.SEEK_SET)
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _tail(log: Path, log_start: int) -> str:
+    """The attempt's output: the log from *log_start* (its last ``TAIL_BYTES`` at most); the
+    log's last ``TAIL_BYTES`` when it is shorter than that now (its keeper cut it)."""
+    try:
+        size = os.lstat(log).st_size
+        start = log_start if log_start <= size else 0
+        start = max(start, size - TAIL_BYTES)
+        data = _read_regular(log, TAIL_BYTES, start)
+    except OSError:
+        return ""
+    return "" if data is None else data.decode("utf-8", "replace")
+
+
+def _remove(folder: Path) -> None:
+    """Remove an attempt's usage folder and what a task left in it (rmtree unlinks links,
+    never follows them). One it cannot remove (a task made a part of it unwritable) stays:
+    it lies in the mission folder, and the next run of that attempt, or ``rho mission
+    clean``, meets it again; the usage it held was read already."""
+    try:
+        if folder.is_symlink():
+            folder.unlink()
+        elif folder.exists():
+            shutil.rmtree(folder)
+    except OSError:
+        return

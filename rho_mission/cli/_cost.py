@@ -1,0 +1,123 @@
+"""What a mission may spend and who spends it, shared by ``rho mission`` and ``resume``:
+``--agent``, ``--planner-agent``, ``--resolve-agent`` (agents by name, ``rho_mission.agents``)
+and ``--budget-usd``, ``--budget-tokens``, ``--budget-hard`` (``engine._budget``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from ..agents import PROFILES
+
+if TYPE_CHECKING:
+    from ..records._document import MissionConfig
+
+__all__ = ["agent_config", "agent_options", "budget_config", "budget_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_NAMES = click.Choice(sorted(PROFILES))
+
+
+def agent_options(command: F) -> F:
+    """Add ``--agent``, ``--planner-agent`` and ``--resolve-agent`` to *command*."""
+    options = [
+        click.option(
+            "--agent",
+            type=_NAMES,
+            help="The tasks' agent by name: its command line (instead of --run), its "
+            "machine-readable output and the reader of what it spent ('rho agents' lists them).",
+        ),
+        click.option(
+            "--planner-agent",
+            type=_NAMES,
+            help="The planner by name (instead of --planner CMD).",
+        ),
+        click.option(
+            "--resolve-agent",
+            type=_NAMES,
+            help="The resolver of conflicted merges by name (instead of --resolve CMD).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def budget_options(command: F) -> F:
+    """Add ``--budget-usd``, ``--budget-tokens`` and ``--budget-hard`` to *command*."""
+    options = [
+        click.option(
+            "--budget-usd",
+            type=click.FloatRange(min=0, min_open=True),
+            metavar="X",
+            help="Start no attempt once the recorded spend reaches X dollars; the mission ends "
+            "partial, resumable with a higher budget.",
+        ),
+        click.option(
+            "--budget-tokens",
+            type=click.IntRange(min=1),
+            metavar="N",
+            help="The same for N tokens (read and written).",
+        ),
+        click.option(
+            "--budget-hard",
+            is_flag=True,
+            default=None,
+            help="With a budget: stop running attempts too once it is reached (as a timeout).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def agent_config(
+    options: dict[str, Any], *, planner: str | None = None
+) -> tuple[dict[str, object], str | None]:
+    """The config fields of the agent options in *options* (their command lines among them),
+    and the planner's command line (*planner*, or the planner profile's).
+
+    Raises:
+        click.UsageError: an agent and the command it stands for both given.
+    """
+    fields: dict[str, object] = {}
+    agent, planner_agent = options.pop("agent"), options.pop("planner_agent")
+    resolve_agent = options.pop("resolve_agent")
+    for option, name, command, flag in (
+        ("--agent", agent, options.get("run_command"), "--run"),
+        ("--planner-agent", planner_agent, planner, "--planner"),
+        ("--resolve-agent", resolve_agent, options.get("resolve_command"), "--resolve"),
+    ):
+        if name is not None and command is not None:
+            raise click.UsageError(f"{option} and {flag} both name a command: pass one")
+    if agent is not None:
+        options["run_command"] = PROFILES[agent].command
+        fields["agent"] = agent
+    if resolve_agent is not None:
+        options["resolve_command"] = PROFILES[resolve_agent].command
+        fields["resolve_agent"] = resolve_agent
+    if planner_agent is not None:
+        planner = PROFILES[planner_agent].command
+        fields["planner_agent"] = planner_agent
+    return fields, planner
+
+
+def budget_config(
+    config: MissionConfig,
+    budget_usd: float | None,
+    budget_tokens: int | None,
+    budget_hard: bool | None,
+) -> MissionConfig:
+    """*config* with the budgets given (each replaces the mission's own: a resume may raise
+    them).
+
+    Raises:
+        click.UsageError: --budget-hard with no budget.
+    """
+    changes = {"budget_usd": budget_usd, "budget_tokens": budget_tokens, "budget_hard": budget_hard}
+    merged = config.model_copy(update={k: v for k, v in changes.items() if v is not None})
+    if merged.budget_hard and merged.budget_usd is None and merged.budget_tokens is None:
+        raise click.UsageError("--budget-hard needs --budget-usd or --budget-tokens")
+    return merged

@@ -1,0 +1,151 @@
+"""What an attempt spent, as mission.json records it: `AttemptUsage`, summed into `UsageTotal`.
+
+Usage is keyed by attempt (its stage and number): recording the same attempt twice (a resume
+that reads the same log again) replaces the record, never adds to it. An attempt whose usage
+could not be read is *unknown*: counted in ``UsageTotal.unknown``, never taken as zero. A sum
+field is None when no attempt reported it (codex reports tokens, not a cost): None is "not
+known", 0 is "known to be nothing". Token counts follow one meaning whatever the agent:
+``input_tokens`` are all the tokens the model read, ``cached_input_tokens`` the part of them
+served from a prompt cache, ``output_tokens`` all it wrote (its reasoning included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "USAGE_SCHEMA",
+    "AttemptUsage",
+    "UsageFile",
+    "UsageStage",
+    "UsageTotal",
+    "add_usage",
+    "sum_usage",
+]
+
+USAGE_SCHEMA = "rho.usage/v1"
+UsageStage = Literal["task", "resolve", "verify", "fix", "plan"]
+# Dollars are summed to the micro-dollar: the same attempts give the same bytes in any order.
+_COST_DIGITS = 6
+
+
+class UsageFile(BaseModel):
+    """The ``rho.usage/v1`` object a task (or its wrapper) writes to ``$RHO_USAGE_FILE``.
+
+    Every field is optional; ``schema_version``, when given, must be ``rho.usage/v1``. Other
+    keys are refused: a misspelt ``cost`` must not pass for a reading of nothing.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    schema_version: Literal["rho.usage/v1"] | None = None
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    cached_input_tokens: int | None = Field(default=None, ge=0)
+    cost_usd: float | int | None = Field(default=None, ge=0)
+    model: str | None = Field(default=None, max_length=200)
+
+
+class AttemptUsage(BaseModel):
+    """The usage of one attempt of one stage: a task's, its resolver's, a join's checks or
+    fix, the planner's.
+
+    ``source`` says where it was read: ``usage_file`` (``$RHO_USAGE_FILE``), ``agent`` (the
+    agent profile's reader over the attempt's output, ``agent`` naming the profile), or None:
+    unknown, with ``problem`` saying why. ``stopped_by_budget``: the agent's own budget cap
+    (claude's ``--max-budget-usd``) ended it.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stage: UsageStage = "task"
+    # The join whose checks or fix it was (None: a feature's or the planner's attempt).
+    wave: int | None = Field(default=None, ge=1)
+    attempt: int = Field(ge=1)
+    source: Literal["usage_file", "agent"] | None = None
+    agent: str | None = None
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    cached_input_tokens: int | None = Field(default=None, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0)
+    model: str | None = None
+    stopped_by_budget: bool = False
+    problem: str | None = None
+
+    @property
+    def known(self) -> bool:
+        """Whether anything of its usage could be read."""
+        return self.source is not None
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """What names the attempt: its stage, its wave (0: none) and its number."""
+        return (self.stage, self.wave or 0, self.attempt)
+
+
+class UsageTotal(BaseModel):
+    """The sum of attempts' usage (a feature's, a join's, the mission's).
+
+    ``attempts`` counts the attempts summed, ``unknown`` those of them whose usage could not
+    be read; a field is None when none of the known ones reported it.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    attempts: int = Field(default=0, ge=0)
+    unknown: int = Field(default=0, ge=0)
+
+    @property
+    def tokens(self) -> int | None:
+        """Tokens read and written (what ``--budget-tokens`` counts), None when unknown."""
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+
+_SUMMED = ("input_tokens", "output_tokens", "cached_input_tokens")
+
+
+def sum_usage(records: Iterable[AttemptUsage]) -> UsageTotal:
+    """The total of *records*, in the order of their keys (the same bytes in any order)."""
+    ordered = sorted(records, key=lambda record: record.key)
+    return add_usage(UsageTotal(), *(_as_total(record) for record in ordered))
+
+
+def add_usage(*totals: UsageTotal | None) -> UsageTotal:
+    """The sum of *totals* (None: nothing to add)."""
+    sums: dict[str, int | None] = dict.fromkeys(_SUMMED)
+    cost: float | None = None
+    attempts = unknown = 0
+    for total in totals:
+        if total is None:
+            continue
+        attempts += total.attempts
+        unknown += total.unknown
+        for name in _SUMMED:
+            value = getattr(total, name)
+            if value is not None:
+                sums[name] = (sums[name] or 0) + value
+        if total.cost_usd is not None:
+            cost = round((cost or 0.0) + total.cost_usd, _COST_DIGITS)
+    return UsageTotal(cost_usd=cost, attempts=attempts, unknown=unknown, **sums)
+
+
+def _as_total(record: AttemptUsage) -> UsageTotal:
+    if not record.known:
+        return UsageTotal(attempts=1, unknown=1)
+    cost = None if record.cost_usd is None else round(record.cost_usd, _COST_DIGITS)
+    return UsageTotal(
+        cost_usd=cost,
+        input_tokens=record.input_tokens,
+        output_tokens=record.output_tokens,
+        cached_input_tokens=record.cached_input_tokens,
+        attempts=1,
+    )

@@ -1,0 +1,252 @@
+"""The usage readers of the agent profiles over each agent's documented output, and the
+reading of one attempt's part of a log (issue 39)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from rho_mission.agents._readers import (
+    TAIL_BYTES,
+    read_aider,
+    read_claude,
+    read_codex,
+    read_gemini,
+)
+from rho_mission.agents._reading import UsageAsk, read_attempt_usage
+from rho_mission.records._document import Feature
+from rho_mission.records._usage import AttemptUsage, sum_usage
+
+# claude -p --output-format json: one result object (its fields as documented).
+CLAUDE = json.dumps(
+    {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "duration_ms": 2400,
+        "num_turns": 4,
+        "result": "Added the flag.\n{not json}",
+        "session_id": "s",
+        "total_cost_usd": 0.0342,
+        "usage": {
+            "input_tokens": 12,
+            "cache_creation_input_tokens": 2000,
+            "cache_read_input_tokens": 18000,
+            "output_tokens": 640,
+            "service_tier": "standard",
+        },
+        "modelUsage": {
+            "claude-haiku-4-5": {"inputTokens": 300, "costUSD": 0.0011},
+            "claude-sonnet-4-5": {"inputTokens": 12, "costUSD": 0.0331},
+        },
+    }
+)
+# codex exec --json: JSON lines, a turn.completed per turn.
+CODEX = "\n".join(
+    json.dumps(line)
+    for line in (
+        {"type": "thread.started", "thread_id": "t"},
+        {"type": "turn.started"},
+        {"type": "item.completed", "item": {"id": "i", "type": "agent_message", "text": "x"}},
+        {
+            "type": "turn.completed",
+            "usage": {"input_tokens": 26549, "cached_input_tokens": 22272, "output_tokens": 1590},
+        },
+        {"type": "turn.started"},
+        {
+            "type": "turn.completed",
+            "usage": {"input_tokens": 100, "cached_input_tokens": 0, "output_tokens": 10},
+        },
+    )
+)
+# gemini -p --output-format json: one indented object, stats per model.
+GEMINI = json.dumps(
+    {
+        "response": "done",
+        "stats": {
+            "models": {
+                "gemini-2.5-pro": {
+                    "api": {"totalRequests": 2, "totalErrors": 0, "totalLatencyMs": 5053},
+                    "tokens": {
+                        "prompt": 24939,
+                        "candidates": 20,
+                        "total": 25113,
+                        "cached": 21263,
+                        "thoughts": 154,
+                        "tool": 0,
+                    },
+                },
+                "gemini-2.5-flash": {"tokens": {"prompt": 100, "candidates": 5, "cached": 0}},
+            },
+            "tools": {"totalCalls": 1},
+        },
+    },
+    indent=2,
+)
+# aider: a line per message; the session cost is its own running total.
+AIDER = """Aider v0.86.1
+Model: claude-sonnet-4-5 with diff edit format
+Tokens: 2.1k sent, 1.2k cache hit, 150 received. Cost: $0.01 message, $0.01 session.
+Applied edit to a.py
+Tokens: 12k sent, 300 received. Cost: $0.04 message, $0.05 session.
+"""
+
+
+def test_claude_cost_tokens_and_the_costliest_model() -> None:
+    reading = read_claude(f"rho: attempt 1 started\n{CLAUDE}\nrho: attempt 1 passed\n")
+    assert reading is not None
+    assert (reading.cost_usd, reading.input_tokens, reading.cached_input_tokens) == (
+        0.0342,
+        20012,  # fresh, written to the cache and read from it: all the model read
+        18000,
+    )
+    assert (reading.output_tokens, reading.model, reading.stopped_by_budget) == (
+        640,
+        "claude-sonnet-4-5",
+        False,
+    )
+
+
+def test_claudes_budget_stop_is_read_as_such() -> None:
+    stopped = json.loads(CLAUDE) | {"subtype": "error_max_budget_usd", "is_error": True}
+    reading = read_claude(json.dumps(stopped))
+    assert reading is not None
+    assert reading.stopped_by_budget
+
+
+def test_codex_turns_are_summed() -> None:
+    reading = read_codex(CODEX)
+    assert reading is not None
+    assert (reading.input_tokens, reading.cached_input_tokens, reading.output_tokens) == (
+        26649,
+        22272,
+        1600,
+    )
+    assert (reading.cost_usd, reading.model) == (None, None)
+
+
+def test_gemini_models_are_summed_thoughts_as_output() -> None:
+    reading = read_gemini(f"{GEMINI}\nrho: attempt 1 passed\n")
+    assert reading is not None
+    assert (reading.input_tokens, reading.output_tokens, reading.cached_input_tokens) == (
+        25039,
+        179,
+        21263,
+    )
+    assert reading.model is None  # two models: no one name
+
+
+def test_aider_lines_are_summed_and_its_session_cost_taken() -> None:
+    reading = read_aider(AIDER)
+    assert reading is not None
+    assert (reading.input_tokens, reading.cached_input_tokens, reading.output_tokens) == (
+        15300,
+        1200,
+        450,
+    )
+    assert reading.cost_usd == 0.05
+
+
+@pytest.mark.parametrize("reader", [read_claude, read_codex, read_gemini, read_aider])
+@pytest.mark.parametrize(
+    "text",
+    ["", "{", "plain output\n", '{"type": "result", "usage": "many"}', "Tokens: lots"],
+)
+def test_output_without_a_report_reads_as_none_or_unknown_fields(reader: object, text: str) -> None:
+    reading = reader(text)  # type: ignore[operator]
+    if reading is not None:  # a result object of nonsense: nothing in it is a count
+        assert (reading.input_tokens, reading.output_tokens, reading.cost_usd) == (None,) * 3
+
+
+def test_only_the_attempts_own_output_is_read(tmp_path: Path) -> None:
+    log = tmp_path / "t.log"
+    log.write_text(f"{CODEX}\n")
+    start = log.stat().st_size
+    with log.open("a") as handle:  # the second attempt's output after the first's
+        handle.write('{"type":"turn.completed","usage":{"input_tokens":5,"output_tokens":1}}\n')
+    record = read_attempt_usage(UsageAsk("task", 2, "codex"), None, log, start)
+    assert record is not None
+    assert (record.attempt, record.input_tokens, record.output_tokens) == (2, 5, 1)
+
+
+def test_a_long_log_is_read_from_its_end(tmp_path: Path) -> None:
+    log = tmp_path / "t.log"
+    with log.open("w") as handle:
+        handle.write(("x" * 1023 + "\n") * (16 * 1024))  # 16 MiB of an agent's chatter
+        handle.write(CLAUDE + "\n")
+    record = read_attempt_usage(UsageAsk("task", 1, "claude"), None, log, 0)
+    assert record is not None
+    assert record.cost_usd == 0.0342
+    assert log.stat().st_size > 16 * TAIL_BYTES
+
+
+def test_the_usage_file_wins_over_the_agents_output(tmp_path: Path) -> None:
+    log = tmp_path / "t.log"
+    log.write_text(CLAUDE)
+    folder = tmp_path / "usage" / "t.task.1"
+    folder.mkdir(parents=True)
+    (folder / "usage.json").write_text('{"cost_usd": 1, "input_tokens": 3}')
+    record = read_attempt_usage(UsageAsk("task", 1, "claude"), folder / "usage.json", log, 0)
+    assert record is not None
+    assert (record.source, record.cost_usd, record.input_tokens) == ("usage_file", 1.0, 3)
+    assert not folder.exists()
+
+
+@pytest.mark.parametrize(
+    ("written", "problem"),
+    [
+        ('{"cost": 1}', "not a rho.usage/v1 object"),
+        ('{"input_tokens": -1}', "not a rho.usage/v1 object"),
+        ('{"input_tokens": true}', "not a rho.usage/v1 object"),
+        ('{"schema_version": "rho.usage/v2"}', "not a rho.usage/v1 object"),
+        ("[1]", "not a rho.usage/v1 object"),
+        ("x" * 70000, "over 65536 bytes"),
+    ],
+)
+def test_a_bad_usage_file_is_unknown_never_zero(tmp_path: Path, written: str, problem: str) -> None:
+    folder = tmp_path / "usage"
+    folder.mkdir()
+    (folder / "usage.json").write_text(written)
+    record = read_attempt_usage(UsageAsk("task", 1), folder / "usage.json", None, 0)
+    assert record is not None
+    assert not record.known
+    assert record.problem is not None
+    assert problem in record.problem
+    assert sum_usage([record]).input_tokens is None
+
+
+def test_a_link_planted_as_the_usage_file_is_not_followed(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"cost_usd": 99}')
+    folder = tmp_path / "usage"
+    folder.mkdir()
+    (folder / "usage.json").symlink_to(secret)
+    record = read_attempt_usage(UsageAsk("task", 1), folder / "usage.json", None, 0)
+    assert record is not None
+    assert record.cost_usd is None
+    assert secret.read_text() == '{"cost_usd": 99}'  # and the link's target is left alone
+
+
+def test_an_attempt_recorded_twice_counts_once() -> None:
+    feature = Feature("a")
+    first = AttemptUsage(attempt=1, source="agent", cost_usd=0.5, input_tokens=10)
+    feature.record_usage(first)
+    feature.record_usage(first)  # a resume that read the same log again
+    feature.record_usage(AttemptUsage(attempt=2, problem="no report"))
+    assert feature.usage is not None
+    assert (feature.usage.cost_usd, feature.usage.attempts, feature.usage.unknown) == (0.5, 2, 1)
+
+
+def test_sums_are_the_same_whatever_the_order() -> None:
+    records = [
+        AttemptUsage(attempt=n, source="agent", cost_usd=0.1 * n, output_tokens=n)
+        for n in range(1, 30)
+    ]
+    expected = sum_usage(records)
+    for seed in range(5):
+        shuffled = records[:]
+        random.Random(seed).shuffle(shuffled)
+        assert sum_usage(shuffled).model_dump_json() == expected.model_dump_json()
