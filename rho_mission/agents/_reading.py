@@ -131,6 +131,8 @@ def _record(ask: UsageAsk, source: str, reading: Reading) -> AttemptUsage:
 
 def _read_usage_file(path: Path) -> tuple[Reading | None, str | None]:
     """The file's reading, or None with the problem (None too when it was not written)."""
+    if path.parent.is_symlink():  # the task swapped its folder for a link: read nothing there
+        return None, "$RHO_USAGE_FILE's folder was replaced by a link"
     try:
         data = _read_regular(path, USAGE_FILE_LIMIT + 1)
     except FileNotFoundError:

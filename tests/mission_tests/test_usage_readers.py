@@ -250,3 +250,19 @@ def test_sums_are_the_same_whatever_the_order() -> None:
         shuffled = records[:]
         random.Random(seed).shuffle(shuffled)
         assert sum_usage(shuffled).model_dump_json() == expected.model_dump_json()
+
+
+def test_a_link_planted_as_the_usage_folder_is_not_read_through_nor_emptied(
+    tmp_path: Path,
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "usage.json").write_text('{"cost_usd": 99}')
+    folder = tmp_path / "usage" / "t.task.1"
+    folder.parent.mkdir()
+    folder.symlink_to(elsewhere)  # what a task may leave: its folder swapped for a link
+    record = read_attempt_usage(UsageAsk("task", 1), folder / "usage.json", None, 0)
+    assert record is not None
+    assert record.problem == "$RHO_USAGE_FILE's folder was replaced by a link"
+    assert not folder.is_symlink()  # the link is gone, what it pointed at is not
+    assert (elsewhere / "usage.json").read_text() == '{"cost_usd": 99}'
