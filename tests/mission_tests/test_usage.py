@@ -8,6 +8,7 @@ output shape (no test calls a real model).
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +265,22 @@ def test_rho_agents_lists_every_profile_with_its_command_and_whether_it_is_here(
     # The stand-in has no --version: its answer is no version, not an error.
     text = run_rho("agents", cwd=project, env={"PATH": "/usr/bin:/bin"}).stdout
     assert "claude: not on PATH" in text
+
+
+def test_a_hard_budget_stops_the_attempts_running_when_it_is_reached(project: Path) -> None:
+    spend = 'printf \'{"cost_usd": 2}\' > "$RHO_USAGE_FILE"; echo a > a.txt'
+    import_tasks(project, [spec("a", spend), spec("b", "sleep 30; echo b > b.txt")])
+    args = ("mission", "--from-tasks", "--workers", "2", "--budget-usd", "1")
+    started = time.monotonic()
+    done = run_rho(*args, "--budget-hard", "--grace", "1s", cwd=project)
+    assert time.monotonic() - started < 25  # b was stopped, not waited for
+    assert done.code == 1
+    by_id = {f["id"]: f for f in _mission(project)["features"]}
+    assert by_id["a"]["status"] == "completed"
+    assert (by_id["b"]["status"], by_id["b"]["error"]) == (
+        "cancelled",
+        "budget reached: $2.00 of $1.00",
+    )
+    assert _mission(project)["status"] == "partial"
+    [decision] = journal_events(mission_dir(project), "budget")
+    assert decision["hard"] is True
