@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["allowed_hosts", "bind", "is_loopback", "page_url", "run_server"]
 
 # Seconds open connections (event streams) get once a stop was asked for.
+_KEEP_ALIVE = 75  # seconds, as nginx keeps them
 _GRACE = 2
 
 
@@ -90,6 +91,11 @@ def run_server(app: ASGIApp, sock: socket.socket, ready: Callable[[], None]) -> 
         access_log=False,  # an access log would print the event stream's access_token
         lifespan="off",
         timeout_graceful_shutdown=_GRACE,
+        # A client's idle kept-alive connection stays open this long (uvicorn's default is 5 s):
+        # a script that works a few seconds between two calls must not have its next request
+        # meet a socket the server just closed (Node's fetch then fails with "other side
+        # closed"; seen in the TypeScript client's live test under load).
+        timeout_keep_alive=_KEEP_ALIVE,
     )
     server = uvicorn.Server(config)
     previous = signal.signal(signal.SIGTERM, _raise_stopped)
