@@ -15,12 +15,7 @@ from ..records._document import MissionConfig, MissionDocument
 from ..records._missionwords import dollars
 from ..records._usage import AttemptUsage, UsageTotal, sum_usage
 
-__all__ = ["BudgetKeeper", "budget_note", "budget_warnings", "mission_usage"]
-
-
-def mission_usage(mission: MissionDocument) -> UsageTotal | None:
-    """What every recorded attempt of *mission* spent (None: nothing recorded)."""
-    return mission.total_usage()
+__all__ = ["BudgetKeeper", "budget_note", "budget_warnings"]
 
 
 def budget_note(mission_id: str, reason: str, config: MissionConfig) -> str:
@@ -64,19 +59,16 @@ class BudgetKeeper:
         self._owners: dict[str, tuple[float, int]] = {}
         for feature in mission.features:
             self.note(f"feature:{feature.id}", feature.usage)
-        self._note_records("stages", mission.stage_usage)
+        self.note_records("stages", mission.stage_usage)
 
     @property
     def active(self) -> bool:
         """Whether the mission has a budget at all."""
         return self.usd is not None or self.tokens is not None
 
-    def _note_records(self, owner: str, records: list[AttemptUsage]) -> None:
-        self.note(owner, sum_usage(records) if records else None)
-
     def note_records(self, owner: str, records: list[AttemptUsage]) -> None:
         """*owner*'s spend is now the sum of *records*."""
-        self._note_records(owner, records)
+        self.note(owner, sum_usage(records) if records else None)
 
     def note(self, owner: str, total: UsageTotal | None) -> None:
         """*owner*'s spend is now *total* (its earlier one replaced)."""

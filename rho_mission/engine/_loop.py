@@ -51,7 +51,7 @@ from ..records._journal import Journal
 from ..records._missionwords import dollars
 from ..records._persist import note_feature_end, save_mission, save_mission_after
 from ..records._usage import AttemptUsage, UsageTotal, add_usage, sum_usage
-from ._budget import BudgetKeeper, budget_note, budget_warnings, mission_usage
+from ._budget import BudgetKeeper, budget_note, budget_warnings
 from ._joins import (
     blocked_downstream,
     conflict_record,
@@ -565,7 +565,7 @@ class _WaveRunner:
         verification = self._pending_verification(number, ids)
         join = self._join_record(number, started, verification)
         self.mission.wave_joins.append(join)
-        self.mission.usage = mission_usage(self.mission)
+        self.mission.usage = self.mission.total_usage()
         # Every end of the wave is in the store before its join is on disk; the mission's files
         # are made while the store is written.
         await save_mission_after(self.mission, self.store.flush)
@@ -647,7 +647,7 @@ class _WaveRunner:
             verification = run.record(join.verification, status)
             final = self._join_record(join.wave, join.started_at, verification)
             self.mission.wave_joins[-1] = final
-            self.mission.usage = mission_usage(self.mission)
+            self.mission.usage = self.mission.total_usage()
             save_mission(self.mission)
             self._joined(final)
         return final
@@ -902,7 +902,7 @@ class _WaveRunner:
         mission.status = final_status(
             mission.features, self.cancelled, unverified=unverified, budget_stopped=stopped
         )
-        mission.usage = mission_usage(mission)
+        mission.usage = mission.total_usage()
         mission.completed_at = now_rfc3339()
         save_mission(mission)
         self.journal.record(
