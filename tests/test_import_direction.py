@@ -125,6 +125,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("rho_mission.records",),
     ("rho_mission.agents",),
     ("rho_mission.git",),
+    ("rho_mission.setup",),
     ("rho_mission.executors",),
     ("rho_mission.engine",),
     ("rho_mission.planning",),

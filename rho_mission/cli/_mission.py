@@ -18,6 +18,7 @@ from ._cost import agent_config, agent_options, budget_config, budget_options
 from ._errors import CliError
 from ._executors import executor_from, executor_options
 from ._paths import command_store_path, find_repo_root
+from ._setup import setup_config, setup_options
 
 if TYPE_CHECKING:
     from rho_mission.executors import Executor
@@ -238,6 +239,7 @@ _PROMPT_KEY = "rho.mission.prompt"
     help="Run the tasks with this label and their unfinished blockers (repeatable).",
 )
 @check_options
+@setup_options
 @agent_options
 @budget_options
 @executor_options
@@ -263,6 +265,7 @@ def mission(
     planning = options["planner_agent"] is not None
     agents, planner_command = agent_config(options, planner=options.pop("planner_command"))
     options["agents"] = agents
+    options["setup"] = setup_config(options)
     plan_only = options.pop("plan_only")
     if prompt is not None or planner_command is not None or plan_only or planning:
         _refuse_with_prompt(from_tasks, store_path, options)
@@ -364,6 +367,7 @@ def _config(options: dict[str, Any], **extra: Any) -> MissionConfig:
         **_sandbox_reach(options),
         log_limit=options["log_limit"],
         **options["agents"],
+        **options["setup"],
         **extra,
     )
     config = budget_config(
@@ -537,6 +541,12 @@ def _print_plan(planned: Mission, as_json: bool) -> int:
         click.echo(f"when a merge conflicts: {planned.config.resolve_command}")
     if planned.config.replay_conflicts:
         click.echo(f"conflicted tasks run again: at most {planned.config.replay_conflicts} time(s)")
+    if planned.config.setup_command:
+        keys = ", ".join(planned.config.setup_key) or "the command alone"
+        click.echo(f"each worktree is set up once with: {planned.config.setup_command}")
+        click.echo(f"  again when this changes: {keys}")
+    if planned.config.copy_paths:
+        click.echo(f"copied into every worktree: {', '.join(planned.config.copy_paths)}")
     return 0
 
 

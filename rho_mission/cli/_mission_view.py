@@ -60,6 +60,7 @@ def mission_text(mission: JsonMission, state: str) -> str:
         f"started {started or '-'}  completed {completed or '-'}  "
         f"took {_seconds(started, completed) or '-'}",
         *_usage_lines(mission),
+        *_setup_summary(mission),
         *_planning_lines(mission),
         "features",
         *_feature_table(mission),
@@ -226,8 +227,51 @@ def _feature_details(mission: JsonMission) -> list[str]:
             shown(head),
             _log_line(mission, feature["id"]),
             *_feature_usage_lines(feature),
+            *_setup_lines(mission, feature),
             *_conflict_lines(mission, feature),
         ]
+    return lines
+
+
+_SETUP_WORDS = {
+    "ran": "ran in worktree {}",
+    "reused": "reused worktree {} (its key held, its outputs unchanged)",
+    "failed": "failed in worktree {}",
+}
+
+
+def _setup_lines(mission: JsonMission, feature: JsonMission) -> list[str]:
+    """Where its last attempt's worktree setup ran, or which set-up worktree it reused."""
+    setup = feature.get("setup")
+    if type(setup) is not dict or setup.get("outcome") not in _SETUP_WORDS:
+        return []
+    worktree = str(setup.get("worktree"))
+    words = _SETUP_WORDS[setup["outcome"]].format(worktree)
+    lines = [f"  setup: {shown(words)}, key {shown(str(setup.get('key')))}"]
+    if setup["outcome"] != "reused":
+        lines.append("  setup " + _log_line(mission, f"setup-{worktree}").lstrip())
+    return lines
+
+
+def _setup_summary(mission: JsonMission) -> list[str]:
+    """How many setups ran, were reused and failed, over the features' last attempts."""
+    config = mission.get("config")
+    if type(config) is not dict or not (config.get("setup_command") or config.get("copy_paths")):
+        return []
+    outcomes = [
+        f["setup"].get("outcome") for f in mission["features"] if type(f.get("setup")) is dict
+    ]
+    counts = {name: outcomes.count(name) for name in _SETUP_WORDS}
+    command = config.get("setup_command")
+    lines = []
+    if isinstance(command, str):
+        lines.append(
+            f"setup: {shown(command)}: ran {counts['ran']}, reused {counts['reused']}, "
+            f"failed {counts['failed']} (per task's last attempt)"
+        )
+    copies = config.get("copy_paths")
+    if type(copies) is list and copies:
+        lines.append(f"copied into every worktree: {shown(', '.join(map(str, copies)))}")
     return lines
 
 

@@ -10,7 +10,7 @@ from ..records._places import pool_folder
 from ._errors import CliError
 from ._paths import find_repo_root
 
-__all__ = ["prune_shared_pool", "worktrees"]
+__all__ = ["list_shared_pool", "prune_shared_pool", "worktrees"]
 
 
 @click.group()
@@ -18,10 +18,70 @@ def worktrees() -> None:
     """The worktrees missions keep for the next mission (<repo>/.rho/worktrees/pool).
 
     A mission gives its worktrees back to the pool when it ends, up to $RHO_WORKTREE_POOL
-    (default 8; 0 keeps none), so that the next one does not check out every file again.
+    (default 8; 0 keeps none), so that the next one does not check out every file again
+    (and, with --setup, does not set it up again while its setup key holds).
 
-    Example: rho worktrees prune
+    Example: rho worktrees list
     """
+
+
+@worktrees.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def list_(as_json: bool) -> None:
+    """List the pooled worktrees: who holds each, its setup key, its size and its last use.
+
+    Example: rho worktrees list
+    """
+    list_shared_pool(as_json)
+
+
+def list_shared_pool(as_json: bool) -> None:
+    """Print the shared pool's worktrees (a table, or JSON).
+
+    Raises:
+        CliError: the working folder is in no git repository.
+    """
+    import json
+    from dataclasses import asdict
+
+    from ..git._repo import GitRepo
+    from ..setup._listing import pool_listing
+    from ._plain import columns, shown
+
+    root = find_repo_root()
+    if root is None:
+        raise CliError(f"not a git repository: {Path.cwd()}")
+    listed = pool_listing(GitRepo.open(root))
+    if as_json:
+        click.echo(json.dumps({"worktrees": [asdict(tree) for tree in listed]}, indent=2))
+        return
+    if not listed:
+        click.echo("no pooled worktree")
+        return
+    rows = [
+        [
+            (shown(tree.name), None),
+            (shown(tree.holder), None),
+            (tree.setup_key or "-", None),
+            (_size(tree.size), None),
+            (tree.last_used or "-", None),
+        ]
+        for tree in listed
+    ]
+    for line in columns(["worktree", "held by", "setup key", "size", "last use"], rows):
+        click.echo(line)
+
+
+def _size(count: int) -> str:
+    """*count* bytes for people: B, KiB, MiB or GiB."""
+    if count < 1024:
+        return f"{count} B"
+    value = count / 1024
+    for unit in ("KiB", "MiB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
 
 
 @worktrees.command("prune")
@@ -51,4 +111,9 @@ def prune_shared_pool() -> None:
         click.echo("no pooled worktree")
         return
     removed = prune_pool(repo, folder, idle_too=True)
+    from ..git._worktrees import pooled_worktrees
+    from ..setup import drop_orphan_states
+
+    # The setups of worktrees no longer in the pool go with them.
+    drop_orphan_states(repo.root, {path.name for path, _ in pooled_worktrees(repo, folder)})
     click.echo(f"removed {len(removed)} pooled worktree(s)")

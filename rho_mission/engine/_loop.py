@@ -33,13 +33,14 @@ from graph import sha256_hex as digest
 
 from .._errors import MergeConflictError, MissionError
 from ..containment._mission_processes import end_mission_processes
-from ..executors._contract import Attempt, Executor, Observer, Worker
+from ..executors._contract import Attempt, Executor, Observer, SetupStep, Worker
 from ..git._refs import RefHistory, check_id_free, feature_head, settle_refs
 from ..git._repo import GitRepo, MergeChain
 from ..records._clock import now_rfc3339
 from ..records._document import (
     Conflict,
     Feature,
+    FeatureSetup,
     FeatureStatus,
     Handoff,
     MissionDocument,
@@ -89,6 +90,7 @@ async def run_waves(
     warnings: list[str] | None = None,
     stages: Stages | None = None,
     resolve: Worker | None = None,
+    setup: SetupStep | None = None,
 ) -> None:
     """Run *waves* of *mission* from its first unfinished wave; the mission records the outcome.
 
@@ -96,11 +98,13 @@ async def run_waves(
     mission ``cancelled``) and then re-raised. A mission timeout ends the same way but returns.
     Problems that do not stop the run are appended to *warnings*. With *stages*, every join
     that lets the mission go on is verified first (see ``_verify``). With *resolve*, a merge
-    that conflicts at a join goes to that resolver first (see ``_overlap``).
+    that conflicts at a join goes to that resolver first (see ``_overlap``). With *setup*, every
+    attempt's worktree is set up first where it needs it (``executors._setup``).
     """
     notes = [] if warnings is None else warnings
     guarded = _Guarded(notes, observer or _Silent())
     runner = _WaveRunner(mission, worker, executor, guarded, notes, stages, resolve)
+    runner.setup = setup
     await runner.run([list(wave) for wave in waves])
 
 
@@ -168,6 +172,8 @@ class _WaveRunner:
         # Why the executor could not make a wave's start available (its features then fail).
         self.wave_problem: str | None = None
         self.stage_runner = StageRunner(mission, self.repo, self.journal, self.history)
+        # The mission's worktree setup, run by the executor before attempts (None: none).
+        self.setup: SetupStep | None = None
         # What the mission spent so far, against its budgets (``_budget``).
         self.budget = BudgetKeeper(mission)
         self.warnings.extend(budget_warnings(mission.config))
@@ -422,6 +428,8 @@ class _WaveRunner:
             replay=replay,
             note_usage=partial(self._note_feature_usage, feature),
             budget_left_usd=self.caps[feature.id],
+            setup=self.setup,
+            note_setup=partial(_note_setup, feature),
         )
 
     # -- what attempts spend, and the budget -------------------------------------------------
@@ -915,6 +923,11 @@ class _WaveRunner:
 
     async def _close_executor(self) -> None:
         self.warnings.extend(await self.executor.close())
+
+
+def _note_setup(feature: Feature, record: FeatureSetup) -> None:
+    """Keep what the worktree setup of *feature*'s attempt came to (shown by ``mission show``)."""
+    feature.setup = record
 
 
 async def _at_once() -> None:

@@ -18,14 +18,22 @@ from ..git._commit import WorktreeResult, commit_worktree
 from ..git._repo import GitRepo
 from ..git._worktrees import WorktreePool
 from ..records._document import Feature, Handoff
+from ..setup import WorktreeSetup
 from ._contract import Attempt, AttemptResult, WorkerContext
+from ._setup import prepare_worktree
 from ._worker_call import call_worker, failure_text
 
 __all__ = ["attempt_in_pool"]
 
 
-async def attempt_in_pool(repo: GitRepo, pool: WorktreePool, attempt: Attempt) -> AttemptResult:
+async def attempt_in_pool(
+    repo: GitRepo, pool: WorktreePool, attempt: Attempt, setup: WorktreeSetup | None = None
+) -> AttemptResult:
     """Run *attempt* in a worktree of *pool*, its branch moved by compare-and-swap.
+
+    With *setup* (the pool's setups: ``rho_mission.setup``), the ``--copy`` files are written
+    into the worktree first and the attempt's setup runs there unless its key holds; a failed
+    setup is the attempt's error, and the worker does not run.
 
     The result's ``branch_head`` is what the feature branch's next move must find: unchanged
     when no worktree could be had (or the start commit, when the branch got there before git
@@ -40,7 +48,10 @@ async def attempt_in_pool(repo: GitRepo, pool: WorktreePool, attempt: Attempt) -
         # must accept it (a failed move leaves the old value, known already).
         attempt.note_ref(branch, head, "start")
     try:
-        worktree = await anyio.to_thread.run_sync(pool.acquire, branch, head, attempt.branch_head)
+        key = await _setup_key(setup, attempt, head)
+        keep = setup.check(key) if setup is not None and key is not None else None
+        acquire = partial(pool.acquire, branch, head, attempt.branch_head, keep=keep)
+        worktree = await anyio.to_thread.run_sync(acquire)
     except RefMovedError as exc:
         return AttemptResult(error=str(exc), branch_head=attempt.branch_head)
     except MissionError as exc:
@@ -51,7 +62,14 @@ async def attempt_in_pool(repo: GitRepo, pool: WorktreePool, attempt: Attempt) -
     usage_file = await anyio.to_thread.run_sync(_usage_place, attempt, ask)
     log_start = log_size(attempt.log_path)
     try:
-        outcome, result = await _work(repo, pool, worktree, attempt, usage_file)
+        problem = None
+        if setup is not None:
+            problem = await prepare_worktree(attempt, worktree, setup, key)
+        if problem is not None:
+            outcome: Handoff | str = problem
+        else:
+            spared = setup.spared(worktree) if setup is not None else ()
+            outcome, result = await _work(repo, pool, worktree, attempt, usage_file, spared)
     finally:
         with anyio.CancelScope(shield=True):
             await _note_usage(attempt, ask, usage_file, log_start)
@@ -63,6 +81,13 @@ async def attempt_in_pool(repo: GitRepo, pool: WorktreePool, attempt: Attempt) -
     if isinstance(outcome, Handoff):
         return AttemptResult(handoff=outcome, branch_head=found)
     return AttemptResult(error=outcome, branch_head=found)
+
+
+async def _setup_key(setup: WorktreeSetup | None, attempt: Attempt, head: str) -> str | None:
+    """The setup key of the attempt's setup at *head*, or None without one."""
+    if setup is None or attempt.setup is None:
+        return None
+    return await anyio.to_thread.run_sync(setup.key_for, head, attempt.setup.identity)
 
 
 def _usage_place(attempt: Attempt, ask: UsageAsk) -> Path | None:
@@ -85,7 +110,12 @@ def _branch(feature: Feature) -> str:
 
 
 async def _work(
-    repo: GitRepo, pool: WorktreePool, worktree: Path, attempt: Attempt, usage_file: Path | None
+    repo: GitRepo,
+    pool: WorktreePool,
+    worktree: Path,
+    attempt: Attempt,
+    usage_file: Path | None,
+    spared: tuple[str, ...],
 ) -> tuple[Handoff | str, WorktreeResult | None]:
     """Run the worker, then commit what it left: its handoff, or the error text; and what the
     commit step found (None when it did not run or failed)."""
@@ -111,7 +141,7 @@ async def _work(
             return failure_text(exc, attempt.log_path), None
         if scope.cancelled_caught:
             return f"timed out after {timeout:g}s", None
-        committed, result = await _commit(repo, pool, worktree, attempt)
+        committed, result = await _commit(repo, pool, worktree, attempt, spared)
     except MissionError as exc:  # committing what the worker left: git refused
         return str(exc), None
     if handoff is None:
@@ -123,7 +153,7 @@ async def _work(
 
 
 async def _commit(
-    repo: GitRepo, pool: WorktreePool, worktree: Path, attempt: Attempt
+    repo: GitRepo, pool: WorktreePool, worktree: Path, attempt: Attempt, spared: tuple[str, ...]
 ) -> tuple[Handoff, WorktreeResult]:
     feature = attempt.feature
     message = f"rho-mission {attempt.mission.id}: {feature.id} {feature.description}".strip()
@@ -136,7 +166,7 @@ async def _commit(
         except OSError as exc:
             raise FeatureResultError(f"its index could not be put back: {exc.strerror}") from exc
         done = commit_worktree(
-            repo, worktree, message, base=attempt.base_commit, branch=feature.branch
+            repo, worktree, message, base=attempt.base_commit, branch=feature.branch, spared=spared
         )
         if done.branch_head is not None:  # the worktree's HEAD, whose index rho just wrote
             pool.note_index(worktree, done.branch_head)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 if TYPE_CHECKING:
-    from ..records._document import Feature, Handoff, MissionDocument, WaveJoin
+    from ..records._document import Feature, FeatureSetup, Handoff, MissionDocument, WaveJoin
     from ..records._usage import AttemptUsage
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "AttemptResult",
     "Executor",
     "Observer",
+    "SetupStep",
     "Worker",
     "WorkerContext",
 ]
@@ -88,6 +89,21 @@ def _usage_unwanted(record: AttemptUsage) -> None:
     """The ``note_usage`` of an attempt made without one: its usage is not kept."""
 
 
+def _setup_unwanted(record: FeatureSetup) -> None:
+    """The ``note_setup`` of an attempt made without one: its setup is not recorded."""
+
+
+@dataclass(frozen=True)
+class SetupStep:
+    """A mission's worktree setup (``--setup CMD``, ``run_staged(setup=...)``): the worker that
+    runs it in a worktree (its ``WorkerContext`` has the feature ``setup``, whose ``command``
+    is the shell's), and what identifies it in the setup key (``sh:<command>``, or
+    ``python:<module>.<name>`` for a library's)."""
+
+    worker: Worker
+    identity: str
+
+
 @dataclass(frozen=True)
 class Attempt:
     """One try of one feature, as the coordinator asks an executor for it.
@@ -100,7 +116,9 @@ class Attempt:
     worktree ready first, while the store is written. ``replay``: the attempt runs the task
     again after its merge conflicted (its worker sees ``WorkerContext.replay``).
     ``note_usage(record)`` is called once the attempt ended, with what it spent, even when a
-    cancellation ended it; ``budget_left_usd`` is passed on to its worker.
+    cancellation ended it; ``budget_left_usd`` is passed on to its worker. ``setup``: the
+    mission's worktree setup, run first where the worktree needs it (an executor that cannot
+    run one refuses it: ``supports_setup``); ``note_setup(record)`` gets what it came to.
     """
 
     mission: MissionDocument
@@ -116,6 +134,8 @@ class Attempt:
     replay: bool = False
     note_usage: Callable[[AttemptUsage], None] = _usage_unwanted
     budget_left_usd: float | None = None
+    setup: SetupStep | None = None
+    note_setup: Callable[[FeatureSetup], None] = _setup_unwanted
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from ..git._repo import GitRepo
 from ..git._worktrees import WorktreePool, pool_limit, prune_pool, prune_stale
 from ..records._document import MissionDocument
 from ..records._places import RHO_PATTERN, pool_folder, worktrees_folder
+from ..setup import WorktreeSetup, read_copies
 from ._attempt import attempt_in_pool
 from ._contract import Attempt, AttemptResult
 
@@ -26,20 +27,31 @@ class LocalExecutor:
     its worktrees back for the next mission (up to ``$RHO_WORKTREE_POOL``, default 8; see
     ``git._worktrees``). A mission that keeps its worktrees (``keep_worktrees``) has a pool of its
     own under ``<repo>/.rho/worktrees/<mission>/``, left in place for the user.
+
+    It runs a mission's worktree setup (``supports_setup``): the ``--copy`` files are read
+    once at ``open``, and each pooled worktree keeps its setup's outputs while its key holds.
     """
+
+    supports_setup = True
 
     def __init__(self) -> None:
         self._repo: GitRepo | None = None
         self._pool: WorktreePool | None = None
+        self._setup: WorktreeSetup | None = None
 
     async def open(self, mission: MissionDocument) -> None:
         """Create the pool's folder (0700, never through a link) and prune stale worktrees.
 
         Raises:
+            InvalidMissionError: a ``--copy`` file can no longer be copied (see
+                ``setup.read_copies``).
             UnsafePathError: a symbolic link stands where the folder goes.
             GitOperationError: git refused to prune.
         """
         repo = GitRepo.open(Path(mission.repo))
+        config = mission.config
+        copies = read_copies(repo, config.copy_paths)  # checked again: the checkout may change
+        self._setup = WorktreeSetup(repo, tuple(config.setup_key), copies)
         worktrees = worktrees_folder(repo.root)
         folder = worktrees / mission.id
         repo.exclude(RHO_PATTERN)
@@ -62,7 +74,7 @@ class LocalExecutor:
         """Run *attempt* in a pooled worktree of the user's repository."""
         if self._repo is None or self._pool is None:
             raise RuntimeError("LocalExecutor.run_attempt before open()")
-        return await attempt_in_pool(self._repo, self._pool, attempt)
+        return await attempt_in_pool(self._repo, self._pool, attempt, self._setup)
 
     async def close(self) -> list[str]:
         """Remove the pool's worktrees (kept ones stay); a failure is a warning."""

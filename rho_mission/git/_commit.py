@@ -23,9 +23,11 @@ __all__ = [
     "WorktreeResult",
     "WorktreeStatus",
     "commit_worktree",
+    "listed_entries",
     "parse_status",
     "path_text",
     "read_status",
+    "spared_by",
 ]
 
 _UNRELATED = (
@@ -130,17 +132,52 @@ class WorktreeResult:
         return CommitResult(self.commit_id, self.files_changed)
 
 
-def read_status(repo: Repository, worktree: Path) -> WorktreeStatus:
-    """Run ``git status`` once in *worktree* and parse it.
+def read_status(repo: Repository, worktree: Path, spared: tuple[str, ...] = ()) -> WorktreeStatus:
+    """Run ``git status`` once in *worktree* and parse it (*spared*: see ``parse_status``).
 
     Raises:
         GitOperationError: git refused (for example: *worktree* is no work tree any more).
     """
-    return parse_status(repo.run(*_STATUS, cwd=worktree))
+    return parse_status(repo.run(*_STATUS, cwd=worktree), spared)
 
 
-def parse_status(out: str) -> WorktreeStatus:
-    """Parse ``git status --porcelain=v2 --branch -z`` output."""
+def listed_entries(repo: Repository, worktree: Path) -> list[tuple[str, str]]:
+    """Every entry ``git status`` lists in *worktree*: (kind, path), kind one of ``1``, ``2``
+    (changes), ``u`` (unmerged), ``?`` (untracked), ``!`` (ignored; a folder a pattern matches
+    whole is one entry, its path ending in ``/``).
+
+    Raises:
+        GitOperationError: git refused.
+    """
+    found: list[tuple[str, str]] = []
+    records = iter(repo.run(*_STATUS, cwd=worktree).split("\0"))
+    for record in records:
+        if record and not record.startswith("#"):
+            found.append((record[0], _entry_path(record)))
+            if record[0] == "2":
+                next(records, None)
+    return found
+
+
+def _entry_path(record: str) -> str:
+    # The path is the last field: after 8 fields for "1", 9 for "2", 10 for "u", 1 for "?"/"!".
+    fields = {"1": 8, "2": 9, "u": 10}.get(record[0], 1)
+    return record.split(" ", fields)[-1]
+
+
+def spared_by(path: str, spared: tuple[str, ...]) -> bool:
+    """Whether *path* (as git lists it; a folder ends in ``/``) is one of *spared* or lies in
+    one of them."""
+    bare = path.rstrip("/")
+    return any(bare == kept or bare.startswith(kept + "/") for kept in spared)
+
+
+def parse_status(out: str, spared: tuple[str, ...] = ()) -> WorktreeStatus:
+    """Parse ``git status --porcelain=v2 --branch -z`` output.
+
+    The entries of *spared* paths (and of what lies in them) are left out: a worktree's kept
+    setup outputs and copied files (``rho_mission.setup``) are neither work nor leftovers.
+    """
     head: str | None = None
     branch: str | None = None
     kinds: set[str] = set()
@@ -156,6 +193,10 @@ def parse_status(out: str) -> WorktreeStatus:
             value = record.removeprefix("# branch.head ")
             branch = None if value in _NO_BRANCH else value
         elif record and not record.startswith("#"):
+            if spared and spared_by(_entry_path(record), spared):
+                if record[0] == "2":
+                    next(records, None)
+                continue
             kinds.add(record[0])
             whole = whole and _stageable(record)
             path = _record_path(record) if whole else None
@@ -196,18 +237,20 @@ def commit_worktree(
     *,
     base: str | None = None,
     branch: str | None = None,
+    spared: tuple[str, ...] = (),
 ) -> WorktreeResult:
     """Commit what *worktree* holds, its HEAD and its uncommitted changes, on *branch*.
 
     ``GitRepo.commit_all`` documents the behaviour; this also returns what the feature branch
-    holds afterwards and whether the worktree was spotless.
+    holds afterwards and whether the worktree was spotless. *spared* paths (repository-relative,
+    no trailing slash) are never staged, and do not count against spotless.
 
     Raises:
         UnknownRefError: *base* names no commit.
         FeatureResultError: HEAD does not descend from *base*, or names no commit at all.
         GitOperationError: staging or committing failed (for example mid-rebase).
     """
-    status = read_status(repo, worktree)
+    status = read_status(repo, worktree, spared)
     if status.head is None:
         raise FeatureResultError(_UNRELATED)  # an orphan branch: HEAD names no commit yet
     start = status.head if base is None else repo.commit_id(base)
@@ -215,7 +258,7 @@ def commit_worktree(
     if not on_branch:
         # rho's commit must move no branch of the worker's: detach HEAD where it stands.
         repo.run("update-ref", "--no-deref", "HEAD", status.head, cwd=worktree)
-    committed = _commit_changes(repo, worktree, message, status) if status.changed else None
+    committed = _commit_changes(repo, worktree, message, status, spared) if status.changed else None
     head = committed or status.head
     known = branch is not None
     if head == start:
@@ -239,7 +282,11 @@ def commit_worktree(
 
 
 def _commit_changes(
-    repo: Repository, worktree: Path, message: str, status: WorktreeStatus
+    repo: Repository,
+    worktree: Path,
+    message: str,
+    status: WorktreeStatus,
+    spared: tuple[str, ...] = (),
 ) -> str | None:
     """Stage everything and commit it; the new HEAD, or None when nothing was staged.
 
@@ -247,7 +294,7 @@ def _commit_changes(
     staged for sure: the commit goes ahead without asking git first, and only a refused
     commit asks whether it had anything to commit.
     """
-    _stage(repo, worktree, status)
+    _stage(repo, worktree, status, spared)
     if not status.stageable and not _staged(repo, worktree):
         return None  # only what cannot be staged (a submodule's own changes)
     try:
@@ -272,14 +319,18 @@ _LITERAL = {
 }
 
 
-def _stage(repo: Repository, worktree: Path, status: WorktreeStatus) -> None:
+def _stage(
+    repo: Repository, worktree: Path, status: WorktreeStatus, spared: tuple[str, ...] = ()
+) -> None:
     """Stage what *status* listed: by name when it is all unstaged changes and new files (git
-    then looks at those paths only, not at the whole tree a second time), else ``add --all``.
+    then looks at those paths only, not at the whole tree a second time), else ``add --all``
+    (the *spared* paths excluded by name: a copied ``.env`` no ``.gitignore`` covers stays out).
     A change the worker staged itself may be a removal from the index, which no name matches."""
     paths = status.unstaged
     size = sum(len(path) + 1 for path in paths) if paths is not None else _PATHS_BYTES
     if paths is None or size >= _PATHS_BYTES:
-        repo.run("add", "--all", cwd=worktree)
+        excluded = [f":(top,literal,exclude){path}" for path in spared]
+        repo.run("add", "--all", *(["--", ":/", *excluded] if excluded else []), cwd=worktree)
         return
     # "git add <path>" of a deleted file stages its removal.
     repo.run("add", "--", *paths, cwd=worktree, env=_LITERAL)

@@ -35,6 +35,7 @@ import re
 import secrets
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -67,10 +68,12 @@ from ._repo import PARALLEL_CHECKOUT, GitRepo, WorktreeInfo, ref_moved
 __all__ = [
     "DEFAULT_POOL_LIMIT",
     "SHARED_POOL",
+    "KeptOutputs",
     "WorktreePool",
     "drop_pooled",
     "held_by",
     "pool_limit",
+    "pooled_worktrees",
     "prune_pool",
     "prune_stale",
 ]
@@ -99,6 +102,20 @@ def pool_limit() -> int:
 
 class _Unset:
     """The type of ``_UNSET``: no expected value given."""
+
+
+# What ``acquire`` asks of a reused worktree before its clean: the paths to spare, and whether
+# to clean it whole although it came back spotless (kept outputs that can no longer be trusted).
+KeptOutputs = Callable[[Path], tuple[tuple[str, ...], bool]]
+
+
+def _ignore_pattern(path: str) -> str:
+    """*path* (repository-relative) as a gitignore pattern that matches it alone: anchored at
+    the top, its wildcard and escape characters escaped."""
+    escaped = re.sub(r"([\\*?\[\]])", r"\\\1", path)
+    if escaped.endswith(" "):
+        escaped = escaped[:-1] + "\\ "
+    return "/" + escaped
 
 
 _UNSET = _Unset()
@@ -189,7 +206,12 @@ class WorktreePool:
             return sorted([*self._idle, *self._busy, *self._kept])
 
     def acquire(
-        self, branch: str, start_commit: str, expected: str | _Unset | None = _UNSET
+        self,
+        branch: str,
+        start_commit: str,
+        expected: str | _Unset | None = _UNSET,
+        *,
+        keep: KeptOutputs | None = None,
     ) -> Path:
         """Return a clean worktree with *branch* checked out, created or reset at *start_commit*.
 
@@ -197,6 +219,9 @@ class WorktreePool:
         default whatever it holds now), checked by git as it moves. An idle worktree is
         reused when it is healthy; otherwise a new one is added under the pool's folder.
         A full sha is not looked up first: git refuses it where it moves the branch.
+        *keep* names, for a reused worktree, the ignored paths its clean spares (a setup's
+        outputs, checked by the caller: ``rho_mission.setup``) and whether it must be cleaned
+        whole although it came back spotless.
 
         Raises:
             InvalidMissionError: the pool's folder lies in the work tree but is not ignored.
@@ -218,11 +243,19 @@ class WorktreePool:
             try:
                 usable, restored = self._as_new(path) if _reusable(path) else (False, False)
                 if usable:
-                    dirty = not spotless or restored
+                    spare, doubt = keep(path) if keep is not None else ((), False)
+                    dirty = not spotless or restored or doubt
                     # Nothing to write when it already stands at the start: -b under the lock.
                     written = dirty or head == start
                     self._switch(
-                        path, branch, start, expected, fill=dirty, clean=dirty, written=written
+                        path,
+                        branch,
+                        start,
+                        expected,
+                        fill=dirty,
+                        clean=dirty,
+                        written=written,
+                        spare=spare,
                     )
                     self.note_index(path, start)
                     return path
@@ -561,6 +594,7 @@ class WorktreePool:
         fill: bool,
         clean: bool,
         written: bool,
+        spare: tuple[str, ...] = (),
     ) -> None:
         # The same end state as "checkout --force -B <branch> <start>" + "clean -ffdx", but the
         # branch moves by compare-and-swap: created by "checkout -b" (git's "must not exist"),
@@ -572,7 +606,8 @@ class WorktreePool:
             args = ("checkout", "--quiet", "--detach", "--force", start)
             self.repo.run(*PARALLEL_CHECKOUT, *args, cwd=path)
         if clean:
-            self.repo.run("clean", "-ffdxq", cwd=path)
+            kept = [arg for name in spare for arg in ("-e", _ignore_pattern(name))]
+            self.repo.run("clean", "-ffdxq", *kept, cwd=path)
         if expected is None and written:
             # The files are written (or none differ): "checkout -b" under the repository lock
             # has little to do.
@@ -654,6 +689,25 @@ def held_by(repo: GitRepo, folder: Path, mission_id: str) -> list[Path]:
         for path, reason in _pooled(repo, folder)
         if _LOCK_REASON.match(reason or "") and (reason or "").split()[1] == mission_id
     )
+
+
+def pooled_worktrees(repo: GitRepo, folder: Path) -> list[tuple[Path, str]]:
+    """The worktrees of the shared pool at *folder*, sorted, each with who holds it: ``idle``
+    (given back), ``mission <id> (pid <n>)`` for a live mission's, or ``left by mission <id>``
+    for one whose holder died (``prune`` removes it)."""
+    found = []
+    for path, reason in _pooled(repo, folder):
+        match = _LOCK_REASON.match(reason or "")
+        if reason == IDLE_REASON:
+            holder = "idle"
+        elif match is None:
+            holder = "unknown (not locked by rho)"
+        else:
+            pid, mission = int(match[1]), (reason or "").split()[1]
+            alive = pid == os.getpid() or pid_alive(pid)
+            holder = f"mission {mission} (pid {pid})" if alive else f"left by mission {mission}"
+        found.append((path, holder))
+    return sorted(found)
 
 
 def _pooled(

@@ -31,7 +31,8 @@ from ..engine._loop import run_waves
 from ..engine._resolve import resolve_shell_worker
 from ..engine._stage_workers import stages_for
 from ..executors import LocalExecutor
-from ..executors._contract import Executor, Observer, Worker
+from ..executors._contract import Executor, Observer, SetupStep, Worker
+from ..executors._setup import shell_setup
 from ..executors._shell import shell_worker
 from ..git._repo import GitRepo
 from ..git._runlock import is_running, run_lock
@@ -41,6 +42,7 @@ from ..records._document import Feature, MissionConfig, MissionDocument, feature
 from ..records._journal import Journal
 from ..records._persist import prepare_mission_dir
 from ..records._places import feature_branch, integration_branch, mission_folder, missions_folder
+from ..setup import check_setup_inputs
 from ._resume_refresh import refresh_features, store_features
 from ._waves import staged_plan
 
@@ -78,7 +80,9 @@ class Mission(MissionDocument):
         Raises:
             NotAGitRepositoryError: *repo* is not inside a git work tree.
             UnknownRefError: *base* names no commit.
-            InvalidMissionError: the repository has no commit yet (*base* ``HEAD``).
+            InvalidMissionError: the repository has no commit yet (*base* ``HEAD``), or a
+                ``copy_paths`` or ``setup_key`` path of *config* cannot be used (see
+                ``setup.check_setup_inputs``).
         """
         git = GitRepo.open(Path(repo))
         ident = mission_id or secrets.token_hex(4)
@@ -86,14 +90,15 @@ class Mission(MissionDocument):
         if os.path.lexists(folder):
             # Reusing it would overwrite that mission's record and reset its branches.
             raise InvalidMissionError(f"mission id {ident} is taken: {folder} exists")
+        base_commit = _base_commit(git, base)
         mission = cls(
             id=ident,
             prompt=prompt,
             dir=str(folder),
             repo=str(git.root),
-            base_commit=_base_commit(git, base),
+            base_commit=base_commit,
             integration_branch=integration_branch(ident),
-            config=config or MissionConfig(),
+            config=check_setup_inputs(git, config or MissionConfig(), base_commit),
         )
         for feature in features or ():
             mission.add_feature(feature)
@@ -171,6 +176,7 @@ class Mission(MissionDocument):
         fix: Worker | None = None,
         plan: Planner | None = None,
         resolve: Worker | None = None,
+        setup: Worker | None = None,
     ) -> Mission:
         """Run the features wave after wave, and return this mission.
 
@@ -201,6 +207,12 @@ class Mission(MissionDocument):
         the feature completes without running again. ``config.replay_conflicts`` runs a
         conflicted feature's task again from the joined head instead (after the resolver).
 
+        *setup* (default: the shell runs ``config.setup_command``, if set) gets each pooled
+        worktree ready before the first attempt that uses it: a ``WorkerContext`` whose feature
+        is ``setup``. What it leaves that git ignores is kept in the worktree for the next
+        features while the setup key holds (its name, ``python:<module>.<name>``, and the
+        ``config.setup_key`` files at the feature's start commit) and nothing changed it.
+
         Raises:
             InvalidMissionError: empty waves, an unknown or repeated id, a feature in or before
                 the wave of one of its blockers, (shell worker) a feature with no command, or a
@@ -209,7 +221,7 @@ class Mission(MissionDocument):
             MissionError: another process is running this mission.
         """
         return await self._run(
-            worker, waves, observer, None, executor, (verify, fix), plan, resolve
+            worker, waves, observer, None, executor, (verify, fix), plan, resolve, setup
         )
 
     async def plan(self, planner: Planner | None = None) -> PlanDocument:
@@ -270,12 +282,15 @@ class Mission(MissionDocument):
         checks: tuple[Worker | None, Worker | None],
         planner: Planner | None = None,
         resolve: Worker | None = None,
+        setup: Worker | None = None,
     ) -> Mission:
         planning = self._planning_due(planner)
         if planning and waves is not None:
             raise InvalidMissionError("a planned mission's waves are its plan's: pass no waves")
         plan = [] if planning else staged_plan(self, waves)
         stages = stages_for(self.config, *checks)
+        executor = executor or LocalExecutor()
+        step = setup_step(self.config, setup, executor)
         if worker is None and fresh is None and not planning:
             self.check_runnable(plan)  # before anything is written
         with _exclusive(self):
@@ -290,11 +305,12 @@ class Mission(MissionDocument):
                 self,
                 worker or shell_worker,
                 plan,
-                executor=executor or LocalExecutor(),
+                executor=executor,
                 observer=observer,
                 warnings=self.warnings,
                 stages=stages,
                 resolve=resolve or (resolve_shell_worker if self.config.resolve_command else None),
+                setup=step,
             )
         return self
 
@@ -315,6 +331,7 @@ class Mission(MissionDocument):
         fix: Worker | None = None,
         plan: Planner | None = None,
         resolve: Worker | None = None,
+        setup: Worker | None = None,
     ) -> Mission:
         """``run_staged`` for callers without an event loop.
 
@@ -333,6 +350,7 @@ class Mission(MissionDocument):
                 fix=fix,
                 plan=plan,
                 resolve=resolve,
+                setup=setup,
             ),
         )
 
@@ -347,6 +365,7 @@ class Mission(MissionDocument):
         fix: Worker | None = None,
         plan: Planner | None = None,
         resolve: Worker | None = None,
+        setup: Worker | None = None,
     ) -> Mission:
         """Continue from the first unfinished wave; completed features stay completed.
 
@@ -381,7 +400,7 @@ class Mission(MissionDocument):
             fresh = refresh
         waves = self.waves or None  # None: a mission still to plan gets its plan's
         return await self._run(
-            worker, waves, observer, fresh, executor, (verify, fix), plan, resolve
+            worker, waves, observer, fresh, executor, (verify, fix), plan, resolve, setup
         )
 
     def resume_sync(
@@ -395,6 +414,7 @@ class Mission(MissionDocument):
         fix: Worker | None = None,
         plan: Planner | None = None,
         resolve: Worker | None = None,
+        setup: Worker | None = None,
     ) -> Mission:
         """``resume`` for callers without an event loop.
 
@@ -413,6 +433,7 @@ class Mission(MissionDocument):
                 fix=fix,
                 plan=plan,
                 resolve=resolve,
+                setup=setup,
             ),
         )
 
@@ -463,6 +484,27 @@ def _base_commit(git: GitRepo, base: str) -> str:
                 "make a first commit (git commit --allow-empty -m 'first commit')"
             ) from None
         raise
+
+
+def setup_step(config: MissionConfig, setup: Worker | None, executor: Executor) -> SetupStep | None:
+    """The mission's worktree setup: the library's *setup* worker, else ``config.setup_command``.
+
+    Raises:
+        InvalidMissionError: a setup or ``--copy`` files for an executor that cannot run them.
+    """
+    step = None
+    if setup is not None:
+        name = getattr(setup, "__qualname__", type(setup).__qualname__)
+        step = SetupStep(setup, f"python:{getattr(setup, '__module__', '')}.{name}")
+    elif config.setup_command:
+        step = shell_setup(config.setup_command)
+    wanted = step is not None or bool(config.copy_paths)
+    if wanted and not getattr(executor, "supports_setup", False):
+        raise InvalidMissionError(
+            f"a worktree setup (--setup, --copy) runs in this machine's worktrees: "
+            f"{type(executor).__name__} does not run one; make it part of the tasks' command"
+        )
+    return step
 
 
 def list_missions(repo: str | Path) -> list[Mission]:

@@ -27,6 +27,7 @@ __all__ = [
     "Conflict",
     "ConflictOutcome",
     "Feature",
+    "FeatureSetup",
     "FeatureStatus",
     "Handoff",
     "HeldTask",
@@ -36,6 +37,7 @@ __all__ = [
     "MissionStatus",
     "Planning",
     "PlanningStatus",
+    "SetupOutcome",
     "Verification",
     "VerificationStatus",
     "WaveJoin",
@@ -120,6 +122,22 @@ class Conflict(BaseModel):
     reason: str | None = None
 
 
+SetupOutcome = Literal["ran", "reused", "failed"]
+
+
+class FeatureSetup(BaseModel):
+    """The worktree setup of a feature's last attempt (``--setup``): the pooled worktree's
+    name, whether the setup ``ran`` there for it, was ``reused`` (its key held and its kept
+    outputs were as the setup left them) or ``failed``, and the setup key's first 16 hex
+    digits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    worktree: str
+    outcome: SetupOutcome
+    key: str
+
+
 class Feature(BaseModel):
     """One unit of work of a mission (one task of the store, with ``--from-tasks``).
 
@@ -147,6 +165,8 @@ class Feature(BaseModel):
     # task attempts and its resolver's), one per attempt; None and empty until one is read.
     usage: UsageTotal | None = None
     attempt_usage: list[AttemptUsage] = Field(default_factory=list)
+    # The worktree setup of its last attempt (``--setup``); None without one.
+    setup: FeatureSetup | None = None
 
     def __init__(
         self, id: str, description: str = "", expected_behavior: str = "", **data: Any
@@ -369,6 +389,13 @@ class MissionConfig(BaseModel):
     budget_usd: float | None = Field(default=None, gt=0)
     budget_tokens: int | None = Field(default=None, gt=0)
     budget_hard: bool = False
+    # A worktree ready to work in (``setup``): the command run once per pooled worktree before
+    # the first attempt that uses it, again only when its key changes (the command and the
+    # files of ``setup_key`` at the feature's start commit); ``copy_paths``: untracked files of
+    # the checkout copied into every worktree, never committed (repository-relative).
+    setup_command: str | None = None
+    setup_key: list[str] = Field(default_factory=list)
+    copy_paths: list[str] = Field(default_factory=list)
     # The git remote a run on a Dask cluster pushed the mission's branches to (set by the
     # executor): ``rho mission clean`` deletes them there too.
     remote: str | None = None

@@ -20,6 +20,7 @@ __all__ = [
     "missions_folder",
     "pool_folder",
     "rho_folder",
+    "setup_states_folder",
     "worktrees_folder",
 ]
 
@@ -56,6 +57,11 @@ def worktrees_folder(root: Path) -> Path:
 def pool_folder(root: Path) -> Path:
     """``<root>/.rho/worktrees/pool``: the worktrees missions give back for later ones."""
     return worktrees_folder(root) / "pool"
+
+
+def setup_states_folder(root: Path) -> Path:
+    """``<root>/.rho/worktrees/setup``: the last setup of each pooled worktree (``--setup``)."""
+    return worktrees_folder(root) / "setup"
 
 
 def mission_worktrees(root: Path, mission_id: str, part: str | None = None) -> Path:

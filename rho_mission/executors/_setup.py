@@ -1,0 +1,130 @@
+"""Run a mission's worktree setup before an attempt, where the worktree needs it.
+
+The setup runs like a task (``_shell.run_in_worktree``): ``/bin/sh -c CMD`` in the worktree,
+under its supervisor, with the task timeout, the log cap and ``--sandbox``, its output in
+``logs/setup-<worktree>.log``; a library's setup is a worker (``run_staged(setup=...)``). What
+it leaves git ignores becomes the worktree's kept outputs (``rho_mission.setup``). A failed
+setup fails the attempt, with its log's last lines; the next attempt sets up again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+
+from .._errors import FeatureFailedError, MissionError
+from ..containment._environ import child_environ
+from ..containment._process import note_in_log
+from ..records._clock import now_rfc3339
+from ..records._document import Feature, FeatureSetup
+from ..records._logs import read_tail
+from ..setup import WorktreeSetup
+from ._contract import Attempt, SetupStep, WorkerContext
+from ._shell import run_in_worktree
+from ._worker_call import call_worker, failure_text
+
+__all__ = ["SETUP_FEATURE", "prepare_worktree", "setup_log", "setup_shell_worker", "shell_setup"]
+
+SETUP_FEATURE = "setup"
+_TAIL = 3  # lines of the setup's output in the feature's error (one line, " | " between)
+
+
+def shell_setup(command: str) -> SetupStep:
+    """The setup step of ``--setup CMD``."""
+    return SetupStep(worker=setup_shell_worker, identity=f"sh:{command}")
+
+
+async def setup_shell_worker(ctx: WorkerContext) -> None:
+    """Run the setup command (``ctx.feature.command``) in the worktree.
+
+    Raises:
+        FeatureFailedError: a non-zero exit, or death by a signal.
+    """
+    command = ctx.feature.command or ctx.mission.config.setup_command
+    if not command:
+        raise FeatureFailedError("no setup command")
+    variables = {
+        "RHO_MISSION_ID": ctx.mission.id,
+        "RHO_MISSION_DIR": ctx.mission.dir,
+        "RHO_TASK_ID": SETUP_FEATURE,
+        "RHO_WORKTREE": str(ctx.worktree),
+        "RHO_BASE_COMMIT": ctx.base_commit,
+        "RHO_ATTEMPT": str(ctx.attempt),
+    }
+    await run_in_worktree(ctx, command, child_environ(variables))
+
+
+def setup_log(attempt: Attempt, worktree: Path) -> Path:
+    """``logs/setup-<worktree>.log`` of the attempt's mission."""
+    return Path(attempt.mission.dir) / "logs" / f"setup-{worktree.name}.log"
+
+
+async def prepare_worktree(
+    attempt: Attempt, worktree: Path, setup: WorktreeSetup, key: str | None
+) -> str | None:
+    """Copy the ``--copy`` files into *worktree*, then (with a setup *key*) run the setup
+    unless that key holds there, noting what it came to: None, or the feature's error text."""
+    name = worktree.name
+    try:
+        await anyio.to_thread.run_sync(setup.write_copies, worktree)
+    except (OSError, MissionError) as exc:
+        return f"the --copy files could not be written into worktree {name}: {exc}"
+    if key is None or attempt.setup is None:
+        return None
+    if await anyio.to_thread.run_sync(setup.kept, worktree, key) is not None:
+        attempt.note_setup(FeatureSetup(worktree=name, outcome="reused", key=key[:16]))
+        return None
+    log = setup_log(attempt, worktree)
+    error = await _run_setup(attempt, attempt.setup, worktree, log)
+    if error is None:
+        try:
+            await anyio.to_thread.run_sync(setup.record, worktree, key)
+        except (OSError, MissionError) as exc:
+            error = str(exc)
+            note_in_log(log, f"setup in {name} failed: {error}")
+        else:
+            note_in_log(log, f"setup in {name} passed: its outputs are kept for the next tasks")
+            attempt.note_setup(FeatureSetup(worktree=name, outcome="ran", key=key[:16]))
+            return None
+    await anyio.to_thread.run_sync(setup.forget, worktree)
+    attempt.note_setup(FeatureSetup(worktree=name, outcome="failed", key=key[:16]))
+    return _failure(name, error, log)
+
+
+async def _run_setup(attempt: Attempt, step: SetupStep, worktree: Path, log: Path) -> str | None:
+    """Run *step* in *worktree*; None when it passed, else why it failed."""
+    config = attempt.mission.config
+    feature = Feature(SETUP_FEATURE, "worktree setup", command=config.setup_command)
+    context = WorkerContext(
+        mission=attempt.mission,
+        feature=feature,
+        worktree=worktree,
+        base_commit=attempt.base_commit,
+        attempt=attempt.number,
+        log_path=log,
+        on_process_start=attempt.on_process_start,
+    )
+    note_in_log(log, f"setup in {worktree.name} for {attempt.feature.id}: started {now_rfc3339()}")
+    timeout = config.task_timeout
+    try:
+        with anyio.move_on_after(timeout) as scope:  # None: no limit
+            await call_worker(step.worker, context)
+    except Exception as exc:  # the setup is the user's code: it fails the attempt
+        error = failure_text(exc, log)
+        note_in_log(log, f"setup in {worktree.name} failed: {error}")
+        return error
+    if scope.cancelled_caught:
+        note_in_log(log, f"setup in {worktree.name} timed out after {timeout:g}s")
+        return f"timed out after {timeout:g}s"
+    return None
+
+
+def _failure(name: str, error: str, log: Path) -> str:
+    try:
+        tail = read_tail(log, _TAIL, output_only=True) or []
+    except (OSError, MissionError):
+        tail = []
+    last = [line.strip() for line in tail if line.strip()]
+    shown = f"; its output ends: {' | '.join(last)}" if last else ""
+    return f"setup failed in worktree {name} (logs/{log.name}): {error}{shown}"

@@ -1,0 +1,29 @@
+"""A worktree ready to work in: a setup run once per pooled worktree, kept while its key holds.
+
+- ``_inputs``: the ``--copy`` files (untracked files of the checkout, read once, checked: not
+  tracked, not a link, inside the repository) and the ``--setup-key`` paths;
+- ``_key``: the setup key, a digest of the setup and of the key files at a start commit;
+- ``_manifest``: what the setup left (its outputs, the paths git ignores), walked without
+  following a link into one digest of every entry's type, mode, size, times and inode;
+- ``_state``: each pooled worktree's last setup, in ``.rho/worktrees/setup/<name>.json``;
+- ``_keeper``: ``WorktreeSetup``, what the executor asks before and after each attempt.
+
+Direction: uses ``git``, ``records`` and ``containment``; the executors run the setup itself.
+"""
+
+from __future__ import annotations
+
+from ._inputs import CopiedFile, check_setup_inputs, read_copies, repository_path
+from ._keeper import SetupLeftFilesError, WorktreeSetup
+from ._state import drop_orphan_states, read_state
+
+__all__ = [
+    "CopiedFile",
+    "SetupLeftFilesError",
+    "WorktreeSetup",
+    "check_setup_inputs",
+    "drop_orphan_states",
+    "read_copies",
+    "read_state",
+    "repository_path",
+]
