@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(PY) bench/bench_agent_commands.py
 	$(PY) bench/bench_conflicts.py
 	$(PY) bench/bench_usage.py
+	$(PY) bench/bench_setup.py
 
 # On demand (several minutes): missions at the caps against the previous release (f5939f6).
 bench-scale: $(STAMP)

@@ -63,7 +63,7 @@ async def attempt_in_pool(
     log_start = log_size(attempt.log_path)
     try:
         problem = None
-        if setup is not None:
+        if setup is not None and (key is not None or setup.copies):
             problem = await prepare_worktree(attempt, worktree, setup, key)
         if problem is not None:
             outcome: Handoff | str = problem
