@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from taskstore import write_atomic
+from taskstore import open_folder, write_atomic
 
 from ..containment._folders import check_own_folder, open_private, private_folder
 from ..records._places import setup_states_folder
@@ -83,9 +83,18 @@ def write_state(root: Path, worktree: Path, state: SetupState) -> None:
 
 
 def drop_state(root: Path, worktree: Path) -> None:
-    """Forget *worktree*'s setup (nothing when none is kept)."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(_state_path(root, worktree))
+    """Forget *worktree*'s setup (nothing when none is kept). The state folder is reached
+    without following a link: one planted there is left alone, and nothing through it goes
+    (a later read refuses it too)."""
+    try:
+        folder = open_folder(setup_states_folder(root))
+    except OSError:
+        return  # no folder, or a link where it should be
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{worktree.name}.json", dir_fd=folder)
+    finally:
+        os.close(folder)
 
 
 def drop_orphan_states(root: Path, worktrees: set[str]) -> None:

@@ -363,3 +363,26 @@ def test_an_executor_that_cannot_run_a_setup_refuses_it_before_anything_starts(
     with pytest.raises(InvalidMissionError, match="does not run one"):
         mission.run_staged_sync(executor=Elsewhere())  # type: ignore[arg-type]
     assert not (app / ".rho" / "missions").exists()
+
+
+def test_kept_outputs_swapped_for_a_link_are_removed_without_following_it(
+    app: Path, marks: Path
+) -> None:
+    elsewhere = marks / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "tool").write_text("good", encoding="utf-8")  # looks like the real thing
+    states = app / ".rho" / "worktrees" / "setup"
+    tasks = [
+        spec("t1", f"rm -rf .venv && ln -s {elsewhere} .venv"),
+        spec("t2", "test ! -L .venv && grep -qx good .venv/tool", "t1"),
+    ]
+    import_tasks(app, tasks)
+    _run(app, "--setup", _setup(marks), "--workers", "1")
+    [mission] = _missions(app)
+    assert _outcomes(mission) == {"t1": "ran", "t2": "ran"}
+    assert [f["status"] for f in mission["features"]] == ["completed", "completed"]
+    assert (elsewhere / "tool").read_text() == "good"  # never cleaned through the link
+    assert sorted(path.suffix for path in states.iterdir()) == [".json"]
+    assert stat.S_IMODE(states.stat().st_mode) == 0o700
+    for state in states.iterdir():
+        assert stat.S_IMODE(state.stat().st_mode) == 0o600
