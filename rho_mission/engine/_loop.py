@@ -104,7 +104,7 @@ async def run_waves(
     notes = [] if warnings is None else warnings
     guarded = _Guarded(notes, observer or _Silent())
     runner = _WaveRunner(mission, worker, executor, guarded, notes, stages, resolve)
-    runner.setup = setup
+    runner.setup = runner.stage_runner.setup = setup
     await runner.run([list(wave) for wave in waves])
 
 

@@ -6,7 +6,9 @@ A stage runs on the coordinator's machine, in a worktree pool of its own under
 Its branch (``rho-mission/<m>/<stage>``) moves like a feature branch: each move is noted in the
 journal first, and a branch holding commits rho did not make is refused, never reset. The
 worker runs under the feature timeout; its failure is a result (an error text), a
-cancellation ends its processes and propagates.
+cancellation ends its processes and propagates. The verify and fix stages get their worktree
+ready as a feature's is (``--setup``, ``--copy``: ``executors._setup``); the resolve stage,
+which edits conflict markers, does not.
 """
 
 from __future__ import annotations
@@ -18,19 +20,22 @@ from pathlib import Path
 
 import anyio
 
+from .._errors import FeatureFailedError
 from ..agents._reading import UsageAsk, log_size, read_attempt_usage, usage_place
 from ..containment._folders import private_folder
-from ..executors._contract import Worker, WorkerContext
+from ..executors._contract import SetupStep, Worker, WorkerContext
 from ..executors._local import close_pool
+from ..executors._setup import SetupFor, prepare_worktree
 from ..executors._worker_call import call_worker, failure_text
 from ..git._refs import RefHistory, branch_to_move, mission_ref_prefix
 from ..git._repo import GitRepo
 from ..git._worktrees import WorktreePool, prune_stale
 from ..records._clock import now_rfc3339
-from ..records._document import MissionDocument
+from ..records._document import FeatureSetup, MissionDocument
 from ..records._journal import Journal
 from ..records._places import RHO_PATTERN, mission_worktrees
 from ..records._usage import AttemptUsage
+from ..setup import WorktreeSetup, read_copies
 
 __all__ = ["StageRunner"]
 
@@ -46,23 +51,60 @@ class StageRunner:
         self.journal = journal
         self.history = history
         self._pool: WorktreePool | None = None
+        # The mission's worktree setup (set by the engine), and what keeps the stages' setups.
+        self.setup: SetupStep | None = None
+        self._keeper: WorktreeSetup | None = None
 
     def branch(self, name: str) -> str:
         """The branch of the stage run *name* (``verify-2``, ``resolve``)."""
         return mission_ref_prefix(self.mission.id) + name
 
-    async def acquire(self, branch: str, head: str) -> Path:
+    async def acquire(self, branch: str, head: str, *, ready: str | None = None) -> Path:
         """A clean worktree on *branch*, moved to *head* (noted first, compare-and-swap).
+
+        With *ready* (the stage's name), it gets the ``--copy`` files and the mission's setup
+        first, as a feature's worktree does.
 
         Raises:
             RefMovedError: the branch holds commits rho did not make.
-            MissionError: git refused the worktree.
+            FeatureFailedError: the setup failed (the worktree is given back).
+            MissionError: git refused the worktree; a ``--copy`` file cannot be read.
         """
         pool = await anyio.to_thread.run_sync(self.pool)
         found = await anyio.to_thread.run_sync(self._branch_head, branch, head)
         if found != head:
             self.history.note(branch, head, "start")
-        return await anyio.to_thread.run_sync(pool.acquire, branch, head, found)
+        keeper = await anyio.to_thread.run_sync(self._setups) if ready else None
+        key = None
+        if keeper is not None and self.setup is not None:
+            key = await anyio.to_thread.run_sync(keeper.key_for, head, self.setup.identity)
+        keep = keeper.check(key) if keeper is not None and key is not None else None
+        acquire = partial(pool.acquire, branch, head, found, keep=keep)
+        worktree = await anyio.to_thread.run_sync(acquire)
+        if keeper is None or ready is None:
+            return worktree
+        asked = SetupFor(
+            self.mission, self.setup, ready, head, 1, partial(self.started, ready), _unnoted
+        )
+        problem = await prepare_worktree(asked, worktree, keeper, key)
+        if problem is not None:
+            await self.release(branch, worktree)
+            raise FeatureFailedError(problem)
+        return worktree
+
+    def spared(self, worktree: Path) -> tuple[str, ...]:
+        """What a stage's commit in *worktree* leaves out: kept setup outputs and copies."""
+        return self._keeper.spared(worktree) if self._keeper is not None else ()
+
+    def _setups(self) -> WorktreeSetup | None:
+        """The stages' setups, made on first use; None when the mission has none to run."""
+        config = self.mission.config
+        if self.setup is None and not config.copy_paths:
+            return None
+        if self._keeper is None:
+            copies = read_copies(self.repo, config.copy_paths)
+            self._keeper = WorktreeSetup(self.repo, tuple(config.setup_key), copies)
+        return self._keeper
 
     async def release(self, branch: str, worktree: Path) -> None:
         """Note what the stage left on its branch (the value its next move expects), give the
@@ -128,8 +170,12 @@ class StageRunner:
         return self._pool
 
     async def close(self) -> list[str]:
-        """Remove the stages' worktrees; a failure is a warning."""
+        """Remove the stages' worktrees (and the states of their setups); a failure is a
+        warning."""
         pool, self._pool = self._pool, None
+        if pool is not None and self._keeper is not None:
+            for worktree in pool.worktrees:  # removed with the pool: their setups go too
+                self._keeper.forget(worktree)
         return await close_pool(pool, "stage worktrees")
 
     def _branch_head(self, branch: str, head: str) -> str | None:
@@ -137,3 +183,7 @@ class StageRunner:
         return branch_to_move(
             self.repo, self.history, branch, found, head, "running the stage again"
         )
+
+
+def _unnoted(record: FeatureSetup) -> None:
+    """A stage's setup outcome is not a feature's: its log says it (``logs/setup-*.log``)."""

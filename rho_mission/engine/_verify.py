@@ -253,7 +253,7 @@ class JoinChecks:
         runner = self.runner
         branch = runner.branch(feature.id)
         try:
-            worktree = await runner.acquire(branch, run.head)
+            worktree = await runner.acquire(branch, run.head, ready=feature.id)
         except MissionError as exc:
             return str(exc), None
         context = WorkerContext(
@@ -285,7 +285,9 @@ class JoinChecks:
 
         def commit_all() -> str | None:
             worktree, base = context.worktree, context.base_commit
-            return self.repo.commit_all(worktree, message, base=base, branch=branch).commit_id
+            spared = self.runner.spared(worktree)  # the setup's outputs and the copies
+            done = self.repo.commit_all(worktree, message, base=base, branch=branch, spared=spared)
+            return done.commit_id
 
         try:
             return None, await anyio.to_thread.run_sync(commit_all)

@@ -20,7 +20,7 @@ from ..git._worktrees import WorktreePool
 from ..records._document import Feature, Handoff
 from ..setup import WorktreeSetup
 from ._contract import Attempt, AttemptResult, WorkerContext
-from ._setup import prepare_worktree
+from ._setup import for_attempt, prepare_worktree
 from ._worker_call import call_worker, failure_text
 
 __all__ = ["attempt_in_pool"]
@@ -64,7 +64,7 @@ async def attempt_in_pool(
     try:
         problem = None
         if setup is not None and (key is not None or setup.copies):
-            problem = await prepare_worktree(attempt, worktree, setup, key)
+            problem = await prepare_worktree(for_attempt(attempt), worktree, setup, key)
         if problem is not None:
             outcome: Handoff | str = problem
         else:

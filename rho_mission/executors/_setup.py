@@ -9,6 +9,8 @@ setup fails the attempt, with its log's last lines; the next attempt sets up aga
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -17,14 +19,22 @@ from .._errors import FeatureFailedError, MissionError
 from ..containment._environ import child_environ
 from ..containment._process import note_in_log
 from ..records._clock import now_rfc3339
-from ..records._document import Feature, FeatureSetup
+from ..records._document import Feature, FeatureSetup, MissionDocument
 from ..records._logs import read_tail
 from ..setup import WorktreeSetup
 from ._contract import Attempt, SetupStep, WorkerContext
 from ._shell import run_in_worktree
 from ._worker_call import call_worker, failure_text
 
-__all__ = ["SETUP_FEATURE", "prepare_worktree", "setup_log", "setup_shell_worker", "shell_setup"]
+__all__ = [
+    "SETUP_FEATURE",
+    "SetupFor",
+    "for_attempt",
+    "prepare_worktree",
+    "setup_log",
+    "setup_shell_worker",
+    "shell_setup",
+]
 
 SETUP_FEATURE = "setup"
 _TAIL = 3  # lines of the setup's output in the feature's error (one line, " | " between)
@@ -55,28 +65,57 @@ async def setup_shell_worker(ctx: WorkerContext) -> None:
     await run_in_worktree(ctx, command, child_environ(variables))
 
 
-def setup_log(attempt: Attempt, worktree: Path) -> Path:
-    """``logs/setup-<worktree>.log`` of the attempt's mission."""
-    return Path(attempt.mission.dir) / "logs" / f"setup-{worktree.name}.log"
+@dataclass(frozen=True)
+class SetupFor:
+    """Who asks for a worktree's setup: a feature's attempt (``for_attempt``) or a join's
+    stage. ``step`` is the mission's setup (None: the ``--copy`` files only), ``asked_by`` the
+    feature or stage named in the log, ``note`` gets what the setup came to."""
+
+    mission: MissionDocument
+    step: SetupStep | None
+    asked_by: str
+    base_commit: str
+    attempt: int
+    on_process_start: Callable[[int], None]
+    note: Callable[[FeatureSetup], None]
+
+
+def for_attempt(attempt: Attempt) -> SetupFor:
+    """The setup *attempt* asks for."""
+    return SetupFor(
+        mission=attempt.mission,
+        step=attempt.setup,
+        asked_by=attempt.feature.id,
+        base_commit=attempt.base_commit,
+        attempt=attempt.number,
+        on_process_start=attempt.on_process_start,
+        note=attempt.note_setup,
+    )
+
+
+def setup_log(mission: MissionDocument, worktree: Path) -> Path:
+    """``logs/setup-<worktree>.log`` of *mission*."""
+    return Path(mission.dir) / "logs" / f"setup-{worktree.name}.log"
 
 
 async def prepare_worktree(
-    attempt: Attempt, worktree: Path, setup: WorktreeSetup, key: str | None
+    asked: SetupFor, worktree: Path, setup: WorktreeSetup, key: str | None
 ) -> str | None:
     """Copy the ``--copy`` files into *worktree*, then (with a setup *key*) run the setup
-    unless that key holds there, noting what it came to: None, or the feature's error text."""
+    unless that key holds there, noting what it came to: None, or the error text of the
+    feature (or stage) that asked."""
     name = worktree.name
     try:
         await anyio.to_thread.run_sync(setup.write_copies, worktree)
     except (OSError, MissionError) as exc:
         return f"the --copy files could not be written into worktree {name}: {exc}"
-    if key is None or attempt.setup is None:
+    if key is None or asked.step is None:
         return None
     if await anyio.to_thread.run_sync(setup.kept, worktree, key) is not None:
-        attempt.note_setup(FeatureSetup(worktree=name, outcome="reused", key=key[:16]))
+        asked.note(FeatureSetup(worktree=name, outcome="reused", key=key[:16]))
         return None
-    log = setup_log(attempt, worktree)
-    error = await _run_setup(attempt, attempt.setup, worktree, log)
+    log = setup_log(asked.mission, worktree)
+    error = await _run_setup(asked, asked.step, worktree, log)
     if error is None:
         try:
             await anyio.to_thread.run_sync(setup.record, worktree, key)
@@ -85,27 +124,27 @@ async def prepare_worktree(
             note_in_log(log, f"setup in {name} failed: {error}")
         else:
             note_in_log(log, f"setup in {name} passed: its outputs are kept for the next tasks")
-            attempt.note_setup(FeatureSetup(worktree=name, outcome="ran", key=key[:16]))
+            asked.note(FeatureSetup(worktree=name, outcome="ran", key=key[:16]))
             return None
     await anyio.to_thread.run_sync(setup.forget, worktree)
-    attempt.note_setup(FeatureSetup(worktree=name, outcome="failed", key=key[:16]))
+    asked.note(FeatureSetup(worktree=name, outcome="failed", key=key[:16]))
     return _failure(name, error, log)
 
 
-async def _run_setup(attempt: Attempt, step: SetupStep, worktree: Path, log: Path) -> str | None:
+async def _run_setup(asked: SetupFor, step: SetupStep, worktree: Path, log: Path) -> str | None:
     """Run *step* in *worktree*; None when it passed, else why it failed."""
-    config = attempt.mission.config
+    config = asked.mission.config
     feature = Feature(SETUP_FEATURE, "worktree setup", command=config.setup_command)
     context = WorkerContext(
-        mission=attempt.mission,
+        mission=asked.mission,
         feature=feature,
         worktree=worktree,
-        base_commit=attempt.base_commit,
-        attempt=attempt.number,
+        base_commit=asked.base_commit,
+        attempt=asked.attempt,
         log_path=log,
-        on_process_start=attempt.on_process_start,
+        on_process_start=asked.on_process_start,
     )
-    note_in_log(log, f"setup in {worktree.name} for {attempt.feature.id}: started {now_rfc3339()}")
+    note_in_log(log, f"setup in {worktree.name} for {asked.asked_by}: started {now_rfc3339()}")
     timeout = config.task_timeout
     try:
         with anyio.move_on_after(timeout) as scope:  # None: no limit

@@ -305,6 +305,7 @@ class GitRepo:
         *,
         base: str | None = None,
         branch: str | None = None,
+        spared: tuple[str, ...] = (),
     ) -> CommitResult:
         """Commit what *worktree* holds, its HEAD and its uncommitted changes, on *branch*.
 
@@ -313,7 +314,8 @@ class GitRepo:
         of the worker's), and then *branch* is moved to the result. Ignored files stay out.
         Hooks and signing never run; when the user has no ``user.email``, the commit is made as
         ``rho-mission <rho-mission@localhost>``. The result compares HEAD with *base* (default:
-        the head before this call), so commits the worker made itself count too.
+        the head before this call), so commits the worker made itself count too. *spared*
+        paths (a worktree's kept setup outputs and copied files) are never staged.
 
         Raises:
             UnknownRefError: *base* names no commit.
@@ -324,7 +326,7 @@ class GitRepo:
         """
         if pinned(worktree) is None:
             self.pin_worktree(worktree)  # a library caller's own worktree: recorded now
-        result = commit_worktree(self, worktree, message, base=base, branch=branch)
+        result = commit_worktree(self, worktree, message, base=base, branch=branch, spared=spared)
         return result.commit_result()
 
     def merge_into(self, target_branch: str, source_branch: str, message: str) -> str:

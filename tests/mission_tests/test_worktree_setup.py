@@ -386,3 +386,27 @@ def test_kept_outputs_swapped_for_a_link_are_removed_without_following_it(
     assert stat.S_IMODE(states.stat().st_mode) == 0o700
     for state in states.iterdir():
         assert stat.S_IMODE(state.stat().st_mode) == 0o600
+
+
+def test_the_checks_and_the_fix_of_a_join_run_in_a_set_up_worktree(app: Path, marks: Path) -> None:
+    import_tasks(app, [spec("t1", "echo 1 > one.txt")])
+    check = "test -f .venv/tool && grep -q SECRET .env && test -f fixed.txt"
+    done = run_rho(
+        "mission", "--from-tasks", "--setup", _setup(marks), "--copy", ".env", "--workers", "1",
+        "--verify", check, "--fix", "echo ok > fixed.txt && cat .env > /dev/null", cwd=app,
+    )  # fmt: skip
+    assert done.code == 0, done.stderr + done.stdout
+    [mission] = _missions(app)
+    [join] = mission["wave_joins"]
+    assert join["verification"]["status"] == "passed"
+    files = tree_files(app, mission["integration_branch"])
+    assert files["fixed.txt"] == "ok\n"
+    assert ".env" not in files  # the fix's commit leaves the copy out
+    assert not any(name.startswith(".venv") for name in files)
+    logs = {path.name for path in (Path(mission["dir"]) / "logs").iterdir()}
+    stage_setups = {name for name in logs if name.startswith("setup-") and "pool" not in name}
+    assert stage_setups, logs  # the checks' worktree (not pooled) was set up too
+    assert _setups(marks) == 2  # the task's worktree and the checks' worktree: once each
+    # The checks' worktree went with the mission, and so did the record of its setup.
+    states = app / ".rho" / "worktrees" / "setup"
+    assert all(path.name.startswith("pool-") for path in states.iterdir())
