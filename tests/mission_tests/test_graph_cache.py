@@ -34,7 +34,7 @@ from rho_mission import (
     WaveJoin,
 )
 from rho_mission.records import _persist
-from rho_mission.records._document import Conflict, Verification
+from rho_mission.records._document import Conflict, FeatureSetup, Verification
 from rho_mission.records._graphcache import MissionGraphCache
 from rho_mission.records._missionbytes import (
     FeatureKey,
@@ -410,6 +410,7 @@ def test_every_field_of_a_feature_is_in_its_key() -> None:
         "conflict": Conflict(paths=["x"], with_=["f1"]),
         "usage": UsageTotal(cost_usd=0.5, attempts=1),
         "attempt_usage": [AttemptUsage(attempt=1, source="usage_file", cost_usd=0.5)],
+        "setup": FeatureSetup(worktree="pool-abc123-1", outcome="reused", key="0" * 16),
     }
     assert sorted(changed) == sorted(Feature.model_fields), "a new field: add it here"
     for name, value in changed.items():
