@@ -3,16 +3,17 @@
 Shapes (no-op tasks, ``--run true --workers 4``, a 200-file repository): 100, 300 and 1,000
 features in 10 waves (each task blocked by one to three tasks of the wave before), and a chain
 of 200 tasks (200 waves). Each shape runs ``--rounds`` times (default 1) with this tree's
-``rho`` and with the previous release's (``f5939f6``, installed from this repository's git
-history into a scratch virtualenv the first time: ``--old-venv``), alternately, each on a fresh
-copy of the same repository and store, both from compiled bytecode (see ``_compile_both``).
+``rho`` and with each baseline's (``--baseline REV``, repeatable; default the first release,
+``f5939f6``; each installed from this repository's git history into a scratch virtualenv the
+first time, under ``--old-venv``), alternately, each on a fresh copy of the same repository
+and store, all from compiled bytecode (see ``_compile_both``).
 For each run it prints the wall time, the time per feature, the git processes per feature (a
 ``git`` shim first on PATH logs every call, in one untimed run of each release per shape), the
 peak RSS of the ``rho`` process and the size of ``mission-graph.json``, then the ratio old/new
 of the wall times of each round and of their medians. Nothing asserts on speed.
 
 Run: ``.venv/bin/python bench/bench_scale.py [--shapes 100,300,1000,chain200] [--rounds N]
-[--old-venv D]``.
+[--baseline 067e0d7 --baseline f5939f6] [--old-venv D]``.
 """
 
 from __future__ import annotations
@@ -78,13 +79,15 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
     return done.stdout
 
 
-def old_venv(folder: Path) -> Path:
-    """The scratch virtualenv holding the previous release's ``rho`` (made once)."""
-    rho = folder / "bin" / "rho"
+def old_venv(folder: Path, revision: str = OLD_RELEASE) -> Path:
+    """The scratch virtualenv holding *revision*'s ``rho`` (made once, in ``folder/<rev>``;
+    the first release's keeps the folder itself, as before)."""
+    venv = folder if revision == OLD_RELEASE else folder.with_name(f"{folder.name}-{revision}")
+    rho = venv / "bin" / "rho"
     if not rho.exists():
-        _run([sys.executable, "-m", "venv", str(folder)], cwd=ROOT)
-        source = f"git+file://{ROOT}@{OLD_RELEASE}"
-        _run([str(folder / "bin" / "pip"), "install", "--quiet", source], cwd=ROOT)
+        _run([sys.executable, "-m", "venv", str(venv)], cwd=ROOT)
+        source = f"git+file://{ROOT}@{revision}"
+        _run([str(venv / "bin" / "pip"), "install", "--quiet", source], cwd=ROOT)
     return rho
 
 
@@ -166,7 +169,7 @@ def _fresh_copy(template: Path, work: Path) -> Path:
     return work / "repo"
 
 
-def _compile_both(scratch: Path, old: Path) -> None:
+def _compile_both(scratch: Path, olds: list[Path]) -> None:
     """Run both releases from compiled bytecode, as a ``pip install`` leaves them.
 
     pip compiles what it installs, but this tree is installed in editable mode, and with
@@ -176,7 +179,7 @@ def _compile_both(scratch: Path, old: Path) -> None:
     """
     ENV["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
     template = _template(scratch / "template-warm", "chain3", files=3)
-    for rho in (old, NEW_RHO):
+    for rho in (*olds, NEW_RHO):
         _mission(rho, template, scratch / "warm")
 
 
@@ -192,40 +195,50 @@ def _line(label: str, result: Result, git_calls: int) -> str:
     git = git_calls / result.features
     export = "refused" if result.export is None else f"{result.export:5.2f} s"
     return (
-        f"  {label:<5} {result.wall:8.2f} s {per:8.1f} ms/feature {git:6.1f} git/feature"
+        f"  {label:<7} {result.wall:8.2f} s {per:8.1f} ms/feature {git:6.1f} git/feature"
         f" {result.peak_rss_kib / 1024:7.1f} MiB RSS {result.graph_bytes / 1e6:7.2f} MB graph,"
         f" export {export}"
     )
 
 
 def main() -> None:
-    """Run every shape with both releases and print the table."""
+    """Run every shape with each baseline and this tree, and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default="100,300,1000,chain200")
     parser.add_argument("--files", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--baseline", action="append", metavar="REV")
     parser.add_argument("--old-venv", type=Path, default=Path(tempfile.gettempdir()) / "rho-old")
     options = parser.parse_args()
-    old = old_venv(options.old_venv)
+    revisions: list[str] = options.baseline or [OLD_RELEASE]
+    baselines = {rev: old_venv(options.old_venv, rev) for rev in revisions}
     with tempfile.TemporaryDirectory(prefix="rho-bench-scale-") as scratch:
-        _compile_both(Path(scratch), old)
+        _compile_both(Path(scratch), list(baselines.values()))
         for shape in options.shapes.split(","):
-            template = _template(Path(scratch) / f"template-{shape}", shape, options.files)
-            work = Path(scratch) / "work"
-            print(f"{shape}", flush=True)
-            old_git, new_git = (_git_calls(rho, template, work) for rho in (old, NEW_RHO))
-            olds, news = [], []
-            for _ in range(options.rounds):
-                olds.append(_mission(old, template, work))
-                news.append(_mission(NEW_RHO, template, work))
-                print(_line(OLD_RELEASE[:5], olds[-1], old_git))
-                print(_line("now", news[-1], new_git))
-                print(f"  old/now {olds[-1].wall / news[-1].wall:6.2f}x faster", flush=True)
-            if options.rounds > 1:
-                ratio = statistics.median(r.wall for r in olds) / statistics.median(
-                    r.wall for r in news
-                )
-                print(f"  median of {options.rounds} rounds: old/now {ratio:6.2f}x faster")
+            _shape(Path(scratch), shape, options, baselines)
+
+
+def _shape(
+    scratch: Path, shape: str, options: argparse.Namespace, baselines: dict[str, Path]
+) -> None:
+    template = _template(scratch / f"template-{shape}", shape, options.files)
+    work = scratch / "work"
+    print(f"{shape}", flush=True)
+    runs = {**baselines, "now": NEW_RHO}
+    git = {label: _git_calls(rho, template, work) for label, rho in runs.items()}
+    walls: dict[str, list[float]] = {label: [] for label in runs}
+    for _ in range(options.rounds):
+        for label, rho in runs.items():  # in turn, every round
+            result = _mission(rho, template, work)
+            walls[label].append(result.wall)
+            print(_line(label[:7], result, git[label]), flush=True)
+        for label in baselines:
+            print(f"  now/{label[:7]} {walls['now'][-1] / walls[label][-1]:6.2f}x", flush=True)
+    if options.rounds > 1:
+        now = statistics.median(walls["now"])
+        for label in baselines:
+            ratio = now / statistics.median(walls[label])
+            print(f"  median of {options.rounds} rounds: now/{label[:7]} {ratio:6.2f}x")
 
 
 if __name__ == "__main__":

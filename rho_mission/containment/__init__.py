@@ -10,7 +10,8 @@
   ``_pids``: whether a process exists (for the light readers: no anyio);
 - ``_reaper``: a per-task supervisor, the child subreaper of everything the task starts, so
   that no process of a task outlives it (``setsid``, ``env -i`` and a changed process title
-  included); ``_wrapper``: the command line that starts a task under it;
+  included); ``_zygote``: one warm process per rho process that forks each supervisor (no
+  interpreter start-up per task); ``_wrapper``: a task's supervisor arguments and sandbox;
 - ``_mission_processes``: every process of a mission found and ended, journaled or not;
 - ``_guarantees``: what a mission promised when it started (a signed plan, a sandbox), kept
   outside its mission folder, so that a resume never runs it with less;
@@ -26,7 +27,7 @@
 Direction: the bottom of the library. Imports only the standard library,
 ``taskstore``'s atomic writes and ``rho_mission._errors``; every other package may import it,
 it imports none of them. ``_reaper`` imports nothing but the standard library: it runs as a
-script of its own.
+script of its own (the zygote).
 """
 
 from __future__ import annotations

@@ -24,13 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from signal import SIGKILL, SIGTERM, Signals
 from subprocess import DEVNULL
+from typing import Protocol
 
 import anyio
-from anyio.abc import Process
 
 from ._folders import open_private
 from ._orphans import become_subreaper, drop_leader, end_adopted, note_leader
 from ._pids import stat_fields
+from ._zygote import start_supervised
 
 __all__ = [
     "LOG_NOTE_PREFIX",
@@ -103,12 +104,14 @@ async def run_command(
     grace: float = 5.0,
     on_start: Callable[[int], None] | None = None,
     wrapper: Sequence[str] = (),
+    supervisor: Sequence[str] | None = None,
 ) -> ProcessResult:
     """Run ``command`` with ``/bin/sh -c`` in a new process group and wait for it.
 
-    ``wrapper`` is the start of the command line that runs the shell (the task's supervisor,
-    or its sandbox): it leads the group, and must end only after the shell and what the shell
-    started are gone (see ``containment``).
+    ``wrapper`` is the start of the command line that runs the shell (the sandbox), and
+    ``supervisor`` the arguments of the task's supervisor (``_reaper``: grace, log limit,
+    cgroup), which the zygote forks (``_zygote``) to lead the group: it ends only after the
+    shell and what the shell started are gone (see ``containment``).
 
     ``env`` is the child's whole environment: ``os.environ`` is NOT inherited, so the caller passes
     a full mapping (PATH included). Output goes to ``log_path``, opened for appending and created
@@ -124,7 +127,8 @@ async def run_command(
             re-raised once the whole group is gone.
     """
     become_subreaper()  # a task that kills its supervisor leaves its orphans to rho
-    process = await _spawn([*wrapper, _SHELL, "-c", command], cwd=cwd, env=env, log_path=log_path)
+    argv = [*wrapper, _SHELL, "-c", command]
+    process = await _spawn(argv, cwd=cwd, env=env, log_path=log_path, supervisor=supervisor)
     started = note_leader(process.pid)
     try:
         if on_start is not None:
@@ -148,19 +152,40 @@ async def run_command(
     return _result(process, deadline.cancelled_caught, timeout)
 
 
-async def _end_orphans(process: Process, grace: float, started: int) -> None:
+async def _end_orphans(process: _Leader, grace: float, started: int) -> None:
     # A leader (a supervisor) that died by a signal ended nothing: what it left came to rho.
     code = process.returncode
     if code is not None and code < 0:
         await end_adopted(grace, started)
 
 
+class _Leader(Protocol):
+    """What ``run_command`` uses of the group's leader: an anyio ``Process`` or a
+    ``Supervised`` (the zygote's)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    async def wait(self) -> int: ...
+
+
 async def _spawn(
-    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log_path: Path
-) -> Process:
-    """Start *argv* as a session leader writing to the log file."""
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    log_path: Path,
+    supervisor: Sequence[str] | None = None,
+) -> _Leader:
+    """Start *argv* as a session leader writing to the log file (under a supervisor the
+    zygote forks, when one is given)."""
     log_fd = open_log(log_path)
     try:
+        if supervisor is not None:
+            return await start_supervised([*supervisor, *argv], cwd, env, log_fd)
         return await anyio.open_process(
             list(argv),
             stdin=DEVNULL,
@@ -204,7 +229,7 @@ def open_log(log_path: Path) -> int:
     return open_private(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
 
 
-async def _stop(process: Process, grace: float) -> None:
+async def _stop(process: _Leader, grace: float) -> None:
     """SIGTERM the group, SIGKILL it after ``grace`` seconds, reap the leader and the rest."""
     started = anyio.current_time()
     signal_group(process.pid, SIGTERM)
@@ -218,7 +243,7 @@ async def _stop(process: Process, grace: float) -> None:
     await _kill_after(process.pid, remaining)
 
 
-def _result(process: Process, timed_out: bool, timeout: float | None) -> ProcessResult:
+def _result(process: _Leader, timed_out: bool, timeout: float | None) -> ProcessResult:
     """Build the result from the reaped leader's return code."""
     code = process.returncode
     assert code is not None  # the leader has been waited for on every path

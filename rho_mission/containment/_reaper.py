@@ -1,9 +1,8 @@
 """A task's supervisor: the child subreaper of every process the task starts, its reaper, and
 the keeper of its log.
 
-Run as ``python -I -S _reaper.py GRACE LOG_LIMIT PARENT CGROUP PROGRAM ARGS...`` (standard
-library only, no site, no ``typing`` or ``enum``: it starts in a few milliseconds), with the
-log as its standard output. It makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``),
+Forked by the zygote (below) as ``main([GRACE, LOG_LIMIT, PARENT, CGROUP, PROGRAM, ARGS...])``
+(standard library only, no site), with the log as its standard output. It makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``),
 then starts PROGRAM with its output on a pipe. A process the task detaches (``setsid``, a
 double fork, ``env -i``, a new process title) is still its descendant: when its parent dies it
 is reparented here, not to init. It moves itself into the cgroup CGROUP first, where rho made
@@ -18,6 +17,16 @@ task's process group leader (this process) outlives everything of the task.
 The log keeps at most LOG_LIMIT bytes of output: the first half as it comes (a reader that
 follows the log sees it live), and the last half, written at the end after one line that says
 how many bytes were cut between them.
+
+Started once per rho process as ``python -I -S _reaper.py --zygote PARENT FD`` it is the
+*zygote* (``_zygote``): warm (this module, ``ctypes`` and ``libc`` loaded), it forks one
+supervisor per task on rho's request over the socket FD, with no interpreter start-up. The
+child becomes the supervisor above, with the task's log, working folder and environment from
+the request; the zygote reports its pid once it leads a session of its own, and its wait status
+when it ends. A forked supervisor shows the task's marks (``RHO_MISSION_ID``, ``RHO_TASK_ID``)
+in its own ``/proc/<pid>/environ``: the zygote is started with a blank variable whose bytes the
+child overwrites with them (``_mark``), so the processes of a mission are found by them as
+before (``_mission_processes``).
 """
 
 from __future__ import annotations
@@ -25,17 +34,28 @@ from __future__ import annotations
 # The C module: ``signal`` imports enum, and ``typing`` is never imported: either would be
 # a third of this script's start-up.
 import _signal as signal
+import contextlib
 import ctypes
 import os
 import select
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import socket
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PDEATHSIG = 1
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _CHUNK = 65536
 _POLL = 0.01
+# The zygote's blank variable: room for the marks its supervisors write over it.
+MARKS_VARIABLE = "RHO_SUPERVISOR_MARKS"
+MARKS_ROOM = 512
+_MARKED = (b"RHO_MISSION_ID=", b"RHO_TASK_ID=")
+# The program's environment, when the supervisor is a zygote's child (None: this process's).
+_ENV: dict[str, str] | None = None
 
 
 class _State:
@@ -77,10 +97,10 @@ class _Log:
         _write_all(self.fd, bytes(self.tail))
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str], libc: ctypes.CDLL | None = None) -> None:
     grace, limit, parent, cgroup = float(argv[0]), int(argv[1]), int(argv[2]), argv[3]
     program = argv[4:]
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = libc or ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
     state = _State()
@@ -139,7 +159,9 @@ def _wake_on_signals(state: _State) -> int:
 
 
 def _exec(program: list[str], out: int, close: tuple[int, int]) -> None:
-    for signum in (*_STOP_SIGNALS, signal.SIGCHLD):
+    # SIGPIPE too: Python ignores it, and an ignored signal stays ignored across exec (a task's
+    # "yes | head" would then never end by it).
+    for signum in (*_STOP_SIGNALS, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(signum, signal.SIG_DFL)
     signal.set_wakeup_fd(-1)
     os.dup2(out, 1)
@@ -147,6 +169,8 @@ def _exec(program: list[str], out: int, close: tuple[int, int]) -> None:
     for fd in (out, *close):
         os.close(fd)
     try:
+        if _ENV is not None:
+            os.execvpe(program[0], program, _ENV)
         os.execvp(program[0], program)
     except OSError as exc:
         os.write(2, f"rho: cannot run {program[0]}: {exc.strerror}\n".encode())
@@ -278,10 +302,162 @@ def _write_all(fd: int, data: bytes) -> None:
 def _exit_like(status: int) -> None:
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
-        signal.signal(signum, signal.SIG_DFL)
+        if signum not in (signal.SIGKILL, signal.SIGSTOP):  # those two take no handler
+            signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
+# -- the zygote -------------------------------------------------------------------------------
+
+
+def serve(parent: int, control_fd: int) -> None:
+    """Fork a supervisor for each request on *control_fd* until rho (*parent*) closes it."""
+    import marshal
+    import socket
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    # rho's death ends the zygote at once; its supervisors then get their own parent-death
+    # signal and stop their tasks, as when rho started them itself.
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != parent:
+        os._exit(1)
+    control = socket.socket(fileno=control_fd)
+    # The terminal's signals are rho's to handle (a first Ctrl-C stops tasks gracefully):
+    # the zygote shares rho's process group, and must outlive them.
+    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_IGN)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    os.set_blocking(wake_read, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    waiting: dict[int, socket.socket] = {}  # supervisor pid -> where its status goes
+    poller = select.poll()
+    poller.register(control.fileno(), select.POLLIN)
+    poller.register(wake_read, select.POLLIN)
+    while True:
+        for fd, _ in poller.poll():
+            if fd == wake_read:
+                _drain(wake_read)
+            else:
+                message, fds, _, _ = socket.recv_fds(control, 1 << 20, 2)
+                if not message:
+                    return  # rho is gone, or done: the supervisors it started run on
+                _start(
+                    marshal.loads(message), fds, waiting, libc, (control_fd, wake_read, wake_write)
+                )
+        _report_ended(waiting)
+
+
+def _start(
+    request: tuple[list[str], str, dict[str, str]],
+    fds: list[int],
+    waiting: dict[int, socket.socket],
+    libc: ctypes.CDLL,
+    mine: tuple[int, ...],
+) -> None:
+    import socket
+
+    argv, cwd, env = request
+    log_fd, status_fd = fds
+    status = socket.socket(fileno=status_fd)
+    ready_read, ready_write = os.pipe()
+    zygote = os.getpid()
+    child = os.fork()
+    if child == 0:
+        os.close(ready_read)
+        status.detach()
+        os.close(status_fd)
+        _supervise(argv, cwd, env, log_fd, ready_write, zygote, libc, mine)
+    os.close(ready_write)
+    os.close(log_fd)
+    os.read(ready_read, 1)  # EOF once the child leads its session (or died trying)
+    os.close(ready_read)
+    with contextlib.suppress(OSError):  # rho gave up on it: it still runs, and is reaped here
+        status.send(b"p%d" % child)
+    waiting[child] = status
+
+
+def _supervise(
+    argv: list[str],
+    cwd: str,
+    env: dict[str, str],
+    log_fd: int,
+    ready: int,
+    zygote: int,
+    libc: ctypes.CDLL,
+    mine: tuple[int, ...],
+) -> None:
+    """The forked child: the task's supervisor (``main``), never returning."""
+    global _ENV
+    try:
+        signal.set_wakeup_fd(-1)
+        for signum in (*_STOP_SIGNALS, signal.SIGCHLD, signal.SIGQUIT):
+            signal.signal(signum, signal.SIG_DFL)
+        for fd in mine:
+            os.close(fd)
+        os.setsid()
+        os.close(ready)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.closerange(3, 1 << 16)  # no other task's socket or log reaches this one
+        os.chdir(cwd)
+        _mark(env, libc)
+        _ENV = env
+        main([argv[0], argv[1], str(zygote), *argv[2:]], libc)
+    except BaseException as exc:  # a child of the zygote must never return
+        try:
+            os.write(2, f"rho: the task's supervisor could not start: {exc}\n".encode())
+        finally:
+            os._exit(126)
+    os._exit(0)
+
+
+def _mark(env: dict[str, str], libc: ctypes.CDLL) -> None:
+    # Write the task's marks over the zygote's blank variable, in this process's own copy of
+    # the environment block: /proc/<pid>/environ then lists them, NUL-separated.
+    marks = b"".join(
+        f"{name}={env[name]}".encode() + b"\0"
+        for name in ("RHO_MISSION_ID", "RHO_TASK_ID")
+        if name in env
+    )
+    environ = ctypes.POINTER(ctypes.c_void_p).in_dll(libc, "environ")
+    prefix = MARKS_VARIABLE.encode() + b"="
+    index = 0
+    while environ[index]:
+        address = environ[index]
+        text = ctypes.string_at(address)
+        if text.startswith(prefix):
+            room = len(text)
+            if len(marks) > room:
+                raise OSError("the task's marks do not fit the room kept for them")
+            ctypes.memmove(address, marks + b"\0" * (room - len(marks)), room)
+            return
+        index += 1
+    raise OSError(f"no {MARKS_VARIABLE} in the zygote's environment")
+
+
+def _report_ended(waiting: dict[int, socket.socket]) -> None:
+    # Every supervisor that ended: its raw wait status, to rho.
+    while True:
+        try:
+            pid, code = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        status = waiting.pop(pid, None)
+        if status is None:
+            continue
+        with contextlib.suppress(OSError):  # rho gave up on it
+            status.send(b"s%d" % code)
+        status.close()
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1:2] == ["--zygote"]:
+        serve(int(sys.argv[2]), int(sys.argv[3]))
+    else:
+        main(sys.argv[1:])

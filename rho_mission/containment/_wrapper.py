@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,9 +9,7 @@ from ._hostmask import host_mask
 from ._pins import require_pinned
 from ._sandbox import SandboxSpec, bwrap_argv
 
-__all__ = ["TaskPlace", "supervisor_argv", "task_wrapper"]
-
-_REAPER = Path(__file__).with_name("_reaper.py")
+__all__ = ["TaskPlace", "supervisor_args", "task_wrapper"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +32,12 @@ class TaskPlace:
     writable: tuple[Path, ...] = ()
 
 
-def supervisor_argv(grace: float, log_limit: int, cgroup: Path | None = None) -> list[str]:
-    """``python -I -S _reaper.py GRACE LOG_LIMIT PARENT CGROUP``: the reaper of everything a
-    task starts, and the keeper of its log (at most *log_limit* bytes: its head and its
-    tail); it ends the task when this process (PARENT) dies, and moves itself into *cgroup*
-    ("-": none) before the task starts."""
-    where = "-" if cgroup is None else str(cgroup)
-    parent = str(os.getpid())
-    return [sys.executable, "-I", "-S", str(_REAPER), f"{grace:g}", str(log_limit), parent, where]
+def supervisor_args(grace: float, log_limit: int, cgroup: Path | None = None) -> list[str]:
+    """``GRACE LOG_LIMIT CGROUP``: the arguments of a task's supervisor (``_reaper``), which
+    the zygote forks (``_zygote``): the reaper of everything a task starts, and the keeper of
+    its log (at most *log_limit* bytes: its head and its tail); it ends the task when rho dies,
+    and moves itself into *cgroup* ("-": none) before the task starts."""
+    return [f"{grace:g}", str(log_limit), "-" if cgroup is None else str(cgroup)]
 
 
 def task_wrapper(
@@ -55,8 +49,9 @@ def task_wrapper(
     network: bool,
     quarantine: Path | None = None,
     cgroup: Path | None = None,
-) -> list[str]:
-    """The start of a task's command line: its supervisor, and inside it the sandbox if asked.
+) -> tuple[list[str], list[str]]:
+    """A task's supervisor's arguments (``supervisor_args``), and the start of its command
+    line: the sandbox if asked (else nothing).
 
     The supervisor leads either way: it keeps the log within its limit, and without a sandbox
     it is what ends the task's daemons (in the sandbox, the PID namespace ends them too). In
@@ -67,10 +62,10 @@ def task_wrapper(
     Raises:
         UnsafePathError: the worktree is not one rho made (no record of its git dir).
     """
-    supervisor = supervisor_argv(grace, log_limit, cgroup)
+    supervisor = supervisor_args(grace, log_limit, cgroup)
     if not sandbox:
-        return supervisor
-    return [*supervisor, *bwrap_argv(_spec(place, network, quarantine))]
+        return supervisor, []
+    return supervisor, bwrap_argv(_spec(place, network, quarantine))
 
 
 def _spec(place: TaskPlace, network: bool, quarantine: Path | None) -> SandboxSpec:

@@ -93,7 +93,7 @@ async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str])
     env = {**env, **usage_variables(ctx)}
     cgroup = new_cgroup()
     try:
-        wrapper = task_wrapper(
+        supervisor, wrapper = task_wrapper(
             _place(ctx, env),
             grace=config.grace_period,
             log_limit=config.log_limit,
@@ -110,6 +110,7 @@ async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str])
             grace=config.grace_period,
             on_start=ctx.on_process_start,
             wrapper=wrapper,
+            supervisor=supervisor,
         )
         if not result.ok():
             raise FeatureFailedError(f"command failed: {result.describe()}")

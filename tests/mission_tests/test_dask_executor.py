@@ -66,8 +66,9 @@ def _held_on_its_worker(tmp_path: Path) -> tuple[str, Path, Path]:
     """A task command that writes the pid of the Dask worker running it and waits for a gate;
     with the pid file and the gate."""
     pid_file, gate = tmp_path / "worker.pid", tmp_path / "gate"
-    # The shell's parent is its supervisor; the supervisor's parent, the Dask worker.
-    worker_pid = "cut -d' ' -f4 /proc/$PPID/stat"
+    # The shell's parent is its supervisor; the supervisor's parent, the worker's zygote (which
+    # forks the supervisors: containment._zygote); the zygote's parent, the Dask worker.
+    worker_pid = "zygote=$(cut -d' ' -f4 /proc/$PPID/stat); cut -d' ' -f4 /proc/$zygote/stat"
     return f"{worker_pid} > {shlex.quote(str(pid_file))}; {wait_file_cmd(gate)}", pid_file, gate
 
 

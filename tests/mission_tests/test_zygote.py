@@ -1,0 +1,118 @@
+"""Task supervisors forked by the zygote (issue 41): no interpreter start-up per task, and the
+same containment as a supervisor started on its own. Real processes, read from /proc."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import anyio
+import pytest
+
+from rho_mission.containment import _zygote
+from rho_mission.containment._process import group_alive, run_command
+from rho_mission.containment._wrapper import supervisor_args
+
+from ._cli_helpers import pid_gone, wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The engine's backend."""
+    return "asyncio"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    return {"PATH": os.environ["PATH"], **extra}
+
+
+def _stat(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+
+
+async def _supervised(tmp_path: Path, command: str, **extra: str) -> int | None:
+    result = await run_command(
+        command,
+        cwd=tmp_path,
+        env=_env(**extra),
+        log_path=tmp_path / "logs" / "task.log",
+        grace=2.0,
+        supervisor=supervisor_args(2.0, 1 << 20),
+    )
+    return result.exit_code
+
+
+async def test_a_forked_supervisor_leads_its_session_under_the_zygote_and_carries_the_marks(
+    tmp_path: Path,
+) -> None:
+    facts = tmp_path / "facts"
+    command = (
+        f"echo $PPID > {facts}; tr '\\0' '\\n' < /proc/$PPID/environ >> {facts}; "
+        f"grep -c RHO_SUPERVISOR_MARKS /proc/$$/environ >> {facts} || true"
+    )
+    code = await _supervised(tmp_path, command, RHO_MISSION_ID="m1", RHO_TASK_ID="t9")
+    assert code == 0
+    supervisor, *environ = facts.read_text().splitlines()
+    # The shell's own environment is the task's: the zygote's blank variable is not in it.
+    assert environ[-1] == "0"
+    assert {"RHO_MISSION_ID=m1", "RHO_TASK_ID=t9"} <= set(environ)
+    zygote = _zygote._ZYGOTE
+    assert zygote is not None
+    assert zygote.process.pid != os.getpid()
+    # The zygote is rho's child, in rho's session; it is no subreaper (orphans come to rho).
+    fields = _stat(zygote.process.pid)
+    assert int(fields[1]) == os.getpid()
+    assert int(fields[3]) == os.getsid(0)
+    environ = await anyio.Path(f"/proc/{zygote.process.pid}/environ").read_bytes()
+    assert b"RHO_MISSION_ID" not in environ  # its blank room is its own children's
+    assert pid_gone(int(supervisor))  # reaped by the zygote once it ended
+
+
+async def test_a_supervisor_keeps_the_exit_status_and_the_signal_of_its_task(
+    tmp_path: Path,
+) -> None:
+    assert await _supervised(tmp_path, "exit 7") == 7
+    result = await run_command(
+        "kill -9 $$",
+        cwd=tmp_path,
+        env=_env(),
+        log_path=tmp_path / "t.log",
+        supervisor=supervisor_args(1.0, 1 << 20),
+    )
+    assert result.signal == signal.SIGKILL
+    # SIGPIPE is the task's again (Python ignores it, and an ignored signal stays ignored
+    # across exec): "yes | head" ends at once.
+    with anyio.fail_after(20):
+        assert await _supervised(tmp_path, "yes | head -1 > /dev/null") == 0
+
+
+async def test_a_killed_zygote_ends_its_tasks_and_a_new_one_serves_the_next(
+    tmp_path: Path,
+) -> None:
+    started = tmp_path / "started"
+    command = f"echo $$ > {started}; sleep 300"
+    async with anyio.create_task_group() as group:
+        outcome: list[int | None] = []
+
+        async def run() -> None:
+            outcome.append(await _supervised(tmp_path, command))
+
+        group.start_soon(run)
+        with anyio.fail_after(20):
+            while not (started.exists() and started.read_text().strip()):  # noqa: ASYNC110
+                await anyio.sleep(0.02)
+        shell = int(started.read_text())
+        first = _zygote._ZYGOTE
+        assert first is not None
+        os.kill(first.process.pid, signal.SIGKILL)  # what a hostile task could do
+        with anyio.fail_after(30):
+            while not outcome:  # noqa: ASYNC110 - the task group's child appends it
+                await anyio.sleep(0.05)
+    # Its supervisor got its parent-death signal and ended the task.
+    wait_until(lambda: pid_gone(shell), "the task of the dead zygote's supervisor to end")
+    assert not group_alive(shell)
+    assert await _supervised(tmp_path, "true") == 0
+    assert _zygote._ZYGOTE is not first
