@@ -2,11 +2,12 @@
 the keeper of its log.
 
 Forked by the zygote (below) as ``main([GRACE, LOG_LIMIT, PARENT, CGROUP, PROGRAM, ARGS...])``
-(standard library only, no site), with the log as its standard output. It makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``),
-then starts PROGRAM with its output on a pipe. A process the task detaches (``setsid``, a
-double fork, ``env -i``, a new process title) is still its descendant: when its parent dies it
-is reparented here, not to init. It moves itself into the cgroup CGROUP first, where rho made
-one ("-" where not: ``_cgroup``), and it stops the task when rho (PARENT) dies
+(standard library only, no site), with the log as its standard output. It makes itself a
+child subreaper (``PR_SET_CHILD_SUBREAPER``), then starts PROGRAM with its output on a pipe.
+A process the task detaches (``setsid``, a double fork, ``env -i``, a new process title) is
+still its descendant: when its parent dies it is reparented here, not to init. It moves
+itself into the cgroup CGROUP first, where rho made one ("-" where not: ``_cgroup``), and it
+stops the task when its parent PARENT (the zygote, which ends with rho) dies
 (``PR_SET_PDEATHSIG``), as on SIGTERM: a task never runs on unattended.
 
 When PROGRAM exits, or when the supervisor gets SIGTERM, SIGINT or SIGHUP, every descendant
