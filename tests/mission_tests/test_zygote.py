@@ -66,8 +66,8 @@ async def test_a_forked_supervisor_leads_its_session_under_the_zygote_and_carrie
     fields = _stat(zygote.process.pid)
     assert int(fields[1]) == os.getpid()
     assert int(fields[3]) == os.getsid(0)
-    environ = await anyio.Path(f"/proc/{zygote.process.pid}/environ").read_bytes()
-    assert b"RHO_MISSION_ID" not in environ  # its blank room is its own children's
+    zygote_environ = await anyio.Path(f"/proc/{zygote.process.pid}/environ").read_bytes()
+    assert b"RHO_MISSION_ID" not in zygote_environ  # its blank room is its own children's
     assert pid_gone(int(supervisor))  # reaped by the zygote once it ended
 
 
