@@ -25,7 +25,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from signal import SIGKILL
 
@@ -82,10 +82,13 @@ class Supervised:
     """A supervisor the zygote started: ``pid`` (its process group and session too),
     ``returncode`` once it ended (negative: the signal that ended it), ``wait()``."""
 
-    def __init__(self, pid: int, answers: socket.socket) -> None:
+    def __init__(
+        self, pid: int, answers: socket.socket, gone: Callable[[int], Awaitable[object]]
+    ) -> None:
         self.pid = pid
         self.returncode: int | None = None
         self._answers = answers
+        self._gone = gone
 
     async def wait(self) -> int:
         """Wait until the supervisor ended; its return code (as ``subprocess``'s)."""
@@ -102,9 +105,7 @@ class Supervised:
     async def _lost(self) -> int:
         # The zygote died before it told: the supervisor got its parent-death signal and
         # stops its task; it is no child of rho's to wait for, so its group is watched.
-        from ._process import wait_for_group_exit
-
-        await wait_for_group_exit(self.pid, 60.0)
+        await self._gone(self.pid)
         return -SIGKILL
 
 
@@ -113,10 +114,15 @@ def _returncode(answer: bytes) -> int:
 
 
 async def start_supervised(
-    supervisor: Sequence[str], cwd: Path, env: Mapping[str, str], log_fd: int
+    supervisor: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    log_fd: int,
+    gone: Callable[[int], Awaitable[object]],
 ) -> Supervised:
     """Start a supervisor (``_reaper.main``'s arguments but the parent's) writing to *log_fd*,
-    in *cwd*, its program run with *env*.
+    in *cwd*, its program run with *env*. *gone(pid)* waits until its process group is gone:
+    what ``wait`` does if the zygote dies before it told how the supervisor ended.
 
     Raises:
         OSError: the zygote could not be started or asked, or *cwd* does not exist.
@@ -150,4 +156,4 @@ async def start_supervised(
     if not answer.startswith(b"p"):
         ours.close()
         raise OSError("the supervisor could not be started")
-    return Supervised(int(answer[1:]), ours)
+    return Supervised(int(answer[1:]), ours, gone)
