@@ -12,6 +12,7 @@ start commit is part of the setup key (a lockfile); it must exist at the mission
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterable
@@ -113,9 +114,9 @@ def _read_copy(root: Path, name: str) -> CopiedFile:
         os.close(fd)
         raise InvalidMissionError(f"--copy {name}: not a plain file")
     with os.fdopen(fd, "rb") as handle:
-        if found.st_size > COPY_LIMIT:
-            raise InvalidMissionError(f"--copy {name}: larger than {COPY_LIMIT // 1024} KiB")
-        data = handle.read(COPY_LIMIT + 1)
+        data = handle.read(COPY_LIMIT + 1)  # what it holds now, not what fstat said
+    if len(data) > COPY_LIMIT:
+        raise InvalidMissionError(f"--copy {name}: larger than {COPY_LIMIT // 1024} KiB")
     return CopiedFile(name, data, stat.S_IMODE(found.st_mode))
 
 
@@ -130,8 +131,6 @@ def _step(folder: int, part: str, name: str) -> int:
 
 
 def _why(exc: OSError) -> str:
-    import errno
-
     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
         return "a symbolic link (or a file where a folder should be)"
     return exc.strerror or str(exc)
