@@ -58,6 +58,42 @@ def test_open_private_refuses_a_swapped_folder_below_rho(tmp_path: Path) -> None
     assert list(elsewhere.iterdir()) == []
 
 
+def _append(path: Path, text: str) -> None:
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def test_open_private_refuses_a_folder_swapped_after_an_earlier_open(tmp_path: Path) -> None:
+    # The first open holds the folder (issue 41: no walk per log line); a swap made after it
+    # is still refused, and nothing is written through the link or into the moved folder.
+    elsewhere = tmp_path / "checkout"
+    elsewhere.mkdir()
+    logs = tmp_path / ".rho" / "missions" / "m1" / "logs"
+    _append(logs / "a.log", "one\n")
+    _append(logs / "a.log", "two\n")  # through the held folder
+    assert (logs / "a.log").read_text() == "one\ntwo\n"
+    logs.rename(logs.with_name("moved"))
+    logs.symlink_to(elsewhere)
+    with pytest.raises(UnsafePathError, match="symbolic link"):
+        _append(logs / "a.log", "three\n")
+    assert list(elsewhere.iterdir()) == []
+    assert (logs.with_name("moved") / "a.log").read_text() == "one\ntwo\n"
+    # A real folder made in its place is rho's again: the next line goes there.
+    logs.unlink()
+    logs.mkdir()
+    _append(logs / "a.log", "four\n")
+    assert (logs / "a.log").read_text() == "four\n"
+    assert (logs.with_name("moved") / "a.log").read_text() == "one\ntwo\n"
+    # A link planted at the file's own name is refused too, the held folder or not.
+    (logs / "b.log").symlink_to(elsewhere / "target")
+    with pytest.raises(UnsafePathError):
+        _append(logs / "b.log", "five\n")
+    assert not (elsewhere / "target").exists()
+
+
 def test_open_private_makes_missing_folders_0700_and_the_file_0600(tmp_path: Path) -> None:
     path = tmp_path / ".rho" / "missions" / "m1" / "logs" / "a.log"
     fd = open_private(path, os.O_WRONLY | os.O_CREAT)
