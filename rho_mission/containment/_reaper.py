@@ -343,7 +343,9 @@ def serve(parent: int, control_fd: int) -> None:
             else:
                 message, fds, _, _ = socket.recv_fds(control, 1 << 20, 2)
                 if not message:
-                    return  # rho is gone, or done: the supervisors it started run on
+                    # rho is gone (or ending): the supervisors still running get their
+                    # parent-death signal and stop their tasks, as they would at rho's death.
+                    return
                 _start(
                     marshal.loads(message), fds, waiting, libc, (control_fd, wake_read, wake_write)
                 )

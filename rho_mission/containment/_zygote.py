@@ -63,12 +63,8 @@ class _Zygote:
         self.control = ours
 
     def ask(self, request: bytes, fds: list[int]) -> None:
+        # Never closed by rho: at rho's exit the zygote reads the end of this socket and ends.
         socket.send_fds(self.control, [request], fds)
-
-    def close(self) -> None:
-        self.control.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=5)
 
 
 def _zygote() -> _Zygote:
