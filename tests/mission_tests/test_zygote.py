@@ -116,3 +116,26 @@ async def test_a_killed_zygote_ends_its_tasks_and_a_new_one_serves_the_next(
     assert not group_alive(shell)
     assert await _supervised(tmp_path, "true") == 0
     assert _zygote._ZYGOTE is not first
+
+
+async def test_the_tasks_program_starts_in_its_cgroup_without_a_move(tmp_path: Path) -> None:
+    from rho_mission.containment._cgroup import end_cgroup, new_cgroup
+
+    cgroup = new_cgroup()
+    facts = tmp_path / "facts"
+    result = await run_command(
+        f"cat /proc/self/cgroup > {facts}",
+        cwd=tmp_path,
+        env=_env(),
+        log_path=tmp_path / "t.log",
+        supervisor=supervisor_args(1.0, 1 << 20, cgroup),
+    )
+    assert result.exit_code == 0
+    if cgroup is None:  # no delegated cgroup on this machine: the supervisors alone contain
+        return
+    try:
+        # clone3(CLONE_INTO_CGROUP), or the supervisor's own move where the kernel refuses it:
+        # either way the task's processes are counted in the task's cgroup.
+        assert f"/{cgroup.name}\n" in facts.read_text()
+    finally:
+        await end_cgroup(cgroup, 1.0)
