@@ -88,12 +88,8 @@ class Supervised:
 
     async def wait(self) -> int:
         """Wait until the supervisor ended; its return code (as ``subprocess``'s)."""
-        while self.returncode is None:
-            await anyio.wait_readable(self._answers)
-            try:
-                answer = self._answers.recv(64)
-            except BlockingIOError:
-                continue
+        if self.returncode is None:
+            answer = await _answer(self._answers)
             self._answers.close()
             self.returncode = _returncode(answer) if answer else await self._lost()
         return self.returncode
@@ -103,6 +99,14 @@ class Supervised:
         # stops its task; it is no child of rho's to wait for, so its group is watched.
         await self._gone(self.pid)
         return -SIGKILL
+
+
+async def _answer(answers: socket.socket) -> bytes:
+    """The zygote's next answer on *answers* (non-blocking); b"" once it closed the socket."""
+    while True:
+        await anyio.wait_readable(answers)
+        with contextlib.suppress(BlockingIOError):
+            return answers.recv(64)
 
 
 def _returncode(answer: bytes) -> int:
@@ -144,11 +148,7 @@ async def start_supervised(
     # Shielded: once asked, the supervisor runs; its pid must be known to stop it (the answer
     # comes as soon as it leads its session).
     with anyio.CancelScope(shield=True):
-        answer = b""
-        while not answer:
-            await anyio.wait_readable(ours)
-            with contextlib.suppress(BlockingIOError):
-                answer = ours.recv(64) or b"!"
+        answer = await _answer(ours)
     if not answer.startswith(b"p"):
         ours.close()
         raise OSError("the supervisor could not be started")

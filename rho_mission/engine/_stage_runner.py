@@ -25,7 +25,7 @@ from ..agents._reading import UsageAsk, log_size, read_attempt_usage, usage_plac
 from ..containment._folders import private_folder
 from ..executors._contract import SetupStep, Worker, WorkerContext
 from ..executors._local import close_pool
-from ..executors._setup import SetupFor, prepare_worktree
+from ..executors._setup import SetupFor, kept_for, prepare_worktree
 from ..executors._worker_call import call_worker, failure_text
 from ..git._refs import RefHistory, branch_to_move, mission_ref_prefix
 from ..git._repo import GitRepo
@@ -75,10 +75,7 @@ class StageRunner:
         if found != head:
             self.history.note(branch, head, "start")
         keeper = await anyio.to_thread.run_sync(self._setups) if ready else None
-        key = None
-        if keeper is not None and self.setup is not None:
-            key = await anyio.to_thread.run_sync(keeper.key_for, head, self.setup.identity)
-        keep = keeper.check(key) if keeper is not None and key is not None else None
+        key, keep = await kept_for(keeper, self.setup, head)
         acquire = partial(pool.acquire, branch, head, found, keep=keep)
         worktree = await anyio.to_thread.run_sync(acquire)
         if keeper is None or ready is None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from .._errors import FeatureFailedError, InvalidMissionError
 from ..containment._environ import child_environ
-from ..executors._shell import run_in_worktree, write_prompt
+from ..executors._shell import context_variables, run_in_worktree, write_prompt
 
 if TYPE_CHECKING:
     from ..executors._contract import Worker, WorkerContext
@@ -116,15 +116,7 @@ async def stage_shell_worker(ctx: WorkerContext) -> Handoff | None:
 
 def stage_environment(ctx: WorkerContext) -> dict[str, str]:
     """The caller's environment (without git's repository paths) plus the stage's ``RHO_*``."""
-    variables = {
-        "RHO_MISSION_ID": ctx.mission.id,
-        "RHO_MISSION_DIR": ctx.mission.dir,
-        "RHO_TASK_ID": ctx.feature.id,
-        "RHO_WAVE": str(ctx.wave),
-        "RHO_WORKTREE": str(ctx.worktree),
-        "RHO_BASE_COMMIT": ctx.base_commit,
-        "RHO_ATTEMPT": str(ctx.attempt),
-    }
+    variables = {**context_variables(ctx), "RHO_WAVE": str(ctx.wave)}
     if ctx.verify_log is not None:
         variables["RHO_VERIFY_LOG"] = str(ctx.verify_log)
         variables["RHO_TASK_PROMPT_FILE"] = str(_write_fix_prompt(ctx, ctx.verify_log))

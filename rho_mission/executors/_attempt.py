@@ -20,7 +20,7 @@ from ..git._worktrees import WorktreePool
 from ..records._document import Feature, Handoff
 from ..setup import WorktreeSetup
 from ._contract import Attempt, AttemptResult, WorkerContext
-from ._setup import for_attempt, prepare_worktree
+from ._setup import for_attempt, kept_for, prepare_worktree
 from ._worker_call import call_worker, failure_text
 
 __all__ = ["attempt_in_pool"]
@@ -48,8 +48,7 @@ async def attempt_in_pool(
         # must accept it (a failed move leaves the old value, known already).
         attempt.note_ref(branch, head, "start")
     try:
-        key = await _setup_key(setup, attempt, head)
-        keep = setup.check(key) if setup is not None and key is not None else None
+        key, keep = await kept_for(setup, attempt.setup, head)
         acquire = partial(pool.acquire, branch, head, attempt.branch_head, keep=keep)
         worktree = await anyio.to_thread.run_sync(acquire)
     except RefMovedError as exc:
@@ -81,13 +80,6 @@ async def attempt_in_pool(
     if isinstance(outcome, Handoff):
         return AttemptResult(handoff=outcome, branch_head=found)
     return AttemptResult(error=outcome, branch_head=found)
-
-
-async def _setup_key(setup: WorktreeSetup | None, attempt: Attempt, head: str) -> str | None:
-    """The setup key of the attempt's setup at *head*, or None without one."""
-    if setup is None or attempt.setup is None:
-        return None
-    return await anyio.to_thread.run_sync(setup.key_for, head, attempt.setup.identity)
 
 
 def _usage_place(attempt: Attempt, ask: UsageAsk) -> Path | None:

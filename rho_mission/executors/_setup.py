@@ -18,18 +18,20 @@ import anyio
 from .._errors import FeatureFailedError, MissionError
 from ..containment._environ import child_environ
 from ..containment._process import note_in_log
+from ..git._worktrees import KeptOutputs
 from ..records._clock import now_rfc3339
 from ..records._document import Feature, FeatureSetup, MissionDocument
 from ..records._logs import read_tail
 from ..setup import WorktreeSetup
 from ._contract import Attempt, SetupStep, WorkerContext
-from ._shell import run_in_worktree
+from ._shell import context_variables, run_in_worktree
 from ._worker_call import call_worker, failure_text
 
 __all__ = [
     "SETUP_FEATURE",
     "SetupFor",
     "for_attempt",
+    "kept_for",
     "prepare_worktree",
     "setup_log",
     "setup_shell_worker",
@@ -54,15 +56,8 @@ async def setup_shell_worker(ctx: WorkerContext) -> None:
     command = ctx.feature.command or ctx.mission.config.setup_command
     if not command:
         raise FeatureFailedError("no setup command")
-    variables = {
-        "RHO_MISSION_ID": ctx.mission.id,
-        "RHO_MISSION_DIR": ctx.mission.dir,
-        "RHO_TASK_ID": SETUP_FEATURE,
-        "RHO_WORKTREE": str(ctx.worktree),
-        "RHO_BASE_COMMIT": ctx.base_commit,
-        "RHO_ATTEMPT": str(ctx.attempt),
-    }
-    await run_in_worktree(ctx, command, child_environ(variables))
+    # RHO_TASK_ID is "setup": the context's feature (see _run_setup).
+    await run_in_worktree(ctx, command, child_environ(context_variables(ctx)))
 
 
 @dataclass(frozen=True)
@@ -91,6 +86,21 @@ def for_attempt(attempt: Attempt) -> SetupFor:
         on_process_start=attempt.on_process_start,
         note=attempt.note_setup,
     )
+
+
+async def kept_for(
+    setup: WorktreeSetup | None, step: SetupStep | None, start: str
+) -> tuple[str | None, KeptOutputs | None]:
+    """The setup key of *step* at commit *start*, and the ``keep`` that ``WorktreePool.acquire``
+    checks a reused worktree's kept outputs with; (None, None) without a setup to run.
+
+    Raises:
+        GitOperationError: git could not read the commit's tree.
+    """
+    if setup is None or step is None:
+        return None, None
+    key = await anyio.to_thread.run_sync(setup.key_for, start, step.identity)
+    return key, setup.check(key)
 
 
 def setup_log(mission: MissionDocument, worktree: Path) -> Path:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SUBJECT_ENV_LIMIT",
+    "context_variables",
     "run_in_worktree",
     "shell_worker",
     "usage_variables",
@@ -173,16 +174,26 @@ def worker_environment(ctx: WorkerContext, prompt_file: Path) -> dict[str, str]:
     return child_environ(
         {
             **replay,
-            "RHO_MISSION_ID": ctx.mission.id,
-            "RHO_MISSION_DIR": ctx.mission.dir,
-            "RHO_TASK_ID": ctx.feature.id,
+            **context_variables(ctx),
             "RHO_TASK_SUBJECT": _env_text(ctx.feature.description),
             "RHO_TASK_PROMPT_FILE": str(prompt_file),
-            "RHO_WORKTREE": str(ctx.worktree),
-            "RHO_BASE_COMMIT": ctx.base_commit,
-            "RHO_ATTEMPT": str(ctx.attempt),
         }
     )
+
+
+def context_variables(ctx: WorkerContext) -> dict[str, str]:
+    """The ``RHO_*`` variables every command of a mission gets (a task's, a stage's, a
+    setup's): ``RHO_MISSION_ID`` (which also marks its processes, for recovery),
+    ``RHO_MISSION_DIR``, ``RHO_TASK_ID`` (the feature, or the stage's name), ``RHO_WORKTREE``,
+    ``RHO_BASE_COMMIT`` and ``RHO_ATTEMPT``."""
+    return {
+        "RHO_MISSION_ID": ctx.mission.id,
+        "RHO_MISSION_DIR": ctx.mission.dir,
+        "RHO_TASK_ID": ctx.feature.id,
+        "RHO_WORKTREE": str(ctx.worktree),
+        "RHO_BASE_COMMIT": ctx.base_commit,
+        "RHO_ATTEMPT": str(ctx.attempt),
+    }
 
 
 def _env_text(text: str) -> str:
