@@ -13,6 +13,7 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from taskstore import open_beneath
@@ -27,6 +28,7 @@ __all__ = [
     "open_private",
     "open_unfollowed",
     "private_folder",
+    "walk_folders",
 ]
 
 # Device, inode, size, modification and change times: any write changes the change time,
@@ -97,6 +99,31 @@ def open_unfollowed(
         OSError: as ``os.open`` (``ELOOP`` for a link at *path*).
     """
     return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+
+
+def walk_folders(top: int, names: Sequence[str]) -> int:
+    """A new descriptor of the folder reached from the folder *top* through *names*, each
+    opened ``O_DIRECTORY | O_NOFOLLOW`` from the one before (*top* stays open).
+
+    Raises:
+        OSError: a name is missing, a link or not a folder (``ELOOP``, ``ENOTDIR``); its
+            ``filename`` is that name.
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    folder = os.dup(top)
+    try:
+        for name in names:
+            try:
+                child = os.open(name, flags, dir_fd=folder)
+            except OSError as exc:
+                exc.filename = name
+                raise
+            os.close(folder)
+            folder = child
+    except BaseException:
+        os.close(folder)
+        raise
+    return folder
 
 
 def check_own_folder(path: Path, anchor: Path) -> bool:

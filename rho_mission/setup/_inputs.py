@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from .._errors import InvalidMissionError
-from ..containment._folders import open_unfollowed
+from ..containment._folders import open_unfollowed, walk_folders
 
 if TYPE_CHECKING:
     from ..git._repo import GitRepo
@@ -95,18 +95,23 @@ def read_copies(repo: GitRepo, paths: Iterable[str]) -> tuple[CopiedFile, ...]:
 
 def _read_copy(root: Path, name: str) -> CopiedFile:
     parts = PurePosixPath(name).parts
-    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        for part in parts[:-1]:
-            child = _step(folder, part, name)
-            os.close(folder)
-            folder = child
-        try:
-            fd = open_unfollowed(parts[-1], os.O_RDONLY | os.O_NONBLOCK, dir_fd=folder)
-        except FileNotFoundError as exc:
-            raise InvalidMissionError(f"--copy {name}: no such file") from exc
-        except OSError as exc:
-            raise InvalidMissionError(f"--copy {name}: {_why(exc)}") from exc
+        folder = walk_folders(top, parts[:-1])
+    except FileNotFoundError as exc:
+        raise InvalidMissionError(f"--copy {name}: no such file") from exc
+    except OSError as exc:
+        raise InvalidMissionError(
+            f"--copy {name}: {_why(exc)} on the way ({exc.filename})"
+        ) from exc
+    finally:
+        os.close(top)
+    try:
+        fd = open_unfollowed(parts[-1], os.O_RDONLY | os.O_NONBLOCK, dir_fd=folder)
+    except FileNotFoundError as exc:
+        raise InvalidMissionError(f"--copy {name}: no such file") from exc
+    except OSError as exc:
+        raise InvalidMissionError(f"--copy {name}: {_why(exc)}") from exc
     finally:
         os.close(folder)
     found = os.fstat(fd)
@@ -118,16 +123,6 @@ def _read_copy(root: Path, name: str) -> CopiedFile:
     if len(data) > COPY_LIMIT:
         raise InvalidMissionError(f"--copy {name}: larger than {COPY_LIMIT // 1024} KiB")
     return CopiedFile(name, data, stat.S_IMODE(found.st_mode))
-
-
-def _step(folder: int, part: str, name: str) -> int:
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        return os.open(part, flags, dir_fd=folder)
-    except FileNotFoundError as exc:
-        raise InvalidMissionError(f"--copy {name}: no such file") from exc
-    except OSError as exc:
-        raise InvalidMissionError(f"--copy {name}: {_why(exc)} on the way ({part})") from exc
 
 
 def _why(exc: OSError) -> str:

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ..containment._folders import walk_folders
+
 __all__ = ["Manifest", "take_manifest"]
 
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -72,12 +74,12 @@ def take_manifest(worktree: Path, outputs: Sequence[str]) -> Manifest:
 
 def _walk_output(top: int, output: str, walk: _Walk) -> None:
     parts = PurePosixPath(output).parts
-    folder = os.dup(top)
     try:
-        for part in parts[:-1]:
-            child = os.open(part, _FOLDER, dir_fd=folder)
-            os.close(folder)
-            folder = child
+        folder = walk_folders(top, parts[:-1])
+    except OSError:
+        walk.missing(output)
+        return
+    try:
         _walk_entry(folder, parts[-1], output, walk)
     except OSError:
         walk.missing(output)
