@@ -60,6 +60,8 @@ _SHIM = _load_shim_helpers()
 git_shim: Callable[[Path, Path], dict[str, str]] = _SHIM.git_shim
 subcommand: Callable[[list[str]], str] = _SHIM.subcommand
 logged_calls: Callable[[Path], list[list[str]]] = _SHIM.logged_calls
+walks: Callable[[Path], Counter[tuple[str, str]]] = _SHIM.walks
+WRITE: str = _SHIM.WRITE
 
 
 @pytest.fixture(autouse=True)
@@ -98,6 +100,31 @@ def test_a_no_op_feature_costs_at_most_four_git_processes(
     table = ", ".join(f"{name} {count / FEATURES:.2f}" for name, count in by_command.most_common())
     per_feature = len(calls) / FEATURES
     assert per_feature <= MAX_PER_FEATURE, f"{per_feature:.2f} per feature: {table}"
+
+
+# The walks of the work tree per feature whose task writes a file, counted by git's trace2: the
+# commit step's status (an lstat of every entry, a readdir of the tree), its staging by name (a
+# readdir limited to the listed paths) and git commit's refresh (an lstat of every entry again).
+# Issue 41 takes it to one; until then this holds it where it stands.
+MAX_WALKS_PER_WRITING_FEATURE = 4.2
+
+
+def test_a_feature_walks_the_tree_as_often_as_git_traces_and_no_more(
+    make_repo: Callable[[str, int], Path], tmp_path: Path
+) -> None:
+    project = make_repo("repo", 20)
+    import_tasks(project, no_op_waves())
+    trace = tmp_path / "trace2"
+    trace.mkdir()
+    args = ("mission", "--from-tasks", "--run", WRITE, "--workers", str(WORKERS))
+    result = run_rho(*args, cwd=project, env={"GIT_TRACE2_PERF": str(trace)})
+    assert result.code == 0, result.stderr
+    walked = walks(trace)
+    # Every feature was committed (git commit refreshed its index once), and the check is live.
+    assert walked[("commit", "refresh")] == FEATURES, walked
+    per_feature = sum(walked.values()) / FEATURES
+    table = ", ".join(f"{name} {label} {times}" for (name, label), times in sorted(walked.items()))
+    assert per_feature <= MAX_WALKS_PER_WRITING_FEATURE, f"{per_feature:.2f} per feature: {table}"
 
 
 # -- what the pool and the commit step know, so that they skip git processes ----------------
