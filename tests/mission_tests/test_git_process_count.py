@@ -81,16 +81,22 @@ def no_op_waves() -> list[dict[str, object]]:
     ]
 
 
+def _run_waves(make_repo: Callable[[str, int], Path], command: str, env: dict[str, str]) -> Path:
+    """A repository of 20 files with the WAVES x WIDTH store, one mission of *command* run on
+    it with *env* added; the repository."""
+    project = make_repo("repo", 20)
+    import_tasks(project, no_op_waves())
+    args = ("mission", "--from-tasks", "--run", command, "--workers", str(WORKERS))
+    result = run_rho(*args, cwd=project, env=env)
+    assert result.code == 0, result.stderr
+    return project
+
+
 def test_a_no_op_feature_costs_at_most_four_git_processes(
     make_repo: Callable[[str, int], Path], tmp_path: Path
 ) -> None:
-    project = make_repo("repo", 20)
-    import_tasks(project, no_op_waves())
     log = tmp_path / "git-calls.log"
-    env = git_shim(tmp_path / "shim", log)
-    args = ("mission", "--from-tasks", "--run", "true", "--workers", str(WORKERS))
-    result = run_rho(*args, cwd=project, env=env)
-    assert result.code == 0, result.stderr
+    project = _run_waves(make_repo, "true", git_shim(tmp_path / "shim", log))
     assert len([b for b in branches(project) if b.startswith("rho-mission/")]) == FEATURES + 1
     calls = logged_calls(log)
     by_command = Counter(subcommand(call) for call in calls)
@@ -112,13 +118,9 @@ MAX_WALKS_PER_WRITING_FEATURE = 4.2
 def test_a_feature_walks_the_tree_as_often_as_git_traces_and_no_more(
     make_repo: Callable[[str, int], Path], tmp_path: Path
 ) -> None:
-    project = make_repo("repo", 20)
-    import_tasks(project, no_op_waves())
     trace = tmp_path / "trace2"
     trace.mkdir()
-    args = ("mission", "--from-tasks", "--run", WRITE, "--workers", str(WORKERS))
-    result = run_rho(*args, cwd=project, env={"GIT_TRACE2_PERF": str(trace)})
-    assert result.code == 0, result.stderr
+    _run_waves(make_repo, WRITE, {"GIT_TRACE2_PERF": str(trace)})
     walked = walks(trace)
     # Every feature was committed (git commit refreshed its index once), and the check is live.
     assert walked[("commit", "refresh")] == FEATURES, walked
