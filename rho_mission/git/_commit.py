@@ -5,23 +5,31 @@
 ignored file at once: a worker that changed nothing costs that one git process (no staging, no
 commit, no ref read). The result also says what the feature branch holds afterwards and whether
 the worktree was spotless, so that the attempt and the worktree pool skip what they now know.
+
+That status is the feature's one pass over its files. What follows reads the index, never the
+tree again: the listed paths are staged by name, and the commit is made from the index by
+``write-tree`` + ``commit-tree`` + a compare-and-swap of HEAD (``update-ref``), because ``git
+commit`` refreshes the whole index first (an ``lstat`` of every tracked file) and has no option
+that skips it. The commit is byte for byte the one ``git commit --cleanup=whitespace`` makes:
+the message is cleaned here the way git cleans it (``cleaned_message``).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
-from .._errors import FeatureResultError, GitOperationError
+from .._errors import FeatureResultError
 
 __all__ = [
     "CommitResult",
     "Repository",
     "WorktreeResult",
     "WorktreeStatus",
+    "cleaned_message",
     "commit_worktree",
     "listed_entries",
     "parse_status",
@@ -77,6 +85,8 @@ class Repository(Protocol):
 
     def identity_env(self) -> dict[str, str]: ...
 
+    def commit_tree(self, tree: str, parents: Sequence[str], message: str) -> str: ...
+
 
 class CommitResult(NamedTuple):
     """What a feature's worktree holds beyond its start commit.
@@ -102,6 +112,9 @@ class WorktreeStatus:
     walk, such as a nested repository): once all is committed, nothing is left beyond HEAD.
     ``unstaged``: when stageable and nothing is staged (the index is HEAD's), the paths listed:
     what ``add --all`` stages, and exactly the paths a commit of everything changes; else None.
+    ``differs``: when stageable, whether staging every entry surely gives a tree other than
+    HEAD's (some entry's file is new, gone or unlike HEAD's); False when each entry was staged
+    and then edited again, so that the file may be HEAD's once more.
     """
 
     head: str | None
@@ -110,6 +123,7 @@ class WorktreeStatus:
     spotless: bool
     stageable: bool = False
     unstaged: tuple[str, ...] | None = None
+    differs: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +198,7 @@ def parse_status(out: str, spared: tuple[str, ...] = ()) -> WorktreeStatus:
     whole = True  # every entry is one add --all stages entirely
     listed: list[str] | None = []  # while every entry is stageable by name: their paths
     index_is_head = True  # no entry has a staged change
+    differs = False  # some entry's file surely is not HEAD's
     records = iter(out.split("\0"))
     for record in records:
         if record.startswith("# branch.oid "):
@@ -205,10 +220,19 @@ def parse_status(out: str, spared: tuple[str, ...] = ()) -> WorktreeStatus:
             elif listed is not None:
                 listed.append(path)
             index_is_head = index_is_head and not (record[0] == "1" and record[2] != ".")
+            differs = differs or _differs_from_head(record)
             if record[0] == "2":
                 next(records, None)  # a rename's original path is a record of its own
     unstaged = tuple(listed) if listed is not None and index_is_head else None
-    return WorktreeStatus(head, branch, bool(kinds - {"!"}), not kinds, whole, unstaged)
+    changed = bool(kinds - {"!"})
+    return WorktreeStatus(head, branch, changed, not kinds, whole, unstaged, whole and differs)
+
+
+def _differs_from_head(record: str) -> bool:
+    # "? path": a new file. "1 XY ...", X the index against HEAD, Y the file against the index:
+    # one of them unchanged ("."), the file differs from HEAD. Both changed ("MM"): it was
+    # staged, then edited, perhaps back to HEAD's content.
+    return record[0] == "?" or (record[0] == "1" and "." in record[2:4])
 
 
 def _record_path(record: str) -> str | None:
@@ -248,7 +272,7 @@ def commit_worktree(
     Raises:
         UnknownRefError: *base* names no commit.
         FeatureResultError: HEAD does not descend from *base*, or names no commit at all.
-        GitOperationError: staging or committing failed (for example mid-rebase).
+        GitOperationError: staging or committing failed (for example: HEAD moved meanwhile).
     """
     status = read_status(repo, worktree, spared)
     if status.head is None:
@@ -258,7 +282,11 @@ def commit_worktree(
     if not on_branch:
         # rho's commit must move no branch of the worker's: detach HEAD where it stands.
         repo.run("update-ref", "--no-deref", "HEAD", status.head, cwd=worktree)
-    committed = _commit_changes(repo, worktree, message, status, spared) if status.changed else None
+    committed = (
+        _commit_changes(repo, worktree, message, status, status.head, spared)
+        if status.changed
+        else None
+    )
     head = committed or status.head
     known = branch is not None
     if head == start:
@@ -286,25 +314,54 @@ def _commit_changes(
     worktree: Path,
     message: str,
     status: WorktreeStatus,
+    parent: str,
     spared: tuple[str, ...] = (),
 ) -> str | None:
-    """Stage everything and commit it; the new HEAD, or None when nothing was staged.
+    """Stage everything and commit it from the index on *parent* (HEAD as *status* read it);
+    the new HEAD, or None when the index then holds HEAD's tree (nothing to commit).
 
-    When every entry of *status* is one ``add --all`` stages (``stageable``), something is
-    staged for sure: the commit goes ahead without asking git first, and only a refused
-    commit asks whether it had anything to commit.
+    When *status* says staging surely changes the tree (``differs``), no git process asks
+    whether it did. HEAD moves only if it still holds *parent* (a compare-and-swap, under the
+    repository lock).
     """
     _stage(repo, worktree, status, spared)
-    if not status.stageable and not _staged(repo, worktree):
-        return None  # only what cannot be staged (a submodule's own changes)
-    try:
-        with repo.locked():
-            repo.run(*_commit_args(message), cwd=worktree, env=repo.identity_env())
-    except GitOperationError:
-        if not _staged(repo, worktree):
-            return None
-        raise
-    return repo.run("rev-parse", "--verify", "HEAD^{commit}", cwd=worktree).strip()
+    if not status.differs and not _staged(repo, worktree):
+        return None  # only what cannot be staged (a submodule's own changes), or HEAD's again
+    tree = repo.run("write-tree", cwd=worktree).strip()
+    # commit-tree's -m ends the message's last line itself.
+    body = cleaned_message(message).removesuffix("\n")
+    commit = repo.commit_tree(tree, [parent], body)
+    reflog = f"commit: {_subject(message)}"
+    with repo.locked():
+        repo.run("update-ref", "-m", reflog, "HEAD", commit, parent, cwd=worktree)
+    return commit
+
+
+def cleaned_message(message: str) -> str:
+    """*message* as ``git commit --cleanup=whitespace`` records it: the trailing whitespace of
+    each line (space, tab, CR) removed, blank lines at the start and end dropped, runs of blank
+    lines made one, every line ended by a newline (an empty message stays empty).
+
+    Lines starting with ``#`` are kept: a task's message may begin with one.
+    """
+    lines: list[str] = []
+    blank_before = False
+    for line in message.split("\n"):
+        kept = line.rstrip(" \t\r")  # git's isspace(): also "\n", which split took
+        if not kept:
+            blank_before = bool(lines)
+            continue
+        if blank_before:
+            lines.append("")
+        blank_before = False
+        lines.append(kept)
+    return "".join(line + "\n" for line in lines)
+
+
+def _subject(message: str) -> str:
+    # The reflog's entry names the commit as "git commit" does: by its first line.
+    cleaned = cleaned_message(message)
+    return cleaned.split("\n", 1)[0]
 
 
 # The most argument bytes that name the paths to stage; beyond, "add --all" walks the tree.
@@ -343,20 +400,6 @@ def _staged(repo: Repository, worktree: Path) -> bool:
 def _changed_files(repo: Repository, start: str, head: str) -> list[str]:
     out = repo.run("diff", "--name-only", "--no-renames", "-z", start, head)
     return sorted({path_text(name) for name in out.split("\0") if name})
-
-
-def _commit_args(message: str) -> tuple[str, ...]:
-    # A message starting with "#" must survive: clean up whitespace only.
-    return (
-        "-c",
-        "commit.gpgSign=false",
-        "commit",
-        "--no-verify",
-        "--quiet",
-        "--allow-empty-message",
-        "--cleanup=whitespace",
-        f"--message={message}",
-    )
 
 
 # C escapes git itself uses when it quotes a path (``core.quotePath``).

@@ -7,10 +7,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rho_mission._errors import (
     BranchCheckedOutError,
@@ -20,6 +22,7 @@ from rho_mission._errors import (
     RepositoryLockTimeoutError,
     UnknownRefError,
 )
+from rho_mission.git._commit import cleaned_message
 from rho_mission.git._repo import GitRepo
 
 Git = Callable[..., str]
@@ -274,6 +277,70 @@ def test_commit_all_is_not_blocked_by_hooks_or_signing(repo: GitRepo, git: Git) 
         git(worktree, "commit", "--quiet", "--message=blocked")
     git(worktree, "reset", "--quiet")
     assert repo.commit_all(worktree, "unblocked").files_changed == ["a.txt"]
+
+
+# The messages of rho's commits, as the tests of "git commit --cleanup=whitespace" would write them.
+_MESSAGE_TEXT = st.text(alphabet=st.sampled_from(" \t\r\n\v\f#ab\u00e9"), max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(message=_MESSAGE_TEXT)
+def test_a_commit_message_is_cleaned_as_git_cleans_it(message: str) -> None:
+    # "git stripspace" is git's own cleanup of whitespace, the one "git commit" applies.
+    done = subprocess.run(
+        ["git", "stripspace"], input=message.encode(), capture_output=True, check=True
+    )
+    assert cleaned_message(message) == done.stdout.decode()
+
+
+@pytest.mark.parametrize(
+    "message", ["", "x", "# feature: a\n", "\n\n subject  \r\n\n\n\tbody\t\n \n", "a\vb\f"]
+)
+def test_commit_all_writes_the_commit_git_commit_writes(
+    repo: GitRepo, git: Git, monkeypatch: pytest.MonkeyPatch, message: str
+) -> None:
+    # Byte for byte: the same tree, parent, identity, dates and message, so the same id.
+    for name in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+        monkeypatch.setenv(name, "2026-01-02T03:04:05Z")
+    ours = scratch_worktree(git, repo, "ours")
+    theirs = scratch_worktree(git, repo, "theirs")
+    for worktree in (ours, theirs):
+        (worktree / "a.txt").write_text("a\n", encoding="utf-8")
+        (worktree / "file0000.txt").unlink()
+    committed = repo.commit_all(ours, message).commit_id
+    git(theirs, "add", "--all")
+    git(theirs, "commit", "--quiet", "--allow-empty-message", "--cleanup=whitespace", "-m", message)
+    assert committed == git(theirs, "rev-parse", "HEAD").strip()
+    assert git(ours, "status", "--porcelain") == ""
+
+
+def test_commit_all_of_a_change_staged_then_undone_commits_nothing(repo: GitRepo, git: Git) -> None:
+    worktree = scratch_worktree(git, repo, "feature")
+    original = (worktree / "file0000.txt").read_text(encoding="utf-8")
+    (worktree / "file0000.txt").write_text("changed\n", encoding="utf-8")
+    git(worktree, "add", "file0000.txt")
+    (worktree / "file0000.txt").write_text(original, encoding="utf-8")  # "MM": HEAD's again
+    assert repo.commit_all(worktree, "nothing") == (None, [])
+    assert repo.branch_commit("feature") == repo.head_commit()
+
+
+def test_commit_all_moves_no_head_that_moved_meanwhile(
+    repo: GitRepo, git: Git, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The commit's parent is the HEAD the status read; HEAD moves only if it still holds it.
+    worktree = scratch_worktree(git, repo, "feature")
+    (worktree / "a.txt").write_text("a\n", encoding="utf-8")
+    elsewhere = commit_on(git, repo, "other", repo.head_commit(), {"b.txt": "b\n"})
+    real_commit_tree = repo.commit_tree
+
+    def moved_first(tree: str, parents: Sequence[str], message: str) -> str:
+        git(worktree, "update-ref", "HEAD", elsewhere)  # another writer, between the two
+        return real_commit_tree(tree, parents, message)
+
+    monkeypatch.setattr(repo, "commit_tree", moved_first)
+    with pytest.raises(GitOperationError, match="update-ref"):
+        repo.commit_all(worktree, "late")
+    assert repo.branch_commit("feature") == elsewhere
 
 
 # -- merges ----------------------------------------------------------------------------------
