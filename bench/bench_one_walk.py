@@ -1,0 +1,301 @@
+"""Benchmark: the two steps of a feature that issue 41 took to one walk of the tree, side by side.
+
+On repositories of ``--sizes`` files (500 to a folder, 20 lines each, packed), in one run:
+
+**The commit of a task's work** (``rho_mission.git._commit``). Before each, a new file is written
+and staged by name (untimed: the same for both); then, timed:
+
+- ``commit``: ``git commit --no-verify --quiet --allow-empty-message --cleanup=whitespace -m``
+  and ``rev-parse HEAD`` (rho before issue 41: ``commit`` refreshes the whole index first, an
+  ``lstat`` of every entry, and has no option that skips it);
+- ``index``: ``write-tree``, ``commit-tree -p HEAD``, ``update-ref HEAD NEW OLD`` (rho now: one
+  git process more, no walk).
+
+Both make the same commit (checked: the same tree and message, HEAD on the branch). The
+contenders alternate within a round, ``--commits`` each per round.
+
+**The move of a spotless pooled worktree to the next start** (``WorktreePool._switch``). Issue 41
+asked whether it should be a two-tree ``git read-tree -m -u OLD NEW``, which looks only at the
+entries that differ, instead of ``git checkout --force BRANCH``, which ``lstat``s every entry:
+
+- ``checkout``: ``update-ref refs/heads/B NEW OLD``, then ``checkout --quiet --force B --``
+  (with rho's parallel-checkout settings): rho, before and after;
+- ``read-tree``: ``update-ref refs/heads/B NEW OLD``, ``read-tree -m -u OLD NEW``, then
+  ``symbolic-ref HEAD refs/heads/B`` (read-tree moves no HEAD): one git process more;
+
+each followed by the commit step's next use of the index, a ``write-tree`` (``--no-write-tree``
+to leave it out). The worktree goes back and forth between two commits ``--changed`` files
+apart, ``--switches`` times per contender per round. Every switch is checked: HEAD on the
+branch, the index and the files those of the commit.
+
+Prints per size and step the median time of each contender, their ratio, and from git's trace2
+(``GIT_TRACE2_PERF``, one extra untimed run each) the index entries ``lstat``ed in ``preload``
+and ``refresh`` regions (git preloads from 1,000 entries; below, a checkout's ``lstat``s enter no
+region) and the trees traversed.
+
+Run: ``.venv/bin/python bench/bench_one_walk.py [--sizes 500,60000] [--rounds 3] [--commits 10]
+[--switches 10] [--changed 10]``; about a minute on 2 cores at the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_git_processes import ENV
+
+__all__ = ["main"]
+
+PER_FOLDER = 500
+LINES = 20
+PARALLEL_CHECKOUT = ("-c", "checkout.workers=0", "-c", "checkout.thresholdForParallelism=1000")
+
+
+def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """``git ARGS`` in *cwd*; its stdout.
+
+    Raises:
+        RuntimeError: git exited non-zero (its stderr is in the message).
+    """
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env={**ENV, **(env or {})}, capture_output=True, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} exited {done.returncode}: {done.stderr!r}")
+    return done.stdout.decode()
+
+
+def make_repo(root: Path, files: int, changed: int) -> tuple[Path, str, str]:
+    """A repository of *files* files and a linked worktree; the worktree and two commits
+    *changed* files apart (the worktree on branch ``b`` at the first)."""
+    repo = root / "repo"
+    repo.mkdir()
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    body = "".join(f"line {n}\n" for n in range(LINES))
+    for number in range(files):
+        folder = repo / f"d{number // PER_FOLDER:04d}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"f{number:06d}.txt").write_text(body, encoding="utf-8")
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "--message=files")
+    first = git(repo, "rev-parse", "HEAD").strip()
+    for number in range(changed):
+        path = repo / f"d{number % max(1, files // PER_FOLDER):04d}" / f"new{number}.txt"
+        path.write_text("new\n", encoding="utf-8")
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "--message=changed")
+    second = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "gc", "--quiet")
+    worktree = root / "worktree"
+    git(repo, "worktree", "add", "--quiet", "-b", "b", str(worktree), first)
+    return worktree, first, second
+
+
+Env = dict[str, str] | None
+
+
+def by_checkout(worktree: Path, old: str, new: str, env: Env = None) -> None:
+    """rho's move: the branch by compare-and-swap, then a forced checkout of it."""
+    git(worktree, "update-ref", "refs/heads/b", new, old, env=env)
+    git(worktree, *PARALLEL_CHECKOUT, "checkout", "--quiet", "--force", "b", "--", env=env)
+
+
+def by_read_tree(worktree: Path, old: str, new: str, env: Env = None) -> None:
+    """The issue's move: the branch, a two-tree merge of the index and files, HEAD onto it."""
+    git(worktree, "update-ref", "refs/heads/b", new, old, env=env)
+    git(worktree, "read-tree", "-m", "-u", old, new, env=env)
+    git(worktree, "symbolic-ref", "HEAD", "refs/heads/b", env=env)
+
+
+def by_commit(worktree: Path, message: str, parent: str, env: Env = None) -> str:
+    """rho's commit before issue 41: ``git commit``, then a read of the new HEAD."""
+    options = ("--no-verify", "--quiet", "--allow-empty-message", "--cleanup=whitespace")
+    git(worktree, "-c", "commit.gpgSign=false", "commit", *options, f"-m{message}", env=env)
+    return git(worktree, "rev-parse", "--verify", "HEAD^{commit}", env=env).strip()
+
+
+def by_index(worktree: Path, message: str, parent: str, env: Env = None) -> str:
+    """rho's commit now: from the index, HEAD moved by compare-and-swap (rho knows the parent
+    from the status it read before staging)."""
+    tree = git(worktree, "write-tree", env=env).strip()
+    made = git(worktree, "commit-tree", "--no-gpg-sign", "-p", parent, "-m", message, tree, env=env)
+    commit = made.strip()
+    git(worktree, "update-ref", "-m", f"commit: {message}", "HEAD", commit, parent, env=env)
+    return commit
+
+
+Switch = Callable[[Path, str, str, Env], None]
+Commit = Callable[[Path, str, str, Env], str]
+SWITCHES: dict[str, Switch] = {"checkout": by_checkout, "read-tree": by_read_tree}
+COMMITS: dict[str, Commit] = {"commit": by_commit, "index": by_index}
+
+
+def checked(worktree: Path, commit: str) -> None:
+    """HEAD on ``b`` at *commit*, the index and files those of it.
+
+    Raises:
+        RuntimeError: they are not.
+    """
+    head = git(worktree, "rev-parse", "HEAD").strip()
+    if head != commit or git(worktree, "symbolic-ref", "HEAD").strip() != "refs/heads/b":
+        raise RuntimeError(f"HEAD is {head}, not b at {commit}")
+    if git(worktree, "status", "--porcelain", "--untracked-files=all"):
+        raise RuntimeError("the worktree is not the commit's")
+    tree = git(worktree, "rev-parse", f"{commit}^{{tree}}").strip()
+    if git(worktree, "write-tree").strip() != tree:
+        raise RuntimeError("the index is not the commit's tree")
+
+
+def timed_switches(
+    worktree: Path, commits: tuple[str, str], switch: Switch, count: int, write_tree: bool
+) -> list[float]:
+    """*count* switches back and forth (each checked after its timing); their durations."""
+    times: list[float] = []
+    for number in range(count):
+        old, new = commits if number % 2 == 0 else commits[::-1]
+        started = time.perf_counter()
+        switch(worktree, old, new, None)
+        if write_tree:
+            git(worktree, "write-tree")
+        times.append(time.perf_counter() - started)
+        checked(worktree, new)
+    if count % 2:
+        switch(worktree, commits[1], commits[0], None)  # back at the first for the next one
+    return times
+
+
+def _stage_a_new_file(worktree: Path, name: str) -> None:
+    (worktree / f"{name}.txt").write_text(f"{name}\n", encoding="utf-8")
+    git(worktree, "add", "--", f"{name}.txt")
+
+
+def timed_commits(
+    worktree: Path, name: str, commit: Commit, count: int, round_: int
+) -> list[float]:
+    """*count* commits of a new file each (staged untimed, each checked); their durations."""
+    times: list[float] = []
+    for number in range(count):
+        label = f"{name}-{round_}-{number}"
+        _stage_a_new_file(worktree, label)
+        parent = git(worktree, "rev-parse", "HEAD").strip()
+        started = time.perf_counter()
+        made = commit(worktree, label, parent, None)
+        times.append(time.perf_counter() - started)
+        checked(worktree, made)
+        if git(worktree, "log", "-1", "--format=%B", made) != f"{label}\n\n":
+            raise RuntimeError(f"{name} wrote another message")
+    return times
+
+
+def trace_counts(trace: Path) -> Counter[str]:
+    """Entries lstat'ed (preload and refresh regions) and trees traversed, over a trace2
+    folder's processes."""
+    found: Counter[str] = Counter()
+    for path in trace.iterdir():
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            data = line.rsplit("|", 1)[-1].strip().lstrip(".")
+            key, _, value = data.partition(":")
+            if key.endswith("sum_lstat"):
+                found["lstat"] += int(value)
+            elif key == "statistics" and value.startswith("{"):
+                found["trees"] += json.loads(value).get("traverse_trees_count", 0)
+    return found
+
+
+def traced_switch(worktree: Path, commits: tuple[str, str], name: str, trace: Path) -> Counter[str]:
+    """One switch of *name* and its write-tree under trace2; what it read."""
+    trace.mkdir()
+    env = {"GIT_TRACE2_PERF": str(trace)}
+    old, new = commits
+    SWITCHES[name](worktree, old, new, env)
+    git(worktree, "write-tree", env=env)
+    checked(worktree, new)
+    by_checkout(worktree, new, old)  # back at the first
+    return trace_counts(trace)
+
+
+def traced_commit(worktree: Path, name: str, trace: Path) -> Counter[str]:
+    """One commit of *name* under trace2; what it read."""
+    trace.mkdir()
+    _stage_a_new_file(worktree, f"traced-{name}")
+    parent = git(worktree, "rev-parse", "HEAD").strip()
+    env = {"GIT_TRACE2_PERF": str(trace)}
+    checked(worktree, COMMITS[name](worktree, f"traced-{name}", parent, env))
+    return trace_counts(trace)
+
+
+def _report(
+    step: str, unit: str, times: dict[str, list[float]], counts: dict[str, Counter[str]]
+) -> None:
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    print(f"  {step}:")
+    for name, median in medians.items():
+        print(
+            f"    {name:<10} {median * 1000:8.1f} ms per {unit}, "
+            f"{counts[name]['lstat']:6d} entries lstat'ed, "
+            f"{counts[name]['trees']:5d} trees traversed"
+        )
+    first, second = medians
+    print(f"    {second} / {first}: {medians[second] / medians[first]:.2f}x")
+
+
+def run_size(size: int, options: argparse.Namespace) -> None:
+    """Both steps on a repository of *size* files; print their rows."""
+    with tempfile.TemporaryDirectory(prefix="bench-one-walk-") as scratch:
+        worktree, first, second = make_repo(Path(scratch), size, options.changed)
+        commits = (first, second)
+        switched: dict[str, list[float]] = {name: [] for name in SWITCHES}
+        for _ in range(options.rounds):
+            for name, switch in SWITCHES.items():
+                switched[name] += timed_switches(
+                    worktree, commits, switch, options.switches, options.write_tree
+                )
+        switch_counts = {
+            name: traced_switch(worktree, commits, name, Path(scratch) / f"switch-{name}")
+            for name in SWITCHES
+        }
+        committed: dict[str, list[float]] = {name: [] for name in COMMITS}
+        for round_ in range(options.rounds):
+            for name, commit in COMMITS.items():
+                committed[name] += timed_commits(worktree, name, commit, options.commits, round_)
+        commit_counts = {
+            name: traced_commit(worktree, name, Path(scratch) / f"commit-{name}")
+            for name in COMMITS
+        }
+    print(f"{size} files:")
+    _report("commit of a new file", "commit", committed, commit_counts)
+    after = " and its write-tree" if options.write_tree else ""
+    _report(
+        f"move to a start {options.changed} files apart{after}", "move", switched, switch_counts
+    )
+
+
+def main() -> None:
+    """Parse the options, run both steps at every size, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="500,60000")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--commits", type=int, default=10)
+    parser.add_argument("--switches", type=int, default=10)
+    parser.add_argument("--changed", type=int, default=10)
+    parser.add_argument("--no-write-tree", dest="write_tree", action="store_false")
+    options = parser.parse_args()
+    print(
+        f"medians of {options.rounds} rounds x {options.commits} commits and "
+        f"{options.switches} moves per contender"
+    )
+    for size in (int(part) for part in options.sizes.split(",")):
+        run_size(size, options)
+
+
+if __name__ == "__main__":
+    main()
