@@ -328,12 +328,13 @@ def _commit_changes(
     if not status.differs and not _staged(repo, worktree):
         return None  # only what cannot be staged (a submodule's own changes), or HEAD's again
     tree = repo.run("write-tree", cwd=worktree).strip()
+    cleaned = cleaned_message(message)
     # commit-tree's -m ends the message's last line itself.
-    body = cleaned_message(message).removesuffix("\n")
-    commit = repo.commit_tree(tree, [parent], body)
-    reflog = f"commit: {_subject(message)}"
+    commit = repo.commit_tree(tree, [parent], cleaned.removesuffix("\n"))
+    # The reflog's entry names the commit as "git commit" does: by its first line.
+    subject = cleaned.split("\n", 1)[0]
     with repo.locked():
-        repo.run("update-ref", "-m", reflog, "HEAD", commit, parent, cwd=worktree)
+        repo.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, parent, cwd=worktree)
     return commit
 
 
@@ -356,12 +357,6 @@ def cleaned_message(message: str) -> str:
         blank_before = False
         lines.append(kept)
     return "".join(line + "\n" for line in lines)
-
-
-def _subject(message: str) -> str:
-    # The reflog's entry names the commit as "git commit" does: by its first line.
-    cleaned = cleaned_message(message)
-    return cleaned.split("\n", 1)[0]
 
 
 # The most argument bytes that name the paths to stage; beyond, "add --all" walks the tree.

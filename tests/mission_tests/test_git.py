@@ -279,7 +279,7 @@ def test_commit_all_is_not_blocked_by_hooks_or_signing(repo: GitRepo, git: Git) 
     assert repo.commit_all(worktree, "unblocked").files_changed == ["a.txt"]
 
 
-# The messages of rho's commits, as the tests of "git commit --cleanup=whitespace" would write them.
+# Messages of whitespace, "#" and a few letters: what git's cleanup of whitespace treats apart.
 _MESSAGE_TEXT = st.text(alphabet=st.sampled_from(" \t\r\n\v\f#ab\u00e9"), max_size=40)
 
 
