@@ -1,6 +1,7 @@
 """Benchmark: the two steps of a feature that issue 41 took to one walk of the tree, side by side.
 
-On repositories of ``--sizes`` files (500 to a folder, 20 lines each, packed), in one run:
+On repositories of ``--sizes`` files (``bench_repo_size``'s: 500 to a folder, 20 lines each,
+packed), in one run:
 
 **The commit of a task's work** (``rho_mission.git._commit``). Before each, a new file is written
 and staged by name (untimed: the same for both); then, timed:
@@ -42,7 +43,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,50 +51,35 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_git_processes import ENV
+from bench_git_processes import run
+from bench_repo_size import PER_FOLDER, make_template
+
+from rho_mission.git._repo import PARALLEL_CHECKOUT
 
 __all__ = ["main"]
 
-PER_FOLDER = 500
-LINES = 20
-PARALLEL_CHECKOUT = ("-c", "checkout.workers=0", "-c", "checkout.thresholdForParallelism=1000")
-
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    """``git ARGS`` in *cwd*; its stdout.
+    """``git ARGS`` in *cwd*, with *env* added to the benchmarks' environment; its stdout.
 
     Raises:
         RuntimeError: git exited non-zero (its stderr is in the message).
     """
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, env={**ENV, **(env or {})}, capture_output=True, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} exited {done.returncode}: {done.stderr!r}")
-    return done.stdout.decode()
+    return run(["git", *args], cwd, env)
 
 
 def make_repo(root: Path, files: int, changed: int) -> tuple[Path, str, str]:
-    """A repository of *files* files and a linked worktree; the worktree and two commits
-    *changed* files apart (the worktree on branch ``b`` at the first)."""
-    repo = root / "repo"
-    repo.mkdir()
-    git(repo, "init", "--quiet", "--initial-branch=main")
-    body = "".join(f"line {n}\n" for n in range(LINES))
-    for number in range(files):
-        folder = repo / f"d{number // PER_FOLDER:04d}"
-        folder.mkdir(exist_ok=True)
-        (folder / f"f{number:06d}.txt").write_text(body, encoding="utf-8")
-    git(repo, "add", "--all")
-    git(repo, "commit", "--quiet", "--message=files")
+    """``bench_repo_size``'s repository of *files* files, then a commit of *changed* new files
+    across its folders, and a linked worktree on branch ``b`` at the first commit; the worktree
+    and the two commits."""
+    repo = make_template(root, files)
     first = git(repo, "rev-parse", "HEAD").strip()
+    folders = max(1, -(-files // PER_FOLDER))
     for number in range(changed):
-        path = repo / f"d{number % max(1, files // PER_FOLDER):04d}" / f"new{number}.txt"
-        path.write_text("new\n", encoding="utf-8")
+        (repo / f"dir{number % folders:03d}" / f"new{number}.txt").write_text("new\n")
     git(repo, "add", "--all")
-    git(repo, "commit", "--quiet", "--message=changed")
+    git(repo, "-c", "gc.auto=0", "commit", "--quiet", "--message=changed")
     second = git(repo, "rev-parse", "HEAD").strip()
-    git(repo, "gc", "--quiet")
     worktree = root / "worktree"
     git(repo, "worktree", "add", "--quiet", "-b", "b", str(worktree), first)
     return worktree, first, second
