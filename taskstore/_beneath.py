@@ -31,11 +31,19 @@ def anchor_of(path: Path) -> tuple[Path, tuple[str, ...]]:
     The anchor is the folder holding the last ``.rho`` folder of the path; else the path's
     own folder.
     """
-    parts = Path(os.path.abspath(path)).parts
-    for index in range(len(parts) - 2, 0, -1):
-        if parts[index] == _RHO:
-            return Path(*parts[:index]), parts[index:]
-    return Path(*parts[:-1]), parts[-1:]
+    anchor, below = _split(os.path.abspath(path))
+    return Path(anchor), below
+
+
+def _split(absolute: str) -> tuple[str, tuple[str, ...]]:
+    # anchor_of on strings: called at every open below .rho, where pathlib's parsing of each
+    # intermediate path cost more than the opens themselves.
+    marker = f"{os.sep}{_RHO}{os.sep}"
+    at = absolute.rfind(marker)
+    if at < 0:
+        head, _, name = absolute.rpartition(os.sep)
+        return head or os.sep, (name,)
+    return absolute[:at] or os.sep, tuple(absolute[at + 1 :].split(os.sep))
 
 
 def open_folder(path: Path, *, create: bool = False) -> int:
@@ -47,7 +55,7 @@ def open_folder(path: Path, *, create: bool = False) -> int:
         OSError: a component is missing (``ENOENT``, without *create*), a link or not a
             folder (``ELOOP``, its path as ``filename``).
     """
-    anchor, below = anchor_of(path / "_")
+    anchor, below = _split(os.path.join(os.path.abspath(path), "_"))
     return _walk(anchor, below[:-1], create)
 
 
@@ -57,29 +65,28 @@ def open_beneath(path: Path, flags: int, mode: int = 0o600, *, create_folders: b
     Raises:
         OSError: as ``os.open``; ``ELOOP`` (with the component's path) for a link on the way.
     """
-    anchor, below = anchor_of(path)
+    anchor, below = _split(os.path.abspath(path))
     folder = _walk(anchor, below[:-1], create_folders)
     try:
         flags |= os.O_NOFOLLOW | os.O_CLOEXEC
-        return _open_at(folder, below[-1], flags, mode, path, "is a symbolic link")
+        return _open_at(folder, below[-1], flags, mode, below, anchor, "is a symbolic link")
     finally:
         os.close(folder)
 
 
-def _walk(anchor: Path, names: tuple[str, ...], create: bool) -> int:
-    if create:
-        anchor.mkdir(mode=0o700, parents=True, exist_ok=True)  # its parents: the default mode
-    fd = os.open(anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    shown = anchor
+def _walk(anchor: str, names: tuple[str, ...], create: bool) -> int:
+    # Each folder is opened first and made only when missing: at every open of a journal or a
+    # log all of them exist, and a mkdir that fails costs a raised exception each.
     try:
-        for name in names:
-            shown = shown / name
-            if create:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(name, 0o700, dir_fd=fd)
-            child = _open_at(
-                fd, name, _FOLDER_FLAGS, 0, shown, "is a symbolic link or not a folder"
-            )
+        fd = os.open(anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if not create:
+            raise
+        Path(anchor).mkdir(mode=0o700, parents=True, exist_ok=True)  # its parents: the default
+        fd = os.open(anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for index, name in enumerate(names):
+            child = _open_child(fd, name, create, anchor, names[: index + 1])
             os.close(fd)
             fd = child
     except BaseException:
@@ -88,11 +95,31 @@ def _walk(anchor: Path, names: tuple[str, ...], create: bool) -> int:
     return fd
 
 
-def _open_at(folder: int, name: str, flags: int, mode: int, shown: Path, problem: str) -> int:
+def _open_child(fd: int, name: str, create: bool, anchor: str, shown: tuple[str, ...]) -> int:
+    problem = "is a symbolic link or not a folder"
+    try:
+        return _open_at(fd, name, _FOLDER_FLAGS, 0, shown, anchor, problem)
+    except FileNotFoundError:
+        if not create:
+            raise
+    with contextlib.suppress(FileExistsError):  # made meanwhile by another writer
+        os.mkdir(name, 0o700, dir_fd=fd)
+    return _open_at(fd, name, _FOLDER_FLAGS, 0, shown, anchor, problem)
+
+
+def _open_at(
+    folder: int,
+    name: str,
+    flags: int,
+    mode: int,
+    shown: tuple[str, ...],
+    anchor: str,
+    problem: str,
+) -> int:
     try:
         return os.open(name, flags, mode, dir_fd=folder)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
             # O_NOFOLLOW on a link fails with ELOOP; a file where a folder goes, ENOTDIR.
-            raise OSError(errno.ELOOP, problem, str(shown)) from exc
+            raise OSError(errno.ELOOP, problem, os.path.join(anchor, *shown)) from exc
         raise

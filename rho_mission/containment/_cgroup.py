@@ -7,8 +7,9 @@ task in one place, whatever it did (``setsid``, ``env -i``, a double fork, ``cd 
 ``cgroup.kill`` (Linux 5.14) ends them all in one write, even after the supervisor was killed.
 
 Where cgroup v2 is mounted and rho may make a folder in its own cgroup (root, or a user whose
-systemd session delegates it), each task's supervisor moves itself into a cgroup of its own,
-``<rho's cgroup>/rho-<pid>-<n>``, before it starts the task; when the supervisor has ended, rho
+systemd session delegates it), each task's supervisor runs in a cgroup of its own,
+``<rho's cgroup>/rho-<pid>-<n>``, forked there by the zygote (or moved there before it starts
+the task, where the kernel cannot fork into a cgroup); when the supervisor has ended, rho
 ends what is left in it (SIGTERM, the grace, then ``cgroup.kill``) and removes it
 (``end_cgroup``). Elsewhere (or with ``RHO_TASK_CGROUPS=0``) nothing changes: the supervisor
 and the subreaper do the work. ``cgroup_support()`` says which is in use (``rho doctor``).

@@ -61,10 +61,14 @@ def private_folder(path: Path, anchor: Path) -> Path:
     """
     anchor.mkdir(parents=True, exist_ok=True)
     for folder in _components(path, anchor):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(folder, 0o700)
-        _require_real_folder(folder)
-        os.chmod(folder, 0o700, follow_symlinks=False)
+        # Looked at first, made only when missing: most calls find every folder in place.
+        mode = _mode_unfollowed(folder)
+        if mode is None:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(folder, 0o700)
+            mode = _mode_unfollowed(folder)
+        if stat.S_IMODE(_require_folder_mode(folder, mode)) != 0o700:
+            os.chmod(folder, 0o700, follow_symlinks=False)
     return path
 
 
@@ -139,15 +143,39 @@ def check_own_folder(path: Path, anchor: Path) -> bool:
     return True
 
 
-def _components(path: Path, anchor: Path) -> list[Path]:
-    relative = Path(os.path.abspath(path)).relative_to(os.path.abspath(anchor))
-    parts = relative.parts
-    return [Path(anchor, *parts[:end]) for end in range(1, len(parts) + 1)]
+def _components(path: Path, anchor: Path) -> list[str]:
+    # The folders from below *anchor* down to *path*, as strings: walked at every open of a
+    # mission's files, where pathlib's parsing of each step cost more than its lstat.
+    top, below = os.path.abspath(anchor), os.path.abspath(path)
+    if below == top:
+        return []
+    prefix = top if top.endswith(os.sep) else top + os.sep
+    if not below.startswith(prefix):
+        raise ValueError(f"{below!r} is not in the subpath of {top!r}")
+    folders, current = [], top
+    for name in below[len(prefix) :].split(os.sep):
+        current = os.path.join(current, name)
+        folders.append(current)
+    return folders
 
 
-def _require_real_folder(folder: Path) -> None:
-    mode = os.lstat(folder).st_mode
+def _mode_unfollowed(folder: str) -> int | None:
+    try:
+        return os.lstat(folder).st_mode
+    except FileNotFoundError:
+        return None
+
+
+def _require_real_folder(folder: str) -> None:
+    _require_folder_mode(folder, os.lstat(folder).st_mode)
+
+
+def _require_folder_mode(folder: str, mode: int | None) -> int:
+    # The mode of a real folder; a link or anything else is refused.
+    if mode is None:
+        raise FileNotFoundError(2, "No such file or directory", str(folder))
     if stat.S_ISLNK(mode):
         raise UnsafePathError(folder, "is a symbolic link")
     if not stat.S_ISDIR(mode):
         raise UnsafePathError(folder, "is not a folder")
+    return mode

@@ -38,7 +38,8 @@ _APPENDED = ("logs", "logs/HEAD")
 # never makes one, so one that appears was written by the task (it could define a filter).
 _WORKTREE_CONFIG = "config.worktree"
 
-_PINS: dict[Path, PinnedWorktree] = {}
+# Keyed by the absolute path as a string: looked up at every git call rho makes in a worktree.
+_PINS: dict[str, PinnedWorktree] = {}
 _GUARD = threading.Lock()
 
 
@@ -118,14 +119,15 @@ def pin_worktree(path: Path, common_dir: Path) -> PinnedWorktree:
     git_dir_identity = _identity(git_dir, "its git dir", path)
     pin = PinnedWorktree(path, git_dir, common_dir, identity, git_dir_identity, git_file)
     with _GUARD:
-        _PINS[path] = pin
+        _PINS[str(path)] = pin
     return pin
 
 
 def pinned(path: Path) -> PinnedWorktree | None:
     """The record of the worktree at *path*, or None when rho made none."""
+    key = os.path.abspath(path)
     with _GUARD:
-        return _PINS.get(Path(os.path.abspath(path)))
+        return _PINS.get(key)
 
 
 def require_pinned(path: Path) -> PinnedWorktree:
@@ -144,7 +146,7 @@ def unpin(*paths: Path) -> None:
     """Forget the records of worktrees that are gone."""
     with _GUARD:
         for path in paths:
-            _PINS.pop(Path(os.path.abspath(path)), None)
+            _PINS.pop(os.path.abspath(path), None)
 
 
 def _read_git_file(path: Path) -> bytes:

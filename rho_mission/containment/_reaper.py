@@ -3,12 +3,13 @@ the keeper of its log.
 
 Forked by the zygote (below) as ``main([GRACE, LOG_LIMIT, PARENT, CGROUP, PROGRAM, ARGS...])``
 (standard library only, no site), with the log as its standard output. It makes itself a
-child subreaper (``PR_SET_CHILD_SUBREAPER``), then starts PROGRAM with its output on a pipe.
-A process the task detaches (``setsid``, a double fork, ``env -i``, a new process title) is
-still its descendant: when its parent dies it is reparented here, not to init. It moves
-itself into the cgroup CGROUP first, where rho made one ("-" where not: ``_cgroup``), and it
-stops the task when its parent PARENT (the zygote, which ends with rho) dies
-(``PR_SET_PDEATHSIG``), as on SIGTERM: a task never runs on unattended.
+child subreaper (``PR_SET_CHILD_SUBREAPER``), then starts PROGRAM with its output on a pipe
+(``posix_spawn``: a vfork, no copy of the supervisor's memory). A process the task detaches
+(``setsid``, a double fork, ``env -i``, a new process title) is still its descendant: when
+its parent dies it is reparented here, not to init. It runs in the cgroup CGROUP, where rho
+made one ("-" where not: ``_cgroup``): the zygote forks it there, or it moves itself in
+before it starts PROGRAM; and it stops the task when its parent PARENT (the zygote, which
+ends with rho) dies (``PR_SET_PDEATHSIG``), as on SIGTERM: a task never runs on unattended.
 
 When PROGRAM exits, or when the supervisor gets SIGTERM, SIGINT or SIGHUP, every descendant
 gets SIGTERM; those left after GRACE seconds get SIGKILL; the supervisor exits only once it has
@@ -23,11 +24,13 @@ Started once per rho process as ``python -I -S _reaper.py --zygote PARENT FD`` i
 *zygote* (``_zygote``): warm (this module, ``ctypes`` and ``libc`` loaded), it forks one
 supervisor per task on rho's request over the socket FD, with no interpreter start-up. The
 child becomes the supervisor above, with the task's log, working folder and environment from
-the request; the zygote reports its pid once it leads a session of its own, and its wait status
-when it ends. A forked supervisor shows the task's marks (``RHO_MISSION_ID``, ``RHO_TASK_ID``)
-in its own ``/proc/<pid>/environ``: the zygote is started with a blank variable whose bytes the
-child overwrites with them (``_mark``), so the processes of a mission are found by them as
-before (``_mission_processes``).
+the request, forked straight into the task's cgroup (``clone3(CLONE_INTO_CGROUP)``); the
+zygote reports its pid once it leads a session of its own in that folder (or the errno of a
+folder it could not enter), and its wait status when it ends. A forked supervisor shows the
+task's marks (``RHO_MISSION_ID``, ``RHO_TASK_ID``) in its own ``/proc/<pid>/environ``: the
+zygote is started with a blank variable whose bytes the child overwrites with them
+(``_mark``), so the processes of a mission are found by them as before
+(``_mission_processes``).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import socket
+    from collections.abc import Mapping
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PDEATHSIG = 1
@@ -111,11 +115,16 @@ def main(argv: list[str], libc: ctypes.CDLL | None = None) -> None:
     if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0 or os.getppid() != parent:
         os._exit(1)
     out_read, out_write = os.pipe()
-    child = _fork_into(cgroup, libc)
-    if child == 0:
-        _exec(program, out_write, (out_read, wake))
-    os.close(out_write)
+    _enter_cgroup(cgroup)
     log = _Log(1, limit)
+    try:
+        child = _spawn(program, out_write)
+    except OSError as exc:
+        log.add(f"rho: cannot run {program[0]}: {exc.strerror}\n".encode())
+        log.finish()
+        os._exit(127)
+    finally:
+        os.close(out_write)
     open_out = _pump_until_exit(child, state, log, out_read, wake)
     for signum in _STOP_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)  # the stop is under way: more signals change nothing
@@ -124,12 +133,13 @@ def main(argv: list[str], libc: ctypes.CDLL | None = None) -> None:
     _exit_like(state.status if state.status is not None else 0)
 
 
-def _fork_into(cgroup: str, libc: ctypes.CDLL) -> int:
-    """Fork the program's process inside the task's cgroup: ``clone3(CLONE_INTO_CGROUP)``,
-    which starts it there with no migration (a move into a cgroup waits for the kernel's
-    RCU grace period: 12-17 ms a task under a mission's load, ``bench/bench_task_start.sh``);
-    where the kernel refuses it (before Linux 5.7, or no cgroup), this supervisor moves itself
-    into the cgroup and forks, as before. The child of ``clone3`` runs nothing but ``_exec``."""
+def _fork_into(cgroup: str, libc: ctypes.CDLL) -> tuple[int, bool]:
+    """Fork a supervisor inside its task's cgroup: ``clone3(CLONE_INTO_CGROUP)``, which starts
+    it there with no migration (a move into a cgroup waits for the kernel's RCU grace period:
+    12-17 ms a task under a mission's load, ``bench/bench_task_start.sh``), so that all its
+    program starts is counted there. The pid (0 in the child) and whether it is in the
+    cgroup: where the kernel refuses (before Linux 5.7, or no cgroup) it is a plain fork, and
+    the supervisor moves itself in before it starts the program, as before."""
     if cgroup != "-":
         try:
             folder = os.open(cgroup, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -143,9 +153,8 @@ def _fork_into(cgroup: str, libc: ctypes.CDLL) -> int:
                 if child != 0:
                     os.close(folder)
             if child >= 0:
-                return child
-    _enter_cgroup(cgroup)
-    return os.fork()
+                return child, True
+    return os.fork(), False
 
 
 class _CloneArgs(ctypes.Structure):
@@ -173,9 +182,15 @@ _CLONE_INTO_CGROUP = 0x200000000
 
 def _clone_into(folder: int, libc: ctypes.CDLL) -> int:
     # The child's pid, 0 in the child, -1 where the kernel refused (nothing was started).
+    # The child runs Python on: the interpreter is told of the fork as os.fork tells it.
     args = _CloneArgs(flags=_CLONE_INTO_CGROUP, exit_signal=signal.SIGCHLD, cgroup=folder)
     libc.syscall.restype = ctypes.c_long
+    ctypes.pythonapi.PyOS_BeforeFork()
     pid = libc.syscall(_SYS_CLONE3, ctypes.byref(args), ctypes.c_size_t(ctypes.sizeof(args)))
+    if pid == 0:
+        ctypes.pythonapi.PyOS_AfterFork_Child()
+    else:
+        ctypes.pythonapi.PyOS_AfterFork_Parent()
     return -1 if pid < 0 else int(pid)
 
 
@@ -213,23 +228,32 @@ def _wake_on_signals(state: _State) -> int:
     return wake_read
 
 
-def _exec(program: list[str], out: int, close: tuple[int, int]) -> None:
-    # SIGPIPE too: Python ignores it, and an ignored signal stays ignored across exec (a task's
-    # "yes | head" would then never end by it).
-    for signum in (*_STOP_SIGNALS, signal.SIGCHLD, signal.SIGPIPE):
-        signal.signal(signum, signal.SIG_DFL)
-    signal.set_wakeup_fd(-1)
-    os.dup2(out, 1)
-    os.dup2(out, 2)
-    for fd in (out, *close):
-        os.close(fd)
-    try:
-        if _ENV is not None:
-            os.execvpe(program[0], program, _ENV)
-        os.execvp(program[0], program)
-    except OSError as exc:
-        os.write(2, f"rho: cannot run {program[0]}: {exc.strerror}\n".encode())
-        os._exit(127)
+def _spawn(program: list[str], out: int) -> int:
+    """Start the program with its output on *out*, by ``posix_spawn`` (a vfork: the
+    supervisor's memory is not copied, half the cost of a fork and exec here); its pid.
+
+    Raises:
+        OSError: the program cannot be found or run.
+    """
+    env = os.environ if _ENV is None else _ENV
+    # The signals Python handles or ignores back to their defaults: an ignored signal stays
+    # ignored across exec (a task's "yes | head" would then never end by SIGPIPE).
+    defaults = (*_STOP_SIGNALS, signal.SIGCHLD, signal.SIGPIPE)
+    actions = [(os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, out, 2)]
+    path = _find_program(program[0], env)
+    return os.posix_spawn(path, program, env, file_actions=actions, setsigdef=defaults)
+
+
+def _find_program(name: str, env: Mapping[str, str]) -> str:
+    # As execvpe looks it up: a name with a slash as it is, else the first executable file of
+    # that name on the program's own PATH (the supervisor's environment is the zygote's).
+    if os.sep in name:
+        return name
+    for folder in os.get_exec_path(env):
+        path = os.path.join(folder, name)
+        if os.access(path, os.X_OK) and not os.path.isdir(path):
+            return path
+    raise FileNotFoundError(2, "No such file or directory", name)
 
 
 def _pump_until_exit(child: int, state: _State, log: _Log, out: int, wake: int) -> int | None:
@@ -420,19 +444,26 @@ def _start(
     status = socket.socket(fileno=status_fd)
     ready_read, ready_write = os.pipe()
     zygote = os.getpid()
-    child = os.fork()
+    child, entered = _fork_into(argv[2], libc)
     if child == 0:
         os.close(ready_read)
         status.detach()
         os.close(status_fd)
+        if entered:  # nothing left to move: the supervisor starts in its cgroup
+            argv = [argv[0], argv[1], "-", *argv[3:]]
         _supervise(argv, cwd, env, log_fd, ready_write, zygote, libc, mine)
     os.close(ready_write)
     os.close(log_fd)
-    os.read(ready_read, 1)  # EOF once the child leads its session (or died trying)
+    # EOF once the child leads its session in its folder (or died trying); an errno when it
+    # could not enter the folder (it then exits, and is reaped here as any other).
+    failed = os.read(ready_read, 16)
     os.close(ready_read)
     with contextlib.suppress(OSError):  # rho gave up on it: it still runs, and is reaped here
-        status.send(b"p%d" % child)
-    waiting[child] = status
+        status.send(b"e" + failed if failed else b"p%d" % child)
+    if failed:
+        status.close()
+    else:
+        waiting[child] = status
 
 
 def _supervise(
@@ -454,13 +485,17 @@ def _supervise(
         for fd in mine:
             os.close(fd)
         os.setsid()
+        try:
+            os.chdir(cwd)
+        except OSError as exc:  # told to rho as the error of the start
+            os.write(ready, b"%d" % (exc.errno or 0))
+            os._exit(126)
         os.close(ready)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
         os.closerange(3, 1 << 16)  # no other task's socket or log reaches this one
-        os.chdir(cwd)
         _mark(env, libc)
         _ENV = env
         main([argv[0], argv[1], str(zygote), *argv[2:]], libc)

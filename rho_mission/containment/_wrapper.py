@@ -36,7 +36,7 @@ def supervisor_args(grace: float, log_limit: int, cgroup: Path | None = None) ->
     """``GRACE LOG_LIMIT CGROUP``: the arguments of a task's supervisor (``_reaper``), which
     the zygote forks (``_zygote``): the reaper of everything a task starts, and the keeper of
     its log (at most *log_limit* bytes: its head and its tail); it ends the task when rho dies,
-    and moves itself into *cgroup* ("-": none) before the task starts."""
+    and runs in *cgroup* ("-": none), forked there by the zygote."""
     return [f"{grace:g}", str(log_limit), "-" if cgroup is None else str(cgroup)]
 
 

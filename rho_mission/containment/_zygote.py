@@ -6,7 +6,8 @@ rho process, the *zygote* (``_reaper.py --zygote``, started on the first task), 
 supervisor on request. rho sends it the supervisor's arguments, the working folder, the
 environment, and two descriptors (the task's log, and one end of a socket pair for the answer);
 it answers on that socket with the supervisor's pid (once the supervisor leads a session of its
-own) and later its wait status.
+own, in the working folder) and later its wait status, or with the errno of a working folder
+the supervisor could not enter.
 
 The process tree below rho: rho -> zygote -> supervisor -> the task's shell. The zygote is no
 subreaper: the orphans of a supervisor a task killed still come back to rho (``_orphans``). It
@@ -127,8 +128,6 @@ async def start_supervised(
     Raises:
         OSError: the zygote could not be started or asked, or *cwd* does not exist.
     """
-    if not await anyio.Path(cwd).is_dir():
-        raise FileNotFoundError(2, "No such file or directory", os.fspath(cwd))
     request = marshal.dumps((list(supervisor), os.fspath(cwd), dict(env)))
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
@@ -151,5 +150,8 @@ async def start_supervised(
         answer = await _answer(ours)
     if not answer.startswith(b"p"):
         ours.close()
+        if answer.startswith(b"e"):  # the supervisor could not enter *cwd*: its errno
+            code = int(answer[1:])
+            raise OSError(code, os.strerror(code), os.fspath(cwd))
         raise OSError("the supervisor could not be started")
     return Supervised(int(answer[1:]), ours, gone)

@@ -7,6 +7,7 @@ error text); a cancellation releases the worktree and propagates.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -16,8 +17,9 @@ from .._errors import FeatureResultError, MissionError, RefMovedError
 from ..agents._reading import UsageAsk, log_size, read_attempt_usage, usage_ask, usage_place
 from ..git._commit import WorktreeResult, commit_worktree
 from ..git._repo import GitRepo
-from ..git._worktrees import WorktreePool
+from ..git._worktrees import KeptOutputs, WorktreePool
 from ..records._document import Feature, Handoff
+from ..records._usage import AttemptUsage
 from ..setup import WorktreeSetup
 from ._contract import Attempt, AttemptResult, WorkerContext
 from ._setup import for_attempt, kept_for, prepare_worktree
@@ -47,18 +49,17 @@ async def attempt_in_pool(
         # Whatever happens next, the branch may now hold *head*: the check of its next move
         # must accept it (a failed move leaves the old value, known already).
         attempt.note_ref(branch, head, "start")
+    ask = usage_ask(attempt.mission.config, "task", attempt.number, attempt.mission.config.agent)
     try:
         key, keep = await kept_for(setup, attempt.setup, head)
-        acquire = partial(pool.acquire, branch, head, attempt.branch_head, keep=keep)
-        worktree = await anyio.to_thread.run_sync(acquire)
+        acquire = partial(_acquire, pool, branch, head, attempt, ask, keep)
+        worktree, usage_file = await anyio.to_thread.run_sync(acquire)
     except RefMovedError as exc:
         return AttemptResult(error=str(exc), branch_head=attempt.branch_head)
     except MissionError as exc:
         found = await _after_failed_start(repo, branch, head, attempt)
         return AttemptResult(error=str(exc), branch_head=found)
     result: WorktreeResult | None = None
-    ask = usage_ask(attempt.mission.config, "task", attempt.number, attempt.mission.config.agent)
-    usage_file = await anyio.to_thread.run_sync(_usage_place, attempt, ask)
     log_start = log_size(attempt.log_path)
     try:
         problem = None
@@ -71,29 +72,43 @@ async def attempt_in_pool(
             outcome, result = await _work(repo, pool, worktree, attempt, usage_file, spared)
     finally:
         with anyio.CancelScope(shield=True):
-            await _note_usage(attempt, ask, usage_file, log_start)
             found = await _settle(repo, branch, head, attempt, result)
             spotless = result is not None and result.spotless
             left_at = result.branch_head if result is not None else None  # the worktree's HEAD
             release = partial(pool.release, worktree, spotless=spotless, head=left_at)
-            await anyio.to_thread.run_sync(release)
+            read = partial(read_attempt_usage, ask, usage_file, attempt.log_path, log_start)
+            usage = await anyio.to_thread.run_sync(_read_then_release, read, release)
+            if usage is not None:
+                attempt.note_usage(usage)
     if isinstance(outcome, Handoff):
         return AttemptResult(handoff=outcome, branch_head=found)
     return AttemptResult(error=outcome, branch_head=found)
 
 
-def _usage_place(attempt: Attempt, ask: UsageAsk) -> Path | None:
-    return usage_place(Path(attempt.mission.dir), attempt.feature.id, ask)
+def _acquire(
+    pool: WorktreePool,
+    branch: str,
+    head: str,
+    attempt: Attempt,
+    ask: UsageAsk,
+    keep: KeptOutputs | None,
+) -> tuple[Path, Path | None]:
+    # The worktree, then the attempt's usage folder: one worker thread's round trip for both,
+    # paid by every attempt.
+    worktree = pool.acquire(branch, head, attempt.branch_head, keep=keep)
+    return worktree, usage_place(Path(attempt.mission.dir), attempt.feature.id, ask)
 
 
-async def _note_usage(
-    attempt: Attempt, ask: UsageAsk, usage_file: Path | None, log_start: int
-) -> None:
-    """Read what the attempt spent (its usage file, else its output) and hand it on."""
-    read = partial(read_attempt_usage, ask, usage_file, attempt.log_path, log_start)
-    record = await anyio.to_thread.run_sync(read)
-    if record is not None:
-        attempt.note_usage(record)
+def _read_then_release(
+    read: Callable[[], AttemptUsage | None], release: Callable[[], object]
+) -> AttemptUsage | None:
+    """What the attempt spent (its usage file, else its output), then the worktree given
+    back: one round trip to a worker thread for both; the worktree is given back whatever the
+    reading raised."""
+    try:
+        return read()
+    finally:
+        release()
 
 
 def _branch(feature: Feature) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +25,24 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._seq = _count_lines(path)
+        self._fd: int | None = None
 
     def record(self, event: str, at: str, *, durable: bool = False, **fields: Any) -> None:
         """Append one observation; with *durable*, fsync before returning."""
         self._seq += 1
         line = json.dumps({"seq": self._seq, "at": at, "event": event, **fields}, sort_keys=True)
-        # No link followed, at every append: one planted in the mission folder must not send
-        # our writes elsewhere.
-        fd = open_private(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-        try:
-            os.write(fd, (line + "\n").encode())
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        os.write(self._descriptor(), (line + "\n").encode())
+        if durable:
+            os.fsync(self._descriptor())
+
+    def _descriptor(self) -> int:
+        # Opened once, following no link (open_private), and held: every later append goes to
+        # the file rho made, whatever a task plants at its path since. A mission appends some
+        # five lines a feature, and each open walked the folders from the repository down.
+        if self._fd is None:
+            self._fd = open_private(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            weakref.finalize(self, os.close, self._fd)
+        return self._fd
 
 
 def _count_lines(path: Path) -> int:

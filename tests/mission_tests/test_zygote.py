@@ -139,3 +139,98 @@ async def test_the_tasks_program_starts_in_its_cgroup_without_a_move(tmp_path: P
         assert f"/{cgroup.name}\n" in facts.read_text()
     finally:
         await end_cgroup(cgroup, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("make", "error"),
+    [(None, FileNotFoundError), ("file", NotADirectoryError)],
+    ids=["missing", "a-file"],
+)
+async def test_a_working_folder_the_supervisor_cannot_enter_fails_the_start_with_its_errno(
+    tmp_path: Path, make: str | None, error: type[OSError]
+) -> None:
+    # The supervisor enters the folder before it answers; the zygote tells the errno, rho
+    # raises it as the plain spawn would, and the zygote serves the next start.
+    folder = tmp_path / "work"
+    if make == "file":
+        folder.write_text("not a folder")
+    with pytest.raises(error) as raised:
+        await run_command(
+            "true",
+            cwd=folder,
+            env=_env(),
+            log_path=tmp_path / "logs" / "task.log",
+            supervisor=supervisor_args(2.0, 1 << 20),
+        )
+    assert raised.value.filename == str(folder)
+    assert await _supervised(tmp_path, "exit 3") == 3
+
+
+async def test_a_program_that_cannot_be_run_ends_with_127_and_says_why_in_its_log(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "logs" / "task.log"
+    result = await run_command(
+        "true",
+        cwd=tmp_path,
+        env=_env(),
+        log_path=log,
+        wrapper=("rho-no-such-program",),
+        supervisor=supervisor_args(2.0, 1 << 20),
+    )
+    assert result.exit_code == 127
+    said = "rho: cannot run rho-no-such-program: No such file or directory"
+    assert said in log.read_text()
+
+
+async def test_the_program_is_looked_up_on_the_tasks_own_path_with_default_signals(
+    tmp_path: Path,
+) -> None:
+    # The supervisor's own environment is the zygote's blank one: the task's PATH finds the
+    # program; and SIGPIPE, which Python ignores, is the task's default again.
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    tool = tools / "rho-test-tool"
+    tool.write_text('#!/bin/sh\nexec "$@"\n')
+    tool.chmod(0o755)
+    facts = tmp_path / "facts"
+    command = f"grep SigIgn /proc/self/status > {facts}; yes | head -n 1 >> {facts}"
+    result = await run_command(
+        command,
+        cwd=tmp_path,
+        env={"PATH": f"{tools}:{os.environ['PATH']}"},
+        log_path=tmp_path / "logs" / "task.log",
+        wrapper=("rho-test-tool",),
+        supervisor=supervisor_args(2.0, 1 << 20),
+    )
+    assert result.exit_code == 0
+    ignored, first = facts.read_text().splitlines()
+    assert int(ignored.split()[1], 16) & (1 << (signal.SIGPIPE - 1)) == 0
+    assert first == "y"
+
+
+@pytest.mark.usefixtures("task_cgroups")
+async def test_the_supervisor_starts_inside_the_tasks_cgroup_with_its_program(
+    tmp_path: Path,
+) -> None:
+    # Cloned there by the zygote (no migration of a running process): the program it spawns
+    # is counted in the same cgroup, and nothing is left there once both ended.
+    from rho_mission.containment._cgroup import end_cgroup, new_cgroup
+
+    cgroup = new_cgroup()
+    assert cgroup is not None
+    facts = tmp_path / "facts"
+    command = f"cat /proc/$PPID/cgroup /proc/self/cgroup > {facts}"
+    result = await run_command(
+        command,
+        cwd=tmp_path,
+        env=_env(),
+        log_path=tmp_path / "logs" / "task.log",
+        supervisor=supervisor_args(2.0, 1 << 20, cgroup),
+    )
+    assert result.exit_code == 0
+    # The cgroup v2 line of each ("0::<path>"; a hybrid machine lists its v1 ones too).
+    supervisor, program = [line for line in facts.read_text().splitlines() if line[:3] == "0::"]
+    assert supervisor == program
+    assert supervisor.endswith("/" + cgroup.name)
+    assert await end_cgroup(cgroup, 1.0) == []
