@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
@@ -12,7 +12,8 @@ from typing import TypeVar
 from filelock import FileLock
 
 from ._atomic import ensure_private_dir, ensure_private_file, write_atomic
-from ._document import dump_document, parse_document
+from ._document import parse_document
+from ._dumpcache import DumpCache
 from ._errors import (
     ClaimError,
     InvalidTaskError,
@@ -66,6 +67,8 @@ class TaskStore:
         # The document this object last wrote, and the file's identity just after: a writer
         # that rewrites often (a mission, a status at a time) parses a 1,000-task store once.
         self._written: tuple[tuple[int, ...], StoreDocument] | None = None
+        # ...and its tasks' text, so that a write naming the tasks it changed dumps only those.
+        self._dumps = DumpCache()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -117,12 +120,15 @@ class TaskStore:
         change: Callable[[StoreDocument], R],
         *,
         unchanged: Callable[[R], bool] | None = None,
+        touched: Collection[str] | None = None,
     ) -> R:
         """Apply *change* to the document under the lock, then write it back atomically.
 
         If *change* raises, nothing is written. The revision is bumped on every write. When
         *unchanged* says of the change's result that it changed nothing, nothing is written
         either (a change that can tell, such as an import of a file imported before).
+        *touched*, when given, holds the id of every task *change* may edit (it adds and
+        removes none): the others' text is reused from the last write (``_dumpcache``).
 
         Raises:
             StoreReadError, StoreWriteError: the file cannot be read or replaced.
@@ -143,7 +149,7 @@ class TaskStore:
                 return result
             document.revision += 1
             document.tasks.sort(key=lambda task: task.id)
-            self._write(document)
+            self._write(document, touched)
             self._written = (_identity(self.path), document)
         finally:
             self._lock.release()
@@ -160,9 +166,9 @@ class TaskStore:
         except OSError:
             return None
 
-    def _write(self, document: StoreDocument) -> None:
+    def _write(self, document: StoreDocument, touched: Collection[str] | None = None) -> None:
         try:
-            write_atomic(self.path, dump_document(document))
+            write_atomic(self.path, self._dumps.dump(document, touched))
         except OSError as exc:
             raise StoreWriteError(str(self.path), exc.strerror or str(exc)) from exc
 
@@ -371,7 +377,7 @@ class TaskStore:
                 )
             return missing
 
-        return self.mutate(apply)
+        return self.mutate(apply, touched=frozenset(change.task_id for change in changes))
 
     def merge_tasks(self, tasks: list[Task], status_key: str) -> tuple[list[str], list[str]]:
         """Add *tasks*, or update the ones the store has (same id): the ids added and updated.
