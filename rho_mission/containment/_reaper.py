@@ -25,11 +25,11 @@ Started once per rho process as ``python -I -S _reaper.py --zygote PARENT FD`` i
 supervisor per task on rho's request over the socket FD, with no interpreter start-up. The
 child becomes the supervisor above, with the task's log, working folder and environment from
 the request, forked straight into the task's cgroup (``clone3(CLONE_INTO_CGROUP)``); the
-zygote reports its pid once it leads a session of its own in that folder (or the errno of a
-folder it could not enter), and its wait status when it ends. A forked supervisor shows the
-task's marks (``RHO_MISSION_ID``, ``RHO_TASK_ID``) in its own ``/proc/<pid>/environ``: the
-zygote is started with a blank variable whose bytes the child overwrites with them
-(``_mark``), so the processes of a mission are found by them as before
+child tells rho its pid once it leads a session of its own in that folder (or the errno of a
+folder it could not enter), and the zygote sends its wait status when it ends. A forked
+supervisor shows the task's marks (``RHO_MISSION_ID``, ``RHO_TASK_ID``) in its own
+``/proc/<pid>/environ``: the zygote is started with a blank variable whose bytes the child
+overwrites with them (``_mark``), so the processes of a mission are found by them as before
 (``_mission_processes``).
 """
 
@@ -442,28 +442,18 @@ def _start(
     argv, cwd, env = request
     log_fd, status_fd = fds
     status = socket.socket(fileno=status_fd)
-    ready_read, ready_write = os.pipe()
     zygote = os.getpid()
     child, entered = _fork_into(argv[2], libc)
     if child == 0:
-        os.close(ready_read)
-        status.detach()
-        os.close(status_fd)
+        status.detach()  # its first answer is the child's own to send, on *status_fd*
         if entered:  # nothing left to move: the supervisor starts in its cgroup
             argv = [argv[0], argv[1], "-", *argv[3:]]
-        _supervise(argv, cwd, env, log_fd, ready_write, zygote, libc, mine)
-    os.close(ready_write)
+        _supervise(argv, cwd, env, log_fd, status_fd, zygote, libc, mine)
     os.close(log_fd)
-    # EOF once the child leads its session in its folder (or died trying); an errno when it
-    # could not enter the folder (it then exits, and is reaped here as any other).
-    failed = os.read(ready_read, 16)
-    os.close(ready_read)
-    with contextlib.suppress(OSError):  # rho gave up on it: it still runs, and is reaped here
-        status.send(b"e" + failed if failed else b"p%d" % child)
-    if failed:
-        status.close()
-    else:
-        waiting[child] = status
+    # The child answers rho itself (its pid, or the errno of a folder it could not enter): no
+    # wait here, and one hand-over fewer between processes before the task starts. Its wait
+    # status goes on the same socket once it is reaped here, so always after that answer.
+    waiting[child] = status
 
 
 def _supervise(
@@ -471,7 +461,7 @@ def _supervise(
     cwd: str,
     env: dict[str, str],
     log_fd: int,
-    ready: int,
+    answer: int,
     zygote: int,
     libc: ctypes.CDLL,
     mine: tuple[int, ...],
@@ -488,9 +478,11 @@ def _supervise(
         try:
             os.chdir(cwd)
         except OSError as exc:  # told to rho as the error of the start
-            os.write(ready, b"%d" % (exc.errno or 0))
+            os.write(answer, b"e%d" % (exc.errno or 0))
             os._exit(126)
-        os.close(ready)
+        # Once it leads its session (rho never signals a group that does not exist yet).
+        os.write(answer, b"p%d" % os.getpid())
+        os.close(answer)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(log_fd, 1)

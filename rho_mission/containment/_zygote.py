@@ -5,9 +5,9 @@ start-up (and ``ctypes``) paid by every task, 1,000 times at the caps. Now one w
 rho process, the *zygote* (``_reaper.py --zygote``, started on the first task), forks each
 supervisor on request. rho sends it the supervisor's arguments, the working folder, the
 environment, and two descriptors (the task's log, and one end of a socket pair for the answer);
-it answers on that socket with the supervisor's pid (once the supervisor leads a session of its
-own, in the working folder) and later its wait status, or with the errno of a working folder
-the supervisor could not enter.
+the supervisor answers on that socket with its pid (once it leads a session of its own, in the
+working folder; or with the errno of a working folder it could not enter), and the zygote later
+with its wait status.
 
 The process tree below rho: rho -> zygote -> supervisor -> the task's shell. The zygote is no
 subreaper: the orphans of a supervisor a task killed still come back to rho (``_orphans``). It
