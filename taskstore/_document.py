@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from ._decode import decode_json
@@ -44,15 +44,32 @@ def dump_document(document: StoreDocument) -> bytes:
         FieldLimitError: a task's metadata nests too deep for the serializer (a hand-written
             store can hold that; no mutation lets it in).
     """
-    # The same bytes as json.dumps(indent=2, ensure_ascii=False) of the dumped dict, written by
-    # pydantic's serializer several times faster: every store write pays for this.
+    return (document_text(document) + "\n").encode()
+
+
+def document_text(document: StoreDocument) -> str:
+    """``dump_document``'s text, without its trailing newline.
+
+    Raises:
+        FieldLimitError: as ``dump_document``.
+    """
     try:
-        text = document.model_dump_json(indent=2, by_alias=True, exclude_none=True)
+        return model_text(document)
     except PydanticSerializationError:
         for task in document.tasks:  # the serializer stops near 250 levels: name the task
             check_nesting(task)
         raise
-    return (text + "\n").encode()
+
+
+def model_text(model: BaseModel) -> str:
+    """A store model (the document, or one task) as the store writes it, unindented.
+
+    Raises:
+        PydanticSerializationError: its metadata nests too deep for the serializer.
+    """
+    # The same text as json.dumps(indent=2, ensure_ascii=False) of the dumped dict, written by
+    # pydantic's serializer several times faster: every store write pays for this.
+    return model.model_dump_json(indent=2, by_alias=True, exclude_none=True)
 
 
 def _first_problem(exc: ValidationError) -> str:

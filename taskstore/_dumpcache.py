@@ -18,7 +18,7 @@ from collections.abc import Collection
 
 from pydantic_core import PydanticSerializationError
 
-from ._document import dump_document
+from ._document import document_text, model_text
 from ._model import StoreDocument, Task
 
 __all__ = ["DumpCache"]
@@ -52,9 +52,9 @@ class DumpCache:
             if data is not None:
                 return data
         self._document = None  # kept again only once this dump is read back
-        data = dump_document(document)
-        self._keep(document, data)
-        return data
+        text = document_text(document)
+        self._keep(document, text)
+        return (text + "\n").encode()
 
     def _dump_touched(self, document: StoreDocument, touched: Collection[str]) -> bytes | None:
         # None: the kept text does not cover this document (then it is dumped whole).
@@ -68,13 +68,13 @@ class DumpCache:
             self._texts[task.id] = text
             parts.append(text)
         fields = document.model_copy(update={"tasks": []})
-        head = fields.model_dump_json(indent=2, by_alias=True, exclude_none=True)
+        head = model_text(fields)
         if parts:
             head = head.replace(_EMPTY, _OPEN + ",\n".join(parts) + _CLOSE, 1)
         return (head + "\n").encode()
 
-    def _keep(self, document: StoreDocument, data: bytes) -> None:
-        texts = _task_texts(data.decode("utf-8"))
+    def _keep(self, document: StoreDocument, text: str) -> None:
+        texts = _task_texts(text)
         if texts is None or len(texts) != len(document.tasks):
             self._texts = {}
             return
@@ -86,7 +86,7 @@ def _task_text(task: Task) -> str | None:
     # A task's lines as the document's dump has them; None where its dump fails (the whole
     # dump then says why, in its own words).
     try:
-        text = task.model_dump_json(indent=2, by_alias=True, exclude_none=True)
+        text = model_text(task)
     except PydanticSerializationError:
         return None
     return _INDENT + text.replace("\n", "\n" + _INDENT)

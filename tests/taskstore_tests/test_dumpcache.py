@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import taskstore._dumpcache as dumpcache
 from taskstore import StatusChange, StoreDocument, Task, TaskStore, dump_document
+from taskstore._document import document_text
 from taskstore._dumpcache import DumpCache
 
 from .test_fastread import TEXT, canonical_documents
@@ -21,11 +22,11 @@ def _count_whole_dumps(monkeypatch: pytest.MonkeyPatch) -> list[StoreDocument]:
     """The documents dumped whole (every task serialized) from now on."""
     whole: list[StoreDocument] = []
 
-    def counted(document: StoreDocument) -> bytes:
+    def counted(document: StoreDocument) -> str:
         whole.append(document)
-        return dump_document(document)
+        return document_text(document)
 
-    monkeypatch.setattr(dumpcache, "dump_document", counted)
+    monkeypatch.setattr(dumpcache, "document_text", counted)
     return whole
 
 
