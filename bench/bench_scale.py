@@ -229,9 +229,9 @@ def _shape(
     git = {label: _git_calls(rho, template, work) for label, rho in runs.items()}
     walls: dict[str, list[float]] = {label: [] for label in runs}
     for number in range(options.rounds):
-        # In turn, every round, the order reversed every other round: on this machine the
-        # later runs of a round were measured a percent or two slower (the same code as two
-        # contenders gave 1.03x, 1.02x, 1.00x, 0.97x), which a fixed order adds to one side.
+        # In turn, every round, the order reversed every other round: with a fixed order, a
+        # drift of the machine within a round always lands on the same contender (the same
+        # code as two contenders came out 1.03x, 1.02x, 1.00x, 0.97x, round by round).
         order = list(runs.items()) if number % 2 == 0 else list(reversed(runs.items()))
         for label, rho in order:
             result = _mission(rho, template, work)

@@ -79,7 +79,10 @@ func TestFollowALiveMissionToItsEnd(t *testing.T) {
 	missions := filepath.Join(repo, ".rho", "missions")
 	var id string
 	for deadline := time.Now().Add(30 * time.Second); id == ""; {
-		if entries, _ := os.ReadDir(missions); len(entries) > 0 {
+		// The folder is made before its first mission.json: until that is written, the
+		// server rightly knows no such mission.
+		entries, _ := os.ReadDir(missions)
+		if len(entries) > 0 && fileExists(filepath.Join(missions, entries[0].Name(), "mission.json")) {
 			id = entries[0].Name()
 		} else if time.Now().After(deadline) {
 			t.Fatal("no mission folder")
@@ -137,4 +140,9 @@ func TestFollowALiveMissionToItsEnd(t *testing.T) {
 	if _, err := c.Mission(ctx, "ffffffff"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("404: %v", err)
 	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -19,7 +19,12 @@ test("a live mission is followed to its end without missing a record", async () 
   try {
     const client = new RhoClient(server.url, server.token);
     const missions = join(repo, ".rho", "missions");
-    while (!existsSync(missions) || readdirSync(missions).length === 0) {
+    // The folder is made before its first mission.json: until that is written, the server
+    // rightly knows no such mission.
+    const started = () =>
+      existsSync(missions) &&
+      readdirSync(missions).some((name) => existsSync(join(missions, name, "mission.json")));
+    while (!started()) {
       await new Promise((done) => setTimeout(done, 50));
     }
     const [id] = readdirSync(missions);
