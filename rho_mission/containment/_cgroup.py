@@ -14,6 +14,11 @@ ends what is left in it (SIGTERM, the grace, then ``cgroup.kill``) and removes i
 (``end_cgroup``). Elsewhere (or with ``RHO_TASK_CGROUPS=0``) nothing changes: the supervisor
 and the subreaper do the work. ``cgroup_support()`` says which is in use (``rho doctor``).
 
+A rho killed before it removed its cgroups leaves them (empty once its tasks' supervisors have
+ended them, by their parent-death signal). The next rho to make one removes the empty ones
+whose rho is gone (``sweep_leftovers``: by the pid in their names, as this pid namespace sees
+it), and skips a name an earlier rho with the same pid left taken.
+
 A cgroup is the kernel's count, not a wall: a task running as root may move itself out (then
 rho's subreaper still finds it, as its orphan).
 """
@@ -32,7 +37,14 @@ import anyio
 
 from ._pids import signal_each
 
-__all__ = ["CGROUPS_VARIABLE", "cgroup_support", "end_cgroup", "members", "new_cgroup"]
+__all__ = [
+    "CGROUPS_VARIABLE",
+    "cgroup_support",
+    "end_cgroup",
+    "members",
+    "new_cgroup",
+    "sweep_leftovers",
+]
 
 # RHO_TASK_CGROUPS=0 turns task cgroups off (a machine whose cgroups misbehave).
 CGROUPS_VARIABLE = "RHO_TASK_CGROUPS"
@@ -41,6 +53,8 @@ _OWN = Path("/proc/self/cgroup")
 _POLL = 0.01
 _KILL_WAIT = 5.0
 _COUNTER = itertools.count(1)
+# Names taken by an earlier rho with the same pid are skipped, this many at most.
+_NAME_TRIES = 64
 _COUNT_GUARD = threading.Lock()
 
 
@@ -57,6 +71,7 @@ def _base() -> tuple[Path | None, str]:
     if own is None:
         return None, "rho's cgroup v2 path is unknown"
     base = mount / own.lstrip("/")
+    sweep_leftovers(base)
     trial = base / f"rho-{os.getpid()}-trial"
     try:
         os.mkdir(trial)
@@ -103,14 +118,62 @@ def new_cgroup() -> Path | None:
     base, _ = _base()
     if base is None:
         return None
-    with _COUNT_GUARD:
-        number = next(_COUNTER)
-    folder = base / f"rho-{os.getpid()}-{number}"
+    for _ in range(_NAME_TRIES):
+        with _COUNT_GUARD:
+            number = next(_COUNTER)
+        folder = base / f"rho-{os.getpid()}-{number}"
+        try:
+            os.mkdir(folder)
+        except FileExistsError:  # an earlier rho given this pid left it, a process still in it
+            continue
+        except OSError:
+            return None
+        return folder
+    return None
+
+
+def sweep_leftovers(base: Path) -> list[Path]:
+    """Remove the task cgroups in *base* that rho processes which are gone left there (a rho
+    killed before it could end them); the ones removed.
+
+    Otherwise they stay until the machine restarts, and a later rho given the same pid meets
+    its names taken. Run once per rho process, before it makes any (so one named with this
+    process's pid is an earlier holder's). One that a process is still in stays: ``rmdir``
+    refuses it, and that process is still found there.
+    """
     try:
-        os.mkdir(folder)
+        names = os.listdir(base)
     except OSError:
+        return []
+    removed: list[Path] = []
+    for name in names:
+        owner = _owner(name)
+        if owner is None or (owner != os.getpid() and _alive(owner)):
+            continue
+        for folder in _tree(base / name):
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+                removed.append(folder)
+    return removed
+
+
+def _owner(name: str) -> int | None:
+    # The pid in "rho-<pid>-<n>" (or "rho-<pid>-trial"), else None: not a task cgroup of rho's.
+    prefix, _, rest = name.partition("-")
+    pid, _, suffix = rest.partition("-")
+    if prefix != "rho" or not pid.isdigit() or not suffix:
         return None
-    return folder
+    return int(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's: alive
+        return True
+    return True
 
 
 def members(cgroup: Path) -> list[int]:
