@@ -56,12 +56,19 @@ _COUNTER = itertools.count(1)
 # Names taken by an earlier rho with the same pid are skipped, this many at most.
 _NAME_TRIES = 64
 _COUNT_GUARD = threading.Lock()
+_BASE_GUARD = threading.Lock()
+
+
+def _base() -> tuple[Path | None, str]:
+    """rho's own cgroup v2 folder, if rho may make task cgroups in it; else None and why (when
+    it may: how what is left is ended). Found once per process; one thread at a time, since a
+    second one's sweep would take the first one's trial folder for an earlier holder's."""
+    with _BASE_GUARD:
+        return _found_base()
 
 
 @functools.cache
-def _base() -> tuple[Path | None, str]:
-    """rho's own cgroup v2 folder, if rho may make task cgroups in it; else None and why (when
-    it may: how what is left is ended)."""
+def _found_base() -> tuple[Path | None, str]:
     if os.environ.get(CGROUPS_VARIABLE) == "0":
         return None, f"turned off by {CGROUPS_VARIABLE}=0"
     mount = _cgroup2_mount()

@@ -85,7 +85,7 @@ func TestFollowALiveMissionToItsEnd(t *testing.T) {
 		if len(entries) > 0 && fileExists(filepath.Join(missions, entries[0].Name(), "mission.json")) {
 			id = entries[0].Name()
 		} else if time.Now().After(deadline) {
-			t.Fatal("no mission folder")
+			t.Fatal("no mission started")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
