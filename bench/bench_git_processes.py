@@ -36,7 +36,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-__all__ = ["WALKS", "git_shim", "logged_calls", "main", "subcommand", "walks"]
+__all__ = ["INDEX_WRITES", "WALKS", "git_shim", "logged_calls", "main", "subcommand", "walks"]
 
 RHO = Path(sys.executable).parent / "rho"
 TARGET = 5.0
@@ -54,6 +54,8 @@ _VALUED = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"}
 _SEPARATOR = "\x1f"
 # The trace2 regions that walk the work tree.
 WALKS = ("refresh", "read_directory")
+# The trace2 region of a write of the whole index (at 60,000 files, 5 MB).
+INDEX_WRITES = ("do_write_index",)
 
 
 def git_shim(folder: Path, log: Path) -> dict[str, str]:
@@ -100,8 +102,9 @@ def logged_calls(log: Path) -> list[list[str]]:
     return [line.rstrip(_SEPARATOR).split(_SEPARATOR) for line in lines]
 
 
-def walks(trace: Path) -> Counter[tuple[str, str]]:
-    """The tree walks in a ``GIT_TRACE2_PERF`` folder: (subcommand, region) -> how many.
+def walks(trace: Path, labels: tuple[str, ...] = WALKS) -> Counter[tuple[str, str]]:
+    """The tree walks (or the other regions *labels* names) in a ``GIT_TRACE2_PERF`` folder:
+    (subcommand, region) -> how many.
 
     A perf line is ``time file:line | d0 | thread | event | repo | t_abs | t_rel | category |
     data``; ``cmd_name`` names the subcommand, ``region_enter``'s data is ``..label:NAME``
@@ -117,8 +120,9 @@ def walks(trace: Path) -> Counter[tuple[str, str]]:
             if fields[3] == "cmd_name":
                 name = fields[-1].split(" ", 1)[0]
             elif fields[3] == "region_enter":
-                label = fields[-1].lstrip(".").removeprefix("label:")
-                if label in WALKS:
+                # "label:NAME", or "label:NAME PATH" for an index (do_write_index .git/index).
+                label = fields[-1].lstrip(".").removeprefix("label:").split(" ", 1)[0]
+                if label in labels:
                     found[(name, label)] += 1
     return found
 

@@ -62,6 +62,7 @@ subcommand: Callable[[list[str]], str] = _SHIM.subcommand
 logged_calls: Callable[[Path], list[list[str]]] = _SHIM.logged_calls
 walks: Callable[[Path], Counter[tuple[str, str]]] = _SHIM.walks
 WRITE: str = _SHIM.WRITE
+INDEX_WRITES: tuple[str, ...] = _SHIM.INDEX_WRITES
 
 
 @pytest.fixture(autouse=True)
@@ -131,6 +132,11 @@ def test_a_feature_walks_the_tree_as_often_as_git_traces_and_no_more(
     assert refreshed == {"status": FEATURES + 1}, table
     per_feature = sum(walked.values()) / FEATURES
     assert per_feature <= MAX_WALKS_PER_WRITING_FEATURE, f"{per_feature:.2f} per feature: {table}"
+    # The status writes no index back (the files the checkout before it wrote are "racily
+    # clean", so it would, at every feature): "add" and the next checkout write it anyway.
+    written = walks(trace, INDEX_WRITES)
+    assert written[("status", "do_write_index")] == 0, written
+    assert written[("add", "do_write_index")] == FEATURES, written
 
 
 # -- what the pool and the commit step know, so that they skip git processes ----------------
