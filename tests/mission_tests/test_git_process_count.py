@@ -60,7 +60,8 @@ _SHIM = _load_shim_helpers()
 git_shim: Callable[[Path, Path], dict[str, str]] = _SHIM.git_shim
 subcommand: Callable[[list[str]], str] = _SHIM.subcommand
 logged_calls: Callable[[Path], list[list[str]]] = _SHIM.logged_calls
-walks: Callable[[Path], Counter[tuple[str, str]]] = _SHIM.walks
+walks: Callable[[Path, tuple[str, ...]], Counter[tuple[str, str]]] = _SHIM.walks
+WALKS: tuple[str, ...] = _SHIM.WALKS
 WRITE: str = _SHIM.WRITE
 INDEX_WRITES: tuple[str, ...] = _SHIM.INDEX_WRITES
 
@@ -124,7 +125,7 @@ def test_a_feature_walks_the_tree_as_often_as_git_traces_and_no_more(
     trace = tmp_path / "trace2"
     trace.mkdir()
     _run_waves(make_repo, WRITE, {"GIT_TRACE2_PERF": str(trace)})
-    walked = walks(trace)
+    walked = walks(trace, WALKS)
     table = ", ".join(f"{name} {label} {times}" for (name, label), times in sorted(walked.items()))
     # Every feature's status was traced (the check is live), and nothing else refreshed the
     # index: no commit, no other status (the one look at the user's checkout refreshes too).
