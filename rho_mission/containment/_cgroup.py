@@ -35,7 +35,7 @@ from signal import SIGKILL, SIGTERM
 
 import anyio
 
-from ._pids import signal_each
+from ._pids import pid_alive, signal_each
 
 __all__ = [
     "CGROUPS_VARIABLE",
@@ -155,7 +155,7 @@ def sweep_leftovers(base: Path) -> list[Path]:
     removed: list[Path] = []
     for name in names:
         owner = _owner(name)
-        if owner is None or (owner != os.getpid() and _alive(owner)):
+        if owner is None or (owner != os.getpid() and pid_alive(owner)):
             continue
         for folder in _tree(base / name):
             with contextlib.suppress(OSError):
@@ -171,16 +171,6 @@ def _owner(name: str) -> int | None:
     if prefix != "rho" or not pid.isdigit() or not suffix:
         return None
     return int(pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's: alive
-        return True
-    return True
 
 
 def members(cgroup: Path) -> list[int]:
