@@ -11,7 +11,8 @@ call rho makes on that worktree names the git directory, the common directory an
 tree itself (``--git-dir``, ``GIT_COMMON_DIR``, ``--work-tree``): nothing in the folder is read
 to find them. Right before each call the folder and the git directory are checked to be the
 ones recorded (same device and inode, not a link), and the files git appends to there (its
-logs) are checked not to be links. A mismatch raises ``WorktreeTamperedError``; no git runs.
+logs) or sets the times of (a split index's shared parts) are checked not to be links. A
+mismatch raises ``WorktreeTamperedError``; no git runs.
 
 The check and git's use of the path are not one atomic step: a process could swap the folder
 in between. The task's own processes are gone by then (``_reaper``); what remains is another
@@ -34,6 +35,9 @@ __all__ = ["PinnedWorktree", "pin_worktree", "pinned", "require_pinned", "unpin"
 # Per-worktree files git appends to (open with O_APPEND follows a link): a link planted there
 # would make rho's own checkout or update-ref append to the link's target.
 _APPENDED = ("logs", "logs/HEAD")
+# A split index's shared parts: git sets their times at every read ("freshens" them), through
+# a link too.
+_SHARED_INDEX = "sharedindex."
 # Read by git for this worktree when the repository enables extensions.worktreeConfig; rho
 # never makes one, so one that appears was written by the task (it could define a filter).
 _WORKTREE_CONFIG = "config.worktree"
@@ -77,6 +81,12 @@ class PinnedWorktree:
                 raise WorktreeTamperedError(self.path, f"a link stands at {name} of its git dir")
         if os.path.lexists(self.git_dir / _WORKTREE_CONFIG):
             raise WorktreeTamperedError(self.path, f"its git dir has a {_WORKTREE_CONFIG}")
+        with os.scandir(self.git_dir) as entries:
+            for entry in entries:
+                if entry.name.startswith(_SHARED_INDEX) and entry.is_symlink():
+                    raise WorktreeTamperedError(
+                        self.path, f"a link stands at {entry.name} of its git dir"
+                    )
 
     def git_dir_unchanged(self) -> bool:
         """Whether the git directory is still the folder recorded (not a link, not replaced)."""

@@ -25,6 +25,14 @@ So before a worktree is handed on (``WorktreePool.acquire`` of a reused or recla
   replaced by a new one. A small index is read here, a large (or version 4) one by
   ``git ls-files -v``. Under ``--sandbox`` no task reaches another worktree's index; without
   it a task can write any file the user can, those of idle pooled worktrees too.
+
+rho's git writes a pooled worktree's index split (``core.splitIndex``): most entries in a
+``sharedindex.<id>`` file beside it, which git writes once and then only reads, the ``index``
+holding what changed since. At 60,000 files each index write is then a few kilobytes, not
+5 MB (bench/README.md). The shared part is vouched for like the rest: its bytes are saved
+with the index's and compared at every hand-over, since git itself neither checks its
+checksum on reading nor leaves its times alone (each read "freshens" it); the one the saved
+index names survives the trim, any other goes.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from ._repo import GitRepo
 __all__ = [
     "IndexIdentity",
     "SavedIndex",
+    "SharedIndex",
     "carry_index",
     "index_identity",
     "index_is_plain",
@@ -65,19 +74,35 @@ _EXTENDED = 0x4000
 _UNMERGED_STAGE = 0x3000
 _NAME_MASK = 0x0FFF
 _SKIP_WORKTREE = 0x4000
+_SHARED_PREFIX = "sharedindex."
+_LINK = b"link"
+_SHA1_SIZE = 20
+_SHA256_SIZE = 32
 
 
-def trim_git_dir(worktree: Path) -> None:
-    """Remove from *worktree*'s git dir what ``git worktree add`` does not make."""
+def trim_git_dir(worktree: Path, saved: SavedIndex | None = None) -> None:
+    """Remove from *worktree*'s git dir what ``git worktree add`` does not make, but for the
+    shared part of a split index: the one *saved* names, or with no index saved, the one the
+    index names (what git then reads of it is checked as the rest of that index)."""
     git_dir = require_pinned(worktree).git_dir
+    kept = _KEPT | _kept_shared(git_dir, saved)
     for name in _names(git_dir):
-        if name not in _KEPT:
+        if name not in kept:
             _remove(git_dir / name)
     logs = git_dir / "logs"
     if os.path.isdir(logs) and not os.path.islink(logs):
         for name in _names(logs):
             if name not in _KEPT_LOGS:
                 _remove(logs / name)
+
+
+def _kept_shared(git_dir: Path, saved: SavedIndex | None) -> set[str]:
+    if saved is not None:
+        return {saved.shared.name} if saved.shared is not None else set()
+    present = _shared_files(git_dir)
+    data = _read_unfollowed(git_dir / "index") if present else None
+    name = _shared_name(data, present) if data is not None else None
+    return {name} if name is not None else set()
 
 
 def _names(folder: Path) -> list[str]:
@@ -97,42 +122,91 @@ def _remove(path: Path) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class SharedIndex:
+    """A split index's shared part: its file name in the git dir and its bytes."""
+
+    name: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class SavedIndex:
     """The index file rho's checkout or commit left in a worktree: its identity, its bytes,
-    and the commit it was the index of."""
+    the commit it was the index of, and the shared part it names (None: not split)."""
 
     identity: IndexIdentity
     data: bytes
     commit: str
+    shared: SharedIndex | None = None
 
 
-def save_index(worktree: Path, commit: str) -> SavedIndex | None:
+def save_index(worktree: Path, commit: str, known: SavedIndex | None = None) -> SavedIndex | None:
     """The index of *worktree* as it is now (right after rho's own checkout of *commit*, or
-    its commit of it), or None."""
+    its commit of it), or None: also None when it names a shared part that cannot be read
+    (the worktree then goes as one with no saved index). A shared part *known* already saved
+    is taken from there, not read again (git never rewrites one under its name)."""
+    git_dir = require_pinned(worktree).git_dir
     try:
-        fd = open_unfollowed(require_pinned(worktree).git_dir / "index", os.O_RDONLY)
+        fd = open_unfollowed(git_dir / "index", os.O_RDONLY)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
         found = os.fstat(handle.fileno())
         data = handle.read()
-    return SavedIndex(file_identity(found), data, commit)
+    shared = None
+    present = _shared_files(git_dir)
+    if present:
+        name = _shared_name(data, present)
+        if name is not None:
+            shared = _saved_shared(git_dir, name, known)
+            if shared is None:
+                return None
+    return SavedIndex(file_identity(found), data, commit, shared)
+
+
+def _shared_files(git_dir: Path) -> set[str]:
+    return {name for name in _names(git_dir) if name.startswith(_SHARED_PREFIX)}
+
+
+def _saved_shared(git_dir: Path, name: str, known: SavedIndex | None) -> SharedIndex | None:
+    if known is not None and known.shared is not None and known.shared.name == name:
+        return known.shared
+    data = _read_unfollowed(git_dir / name)
+    return None if data is None else SharedIndex(name, data)
+
+
+def _read_unfollowed(path: Path) -> bytes | None:
+    try:
+        fd = open_unfollowed(path, os.O_RDONLY)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
 
 
 def restore_index(worktree: Path, saved: SavedIndex) -> bool:
-    """Put *saved* back as *worktree*'s index unless the index is still that file; whether it
-    was put back (written to a new file, renamed over the index: no link followed)."""
-    if index_identity(worktree) == saved.identity:
-        return False
+    """Put *saved* back as *worktree*'s index unless the index is still that file and its
+    shared part (if split) still holds the bytes saved; whether it was put back (each file
+    written to a new one, renamed over the old: no link followed)."""
     git_dir = require_pinned(worktree).git_dir
+    shared = saved.shared
+    intact = shared is None or _read_unfollowed(git_dir / shared.name) == shared.data
+    if intact and index_identity(worktree) == saved.identity:
+        return False
+    if not intact and shared is not None:
+        _replace(git_dir, shared.name, shared.data)
+    _replace(git_dir, "index", saved.data)
+    return True
+
+
+def _replace(git_dir: Path, name: str, data: bytes) -> None:
     temporary = git_dir / f"index.rho-{os.getpid()}"
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temporary)
     fd = open_unfollowed(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     with os.fdopen(fd, "wb") as handle:
-        handle.write(saved.data)
-    os.replace(temporary, git_dir / "index")
-    return True
+        handle.write(data)
+    os.replace(temporary, git_dir / name)
 
 
 def carry_index(repo: GitRepo, worktree: Path, saved: SavedIndex) -> None:
@@ -197,42 +271,110 @@ def index_is_plain(repo: GitRepo, worktree: Path, left: IndexIdentity) -> bool:
 def _read_plain(index: Path) -> bool | None:
     """Whether the index file holds only plain entries, read here (no git process); None when
     git must say: a version 4 index (paths compressed), a large one (git reads it faster), or
-    one that cannot be read as an index."""
+    one that cannot be read as an index.
+
+    A split index is read with its shared part, and a bit in either says no: an entry of the
+    shared part counts unless one in the index replaces it, so this is never more lenient
+    than git's view, and only stricter when a task set a bit that a later entry undid."""
+    data = _read_small_index(index)
+    if data is None:
+        return None
     try:
-        fd = open_unfollowed(index, os.O_RDONLY)
+        flags, end = _entries(data, _SHA1_SIZE)
+        links = [body for name, body in _extensions(data, end, _SHA1_SIZE) if name == _LINK]
+        if links:
+            shared = _read_small_index(index.parent / (_SHARED_PREFIX + links[0][:20].hex()))
+            if shared is None:
+                return None
+            flags += _entries(shared, _SHA1_SIZE)[0]
+    except (IndexError, ValueError):
+        return None
+    return all(_plain(entry, extended) for entry, extended in flags)
+
+
+def _read_small_index(path: Path) -> bytes | None:
+    # A version 2 or 3 index of up to 1 MiB, else None.
+    try:
+        fd = open_unfollowed(path, os.O_RDONLY)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(_READ_LIMIT + 1)
-    if len(data) > _READ_LIMIT or data[:4] != b"DIRC":
+    if len(data) > _READ_LIMIT or data[:4] != b"DIRC" or _version(data) not in (2, 3):
         return None
-    try:
-        return _entries_plain(data)
-    except (IndexError, ValueError):
-        return None
+    return data
 
 
-def _entries_plain(data: bytes) -> bool | None:
-    # git's index format: a 12-byte header, then per entry 62 bytes of stat data, name and
-    # flags, an extended-flags word when the "extended" bit is set (version 3), the path and
-    # 1 to 8 NULs up to a multiple of 8.
-    version = int.from_bytes(data[4:8], "big")
-    if version not in (2, 3):
-        return None
+def _plain(flags: int, extended: int) -> bool:
+    return not (flags & _ASSUME_VALID or flags & _UNMERGED_STAGE or extended & _SKIP_WORKTREE)
+
+
+def _version(data: bytes) -> int:
+    return int.from_bytes(data[4:8], "big")
+
+
+def _entries(data: bytes, hash_size: int) -> tuple[list[tuple[int, int]], int]:
+    """Each entry's flags and extended flags, and the offset where the extensions begin.
+
+    git's index format: a 12-byte header, then per entry 40 bytes of stat data, the object
+    id, 2 bytes of flags (the path's length in their low 12 bits), 2 of extended flags when
+    the "extended" bit is set (version 3 and up), then the path: up to a multiple of 8 with
+    1 to 8 NULs (versions 2, 3), or, in version 4, a varint (how much of the previous path to
+    drop) and the rest of the path up to one NUL.
+
+    Raises:
+        ValueError, IndexError: *data* is no index of this layout.
+    """
+    version = _version(data)
+    fixed = 40 + hash_size + 2
+    found: list[tuple[int, int]] = []
     offset = 12
     for _ in range(int.from_bytes(data[8:12], "big")):
-        flags = int.from_bytes(data[offset + 60 : offset + 62], "big")
-        if flags & _ASSUME_VALID or flags & _UNMERGED_STAGE:
-            return False
-        fixed = 62
+        flags = int.from_bytes(data[offset + fixed - 2 : offset + fixed], "big")
+        extended, size = 0, fixed
         if flags & _EXTENDED:
-            if int.from_bytes(data[offset + 62 : offset + 64], "big") & _SKIP_WORKTREE:
-                return False
-            fixed = 64
-        length = flags & _NAME_MASK
-        if length == _NAME_MASK:
-            length = data.index(b"\0", offset + fixed) - offset - fixed
-        offset += (fixed + length + 8) & ~7
+            extended = int.from_bytes(data[offset + fixed : offset + fixed + 2], "big")
+            size += 2
+        found.append((flags, extended))
+        if version == 4:
+            offset += size
+            while data[offset] & 0x80:
+                offset += 1
+            offset = data.index(b"\0", offset + 1) + 1
+        else:
+            length = flags & _NAME_MASK
+            if length == _NAME_MASK:
+                length = data.index(b"\0", offset + size) - offset - size
+            offset += (size + length + 8) & ~7
         if offset > len(data):
             raise ValueError("truncated index")
-    return True
+    return found, offset
+
+
+def _extensions(data: bytes, offset: int, hash_size: int) -> list[tuple[bytes, bytes]]:
+    """The index's extensions from *offset* on (where its entries end): (signature, body)."""
+    found: list[tuple[bytes, bytes]] = []
+    end = len(data) - hash_size
+    while offset + 8 <= end:
+        size = int.from_bytes(data[offset + 4 : offset + 8], "big")
+        if offset + 8 + size > end:
+            raise ValueError("truncated extension")
+        found.append((data[offset : offset + 4], data[offset + 8 : offset + 8 + size]))
+        offset += 8 + size
+    return found
+
+
+def _shared_name(data: bytes, present: set[str]) -> str | None:
+    """The file name of the shared part that the index *data* names, among *present* (the
+    ``sharedindex.*`` files of its git dir), or None: not split, or not readable here."""
+    for hash_size in (_SHA1_SIZE, _SHA256_SIZE):
+        try:
+            _, end = _entries(data, hash_size)
+            links = [body for name, body in _extensions(data, end, hash_size) if name == _LINK]
+        except (IndexError, ValueError):
+            continue
+        if links and len(links[0]) >= hash_size:
+            name = _SHARED_PREFIX + links[0][:hash_size].hex()
+            if name in present:
+                return name
+    return None

@@ -283,9 +283,9 @@ class WorktreePool:
         # fails: then it is replaced), and whether its index was put back (then every file is
         # checked out again).
         try:
-            trim_git_dir(path)
             with self._state:
                 saved = self._index_saved.pop(path, None)
+            trim_git_dir(path, saved)
             if saved is not None:
                 return True, restore_index(path, saved)
             return index_is_plain(self.repo, path, None), False
@@ -314,7 +314,9 @@ class WorktreePool:
     def note_index(self, path: Path, commit: str) -> None:
         """Keep *path*'s index as rho's own, the index of *commit*: right after rho's checkout
         of it or its commit there, from an index that told the truth."""
-        saved = save_index(path, commit)
+        with self._state:
+            known = self._index_saved.get(path)
+        saved = save_index(path, commit, known)
         with self._state:
             if saved is None:
                 self._index_saved.pop(path, None)

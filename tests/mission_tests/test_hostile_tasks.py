@@ -7,9 +7,10 @@ real ``rho`` (``test_sandbox.py`` has those made from inside the sandbox):
   ``.gitattributes``: rho's git, run after the task, must never run that command
   (``containment/_gitconfig``);
 - it poisons the Makefile of its pooled worktree and hides the change from git
-  (``update-index --skip-worktree`` or ``--assume-unchanged``), and leaves per-worktree refs and
-  files in the worktree's git dir: the next mission's task in that worktree must get it as
-  new (``git/_handover``);
+  (``update-index --skip-worktree`` or ``--assume-unchanged``, an index entry that lies, in
+  the index file or in the shared part of the split index rho writes), and leaves per-worktree
+  refs and files in the worktree's git dir: the next mission's task in that worktree must get
+  it as new (``git/_handover``);
 - it starts a daemon that drops every mark and kills its own supervisor (``kill -9 $PPID``):
   the daemon must not outlive the mission, with a cgroup per task and without
   (``containment/_cgroup``, ``containment/_orphans``); a process that holds a pooled worktree
@@ -19,6 +20,7 @@ real ``rho`` (``test_sandbox.py`` has those made from inside the sandbox):
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import signal
@@ -29,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from rho_mission.git._handover import index_identity, index_is_plain
+from rho_mission.git._handover import _read_plain, index_identity, index_is_plain
 from rho_mission.git._repo import GitRepo
 from rho_mission.git._worktrees import WorktreePool
 
@@ -158,18 +160,81 @@ open(path, "wb").write(body + hashlib.sha1(body).digest())
 """
 
 
+# The same lie told in a split index's shared part, where most entries are: the "assume
+# valid" bit set on the entry of the file named, in place, its checksum left as it was (git
+# does not check it on reading), the index beside it untouched.
+LYING_SHARED_INDEX = """
+import subprocess, sys
+path = subprocess.check_output(["git", "rev-parse", "--shared-index-path"]).decode().strip()
+assert path, "the index rho left is not split"
+data = bytearray(open(path, "rb").read())
+offset, found = 12, False
+for _ in range(int.from_bytes(data[8:12], "big")):
+    flags = int.from_bytes(data[offset + 60 : offset + 62], "big")
+    length = flags & 0xFFF
+    if data[offset + 62 : offset + 62 + length] == sys.argv[1].encode():
+        data[offset + 60 : offset + 62] = (flags | 0x8000).to_bytes(2, "big")
+        found = True
+    offset += (62 + length + 8) & ~7
+assert found, "no such entry in the shared index"
+with open(path, "r+b") as handle:
+    handle.write(data)
+"""
+
+
 def test_a_worktree_whose_index_a_task_made_lie_goes_to_its_next_task_as_new(
     with_makefile: Path, marks: Path
 ) -> None:
     script = marks / "lie.py"
     script.write_text(LYING_INDEX)
     # An old modification time: git's check of a "racily clean" entry would see through it.
-    lie = f"touch -d 2000-01-01 Makefile && python3 {q(script)}"
+    # The index rho left is split: made whole first, so that every entry is in this file.
+    whole = "git update-index --no-split-index"
+    lie = f"touch -d 2000-01-01 Makefile && {whole} && python3 {q(script)}"
     files = _poison_then_build(
         with_makefile, f'{POISON} && {lie} && test -z "$(git status --porcelain)"'
     )
     assert files["made-by-build.txt"] == "good\n"
     assert "POISON" in files["Makefile"], "the hidden edit is the task's work, in its commit"
+
+
+def test_a_worktree_whose_shared_index_a_task_made_lie_goes_to_its_next_task_as_new(
+    project: Path, marks: Path
+) -> None:
+    script = marks / "lie.py"
+    script.write_text(LYING_SHARED_INDEX)
+    # The poisoned file's entry must be in the shared part alone, where no newer entry in the
+    # index overrides it. So a first wave adds the build script with more files than git lets
+    # an index hold beside its shared part (20 %): git writes a new shared part at rho's
+    # commit of them, and the files are by then old enough not to be "racily clean". Then,
+    # in the same worktree, the poison and the build.
+    fill = "for i in 1 2 3 4 5 6 7 8 9; do echo $i > f$i.txt; done"
+    add = f"echo 'echo good > made.txt' > build.sh && {fill} && sleep 1.1"
+    poison = "echo 'echo POISON > made.txt' > build.sh"
+    lie = f'{poison} && python3 {q(script)} build.sh && test -z "$(git status --porcelain)"'
+    build = 'sh build.sh && mv made.txt "made-by-build.txt"'
+    tasks = [spec("a_add", add), spec("b_poison", lie, "a_add"), spec("c_build", build, "a_add")]
+    import_tasks(project, tasks)
+    result = run_rho("mission", "--from-tasks", "--workers", "1", cwd=project)
+    assert result.code == 0, result.stderr
+    files = tree_files(project, integration_branch(project))
+    assert files["made-by-build.txt"] == "good\n"
+    assert "POISON" in files["build.sh"], "the hidden edit is the task's work, in its commit"
+
+
+def test_a_link_a_task_put_at_its_shared_index_is_never_followed(
+    with_makefile: Path, marks: Path
+) -> None:
+    # git sets a shared index's times at every read, through a link too; the file the link
+    # names is a copy of the shared index, so that git could read it.
+    outside = marks / "outside"
+    swap = (
+        f'p="$(git rev-parse --shared-index-path)" && cp "$p" {q(outside)} && '
+        f'touch -d 2000-01-01 {q(outside)} && ln -sf {q(outside)} "$p"'
+    )
+    files = _poison_then_build(with_makefile, f"{POISON} && {swap}")
+    assert files["made-by-build.txt"] == "good\n"
+    assert outside.stat().st_mtime < 10**9, "rho's git touched the file the link names"
 
 
 def test_a_pooled_worktree_whose_makefile_a_task_poisoned_and_hid_is_new_to_the_next_mission(
@@ -190,16 +255,25 @@ def test_a_pooled_worktree_git_dir_keeps_only_what_worktree_add_makes(project: P
         'mkdir -p "$g/refs/bisect" "$g/refs/worktree" "$g/info" && '
         'cp head.txt "$g/refs/bisect/bad" && cp head.txt "$g/refs/worktree/mine" && '
         'echo "*.txt" > "$g/info/exclude" && echo "/x" > "$g/info/sparse-checkout" && '
-        'echo note > "$g/COMMIT_EDITMSG" && rm head.txt'
+        'echo note > "$g/COMMIT_EDITMSG" && rm head.txt && '
+        'cp "$(git rev-parse --shared-index-path)" "$g/sharedindex.$(git rev-parse HEAD)"'
     )
     import_tasks(project, [spec("plant", plant)])
     assert run_rho("mission", "--from-tasks", cwd=project).code == 0
-    look = 'g="$(git rev-parse --git-dir)"; ls -A "$g" > gitdir.txt; ls -A "$g/logs" > logs.txt'
+    look = (
+        'g="$(git rev-parse --git-dir)"; ls -A "$g" > gitdir.txt; ls -A "$g/logs" > logs.txt; '
+        'basename "$(git rev-parse --shared-index-path)" > shared.txt'
+    )
     import_tasks(project, [spec("look", look), spec("add", "echo new > new.txt", "look")])
     result = run_rho("mission", "--from-tasks", "--workers", "1", cwd=project)
     assert result.code == 0, result.stderr
     files = tree_files(project, integration_branch(project))
-    assert files["gitdir.txt"].split() == ["HEAD", "commondir", "gitdir", "index", "locked", "logs"]
+    # What "worktree add" makes, and the shared part of the split index rho's checkout wrote:
+    # the one its index names, not the copy the task planted.
+    shared = files["shared.txt"].strip()
+    assert shared.startswith("sharedindex.")
+    expected = ["HEAD", "commondir", "gitdir", "index", "locked", "logs", shared]
+    assert sorted(files["gitdir.txt"].split()) == sorted(expected)
     assert files["logs.txt"].split() == ["HEAD"]
     assert files["new.txt"] == "new\n"
 
@@ -218,6 +292,27 @@ def test_an_index_with_a_bit_a_task_set_is_not_plain(repo: GitRepo, bit: str, ve
         assert index_is_plain(repo, path, left)
         run_git(path, "update-index", bit, "file0002.txt")
         assert not index_is_plain(repo, path, left)
+        assert not index_is_plain(repo, path, None)
+        pool.release(path)
+
+
+@pytest.mark.parametrize("bit", ["--skip-worktree", "--assume-unchanged"])
+def test_a_split_index_with_a_bit_in_its_shared_part_is_not_plain(repo: GitRepo, bit: str) -> None:
+    # With every entry pushed to the shared part, the index file itself holds none: read
+    # alone, it would pass. git is asked instead. (The files are made old first: git keeps
+    # the entries of "racily clean" ones in the index file.)
+    with WorktreePool(repo, repo.root / ".rho" / "worktrees" / "m1", "m1") as pool:
+        path = pool.acquire("rho-mission/m1/a", "HEAD")
+        index = Path(run_git(path, "rev-parse", "--absolute-git-dir").strip()) / "index"
+        assert _read_plain(index) is True
+        for name in run_git(path, "ls-files", "-z").split("\0"):
+            if name:
+                os.utime(path / name, (946684800, 946684800))
+        run_git(path, "update-index", "--refresh")
+        run_git(path, "update-index", bit, "file0002.txt")
+        run_git(path, "update-index", "--split-index")
+        assert index.read_bytes()[8:12] == bytes(4), "every entry is in the shared part"
+        assert _read_plain(index) is False  # read here, with its shared part: no git process
         assert not index_is_plain(repo, path, None)
         pool.release(path)
 

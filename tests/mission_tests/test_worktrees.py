@@ -207,6 +207,43 @@ def test_commit_all_in_a_worktree_that_lost_its_git_file_fails(pool: WorktreePoo
         pool.repo.commit_all(broken, "must not commit the user's staged change")
 
 
+def shared_index(git: Git, path: Path) -> Path:
+    """The shared part of the split index of the worktree at *path* (git names it from there)."""
+    return Path(os.path.realpath(path / git(path, "rev-parse", "--shared-index-path").strip()))
+
+
+def test_the_index_of_a_pooled_worktree_is_split_and_the_users_is_left_alone(
+    pool: WorktreePool, git: Git
+) -> None:
+    # Split: each index write in the worktree is what changed, not every entry (git/_repo).
+    path = pool.acquire("m/a", "HEAD")
+    (path / "a.txt").write_text("a\n", encoding="utf-8")
+    pool.repo.commit_all(path, "a")
+    shared = shared_index(git, path)
+    assert shared.parent == Path(git(path, "rev-parse", "--absolute-git-dir").strip())
+    assert git(pool.repo.root, "rev-parse", "--shared-index-path").strip() == ""
+
+
+def test_a_link_at_a_worktree_shared_index_stops_rhos_git(
+    pool: WorktreePool, git: Git, tmp_path: Path
+) -> None:
+    # git sets the times of the shared index it reads, through a link too.
+    path = pool.acquire("m/a", "HEAD")
+    shared = shared_index(git, path)
+    outside = tmp_path / "outside"
+    outside.write_bytes(shared.read_bytes())
+    os.utime(outside, (0, 0))
+    shared.unlink()
+    shared.symlink_to(outside)
+    message = (
+        f"worktree {path} was tampered with: a link stands at {shared.name} of its git dir; "
+        "rho ran no git there"
+    )
+    with pytest.raises(WorktreeTamperedError, match=rf"^{re.escape(message)}$"):
+        pool.repo.commit_all(path, "must not read through the link")
+    assert outside.stat().st_mtime == 0
+
+
 def test_a_worktree_left_mid_rebase_is_replaced(pool: WorktreePool, git: Git) -> None:
     first = pool.acquire("m/a", "HEAD")
     git_dir = Path(git(first, "rev-parse", "--absolute-git-dir").strip())
