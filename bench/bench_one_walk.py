@@ -34,8 +34,11 @@ Prints per size and step the median time of each contender, their ratio, and fro
 and ``refresh`` regions (git preloads from 1,000 entries; below, a checkout's ``lstat``s enter no
 region) and the trees traversed.
 
+With ``--split-index`` the repository's config has ``core.splitIndex`` on, so that every index
+is written split, as rho writes a pooled worktree's since issue 41 (``git._repo``).
+
 Run: ``.venv/bin/python bench/bench_one_walk.py [--sizes 500,60000] [--rounds 3] [--commits 10]
-[--switches 10] [--changed 10]``; about a minute on 2 cores at the defaults.
+[--switches 10] [--changed 10] [--split-index]``; about a minute on 2 cores at the defaults.
 """
 
 from __future__ import annotations
@@ -68,11 +71,13 @@ def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return run(["git", *args], cwd, env)
 
 
-def make_repo(root: Path, files: int, changed: int) -> tuple[Path, str, str]:
+def make_repo(root: Path, files: int, changed: int, split: bool) -> tuple[Path, str, str]:
     """``bench_repo_size``'s repository of *files* files, then a commit of *changed* new files
     across its folders, and a linked worktree on branch ``b`` at the first commit; the worktree
-    and the two commits."""
+    and the two commits. *split*: every index in it written split (``core.splitIndex``)."""
     repo = make_template(root, files)
+    if split:
+        git(repo, "config", "core.splitIndex", "true")
     first = git(repo, "rev-parse", "HEAD").strip()
     folders = max(1, -(-files // PER_FOLDER))
     for number in range(changed):
@@ -236,7 +241,9 @@ def _report(
 def run_size(size: int, options: argparse.Namespace) -> None:
     """Both steps on a repository of *size* files; print their rows."""
     with tempfile.TemporaryDirectory(prefix="bench-one-walk-") as scratch:
-        worktree, first, second = make_repo(Path(scratch), size, options.changed)
+        worktree, first, second = make_repo(
+            Path(scratch), size, options.changed, options.split_index
+        )
         commits = (first, second)
         switched: dict[str, list[float]] = {name: [] for name in SWITCHES}
         for _ in range(options.rounds):
@@ -273,10 +280,12 @@ def main() -> None:
     parser.add_argument("--switches", type=int, default=10)
     parser.add_argument("--changed", type=int, default=10)
     parser.add_argument("--no-write-tree", dest="write_tree", action="store_false")
+    parser.add_argument("--split-index", action="store_true")
     options = parser.parse_args()
     print(
         f"medians of {options.rounds} rounds x {options.commits} commits and "
         f"{options.switches} moves per contender"
+        + (", every index split (core.splitIndex)" if options.split_index else "")
     )
     for size in (int(part) for part in options.sizes.split(",")):
         run_size(size, options)
