@@ -175,13 +175,18 @@ def _saved_shared(git_dir: Path, name: str, known: SavedIndex | None) -> SharedI
     return None if data is None else SharedIndex(name, data)
 
 
-def _read_unfollowed(path: Path) -> bytes | None:
+def _read_unfollowed(path: Path, limit: int = -1) -> bytes | None:
+    # Up to *limit* bytes of the file at *path* (all: -1); None when it cannot be read, a
+    # link there included.
     try:
         fd = open_unfollowed(path, os.O_RDONLY)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+        try:
+            return handle.read(limit)
+        except OSError:  # a folder
+            return None
 
 
 def restore_index(worktree: Path, saved: SavedIndex) -> bool:
@@ -294,15 +299,10 @@ def _read_plain(index: Path) -> bool | None:
 
 def _read_small_index(path: Path) -> bytes | None:
     # A version 2 or 3 index of up to 1 MiB, else None.
-    try:
-        fd = open_unfollowed(path, os.O_RDONLY)
-    except OSError:
+    data = _read_unfollowed(path, _READ_LIMIT + 1)
+    if data is None or len(data) > _READ_LIMIT or data[:4] != b"DIRC":
         return None
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(_READ_LIMIT + 1)
-    if len(data) > _READ_LIMIT or data[:4] != b"DIRC" or _version(data) not in (2, 3):
-        return None
-    return data
+    return data if _version(data) in (2, 3) else None
 
 
 def _plain(flags: int, extended: int) -> bool:
