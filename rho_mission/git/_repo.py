@@ -83,7 +83,7 @@ _PLUMBING_CONFIG = (
 # writes once, and a small file of what changed since. At 60,000 files that takes each of a
 # feature's index writes (checkout, add, write-tree) from 5 MB to a few kilobytes. The
 # user's own checkout is left as the user's config has it.
-_WORKTREE_CONFIG = ("-c", "core.splitIndex=true")
+_SPLIT_INDEX = ("-c", "core.splitIndex=true")
 
 
 # A checkout that writes many files (a new worktree's first, 20,000 files) writes them with one
@@ -173,7 +173,7 @@ class GitRepo:
             pin = self._pin_of(cwd)
             pin.check()
             where = ("-C", str(pin.path), *pin.git_options())
-            config = (*_PLUMBING_CONFIG, *_WORKTREE_CONFIG)
+            config = (*_PLUMBING_CONFIG, *_SPLIT_INDEX)
             done = _execute(["git", *where, *config, *args], env, pin.git_environ())
         # Changed while git ran: what git did is not taken (the caller gets the error).
         check_config(self.common_dir)
