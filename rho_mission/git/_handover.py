@@ -285,10 +285,9 @@ def _read_plain(index: Path) -> bool | None:
     if data is None:
         return None
     try:
-        flags, end = _entries(data, _SHA1_SIZE)
-        links = [body for name, body in _extensions(data, end, _SHA1_SIZE) if name == _LINK]
-        if links:
-            shared = _read_small_index(index.parent / (_SHARED_PREFIX + links[0][:20].hex()))
+        flags, shared_id = _scan(data, _SHA1_SIZE)
+        if shared_id is not None:
+            shared = _read_small_index(index.parent / (_SHARED_PREFIX + shared_id.hex()))
             if shared is None:
                 return None
             flags += _entries(shared, _SHA1_SIZE)[0]
@@ -364,17 +363,30 @@ def _extensions(data: bytes, offset: int, hash_size: int) -> list[tuple[bytes, b
     return found
 
 
+def _scan(data: bytes, hash_size: int) -> tuple[list[tuple[int, int]], bytes | None]:
+    """Each entry's flags and extended flags (see ``_entries``), and the id of the shared part
+    a split index names (its "link" extension's first field), None when not split.
+
+    Raises:
+        ValueError, IndexError: *data* is no index of this layout, or its link names no id.
+    """
+    flags, end = _entries(data, hash_size)
+    links = [body for name, body in _extensions(data, end, hash_size) if name == _LINK]
+    if not links:
+        return flags, None
+    if len(links[0]) < hash_size:
+        raise ValueError("link extension too short")
+    return flags, links[0][:hash_size]
+
+
 def _shared_name(data: bytes, present: set[str]) -> str | None:
     """The file name of the shared part that the index *data* names, among *present* (the
     ``sharedindex.*`` files of its git dir), or None: not split, or not readable here."""
     for hash_size in (_SHA1_SIZE, _SHA256_SIZE):
         try:
-            _, end = _entries(data, hash_size)
-            links = [body for name, body in _extensions(data, end, hash_size) if name == _LINK]
+            _, shared_id = _scan(data, hash_size)
         except (IndexError, ValueError):
             continue
-        if links and len(links[0]) >= hash_size:
-            name = _SHARED_PREFIX + links[0][:hash_size].hex()
-            if name in present:
-                return name
+        if shared_id is not None and _SHARED_PREFIX + shared_id.hex() in present:
+            return _SHARED_PREFIX + shared_id.hex()
     return None
