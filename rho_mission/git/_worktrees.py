@@ -240,6 +240,8 @@ class WorktreePool:
             self._reclaimable = path is not None  # none left: later ones are made new
         if path is not None:
             failed = False
+            with self._state:  # its shared index part, if split, is not read again below
+                known = self._index_saved.get(path)
             try:
                 usable, restored = self._as_new(path) if _reusable(path) else (False, False)
                 if usable:
@@ -257,7 +259,7 @@ class WorktreePool:
                         written=written,
                         spare=spare,
                     )
-                    self.note_index(path, start)
+                    self.note_index(path, start, known)
                     return path
             except RefMovedError:
                 self._give_back(path)  # healthy: the branch is what was refused
@@ -311,11 +313,13 @@ class WorktreePool:
         carry_index(self.repo, path, saved)
         return True
 
-    def note_index(self, path: Path, commit: str) -> None:
+    def note_index(self, path: Path, commit: str, known: SavedIndex | None = None) -> None:
         """Keep *path*'s index as rho's own, the index of *commit*: right after rho's checkout
-        of it or its commit there, from an index that told the truth."""
+        of it or its commit there, from an index that told the truth. *known*: the index saved
+        there before, when the pool no longer holds it (a split index's shared part it names
+        is taken from it, not read again)."""
         with self._state:
-            known = self._index_saved.get(path)
+            known = self._index_saved.get(path, known)
         saved = save_index(path, commit, known)
         with self._state:
             if saved is None:
