@@ -118,12 +118,20 @@ def with_makefile(project: Path) -> Path:
     return project
 
 
-def _poison_then_build(repo: Path, poison: str) -> dict[str, str]:
-    """Run *poison* then, in the same worktree (one worker, one wave, in id order), a build;
+MAKE = 'make -s && mv made.txt "made-by-build.txt"'
+
+
+def _poison_then_build(
+    repo: Path, poison: str, build: str = MAKE, first: str | None = None
+) -> dict[str, str]:
+    """Run *poison* then, in the same worktree (one worker, one wave, in id order), *build*;
     the files of the integration branch. The poison's edit is its own work, committed in the
-    open; what the build runs is the wave's start."""
-    build = 'make -s && mv made.txt "made-by-build.txt"'
-    import_tasks(repo, [spec("a_poison", poison), spec("b_build", build)])
+    open; what the build runs is the wave's start. *first*: a task run before both, in a wave
+    of its own."""
+    tasks = [] if first is None else [spec("a_first", first)]
+    after = [task["id"] for task in tasks]
+    tasks += [spec("b_poison", poison, *after), spec("c_build", build, *after)]
+    import_tasks(repo, tasks)
     result = run_rho("mission", "--from-tasks", "--workers", "1", cwd=repo)
     assert result.code == 0, result.stderr
     return tree_files(repo, integration_branch(repo))
@@ -213,11 +221,7 @@ def test_a_worktree_whose_shared_index_a_task_made_lie_goes_to_its_next_task_as_
     poison = "echo 'echo POISON > made.txt' > build.sh"
     lie = f'{poison} && python3 {q(script)} build.sh && test -z "$(git status --porcelain)"'
     build = 'sh build.sh && mv made.txt "made-by-build.txt"'
-    tasks = [spec("a_add", add), spec("b_poison", lie, "a_add"), spec("c_build", build, "a_add")]
-    import_tasks(project, tasks)
-    result = run_rho("mission", "--from-tasks", "--workers", "1", cwd=project)
-    assert result.code == 0, result.stderr
-    files = tree_files(project, integration_branch(project))
+    files = _poison_then_build(project, lie, build, first=add)
     assert files["made-by-build.txt"] == "good\n"
     assert "POISON" in files["build.sh"], "the hidden edit is the task's work, in its commit"
 
