@@ -36,7 +36,17 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-__all__ = ["INDEX_WRITES", "WALKS", "git_shim", "logged_calls", "main", "subcommand", "walks"]
+__all__ = [
+    "INDEX_WRITES",
+    "LSTAT_TRACE",
+    "WALKS",
+    "git_shim",
+    "logged_calls",
+    "lstat_passes",
+    "main",
+    "subcommand",
+    "walks",
+]
 
 RHO = Path(sys.executable).parent / "rho"
 TARGET = 5.0
@@ -56,6 +66,12 @@ _SEPARATOR = "\x1f"
 WALKS = ("refresh", "read_directory")
 # The trace2 region of a write of the whole index (at 60,000 files, 5 MB).
 INDEX_WRITES = ("do_write_index",)
+# git's lstat passes over the index (its "preload" threads, then "refresh") report how many
+# entries they looked at: trace2 data "preload/sum_lstat" and "refresh/sum_lstat". Below 1,000
+# entries git lstats in one thread, outside those regions (a checkout's pass among them);
+# GIT_TEST_PRELOAD_INDEX makes it use its threads from 2 entries up, so that every pass counts.
+LSTAT_TRACE = {"GIT_TEST_PRELOAD_INDEX": "1"}
+_LSTAT_DATA = ("preload/sum_lstat", "refresh/sum_lstat")
 
 
 def git_shim(folder: Path, log: Path) -> dict[str, str]:
@@ -124,6 +140,31 @@ def walks(trace: Path, labels: tuple[str, ...] = WALKS) -> Counter[tuple[str, st
                 label = fields[-1].lstrip(".").removeprefix("label:").split(" ", 1)[0]
                 if label in labels:
                     found[(name, label)] += 1
+    return found
+
+
+def lstat_passes(trace: Path, entries: int) -> Counter[str]:
+    """The git processes in a ``GIT_TRACE2_PERF`` folder that lstat'd at least *entries* index
+    entries (a pass over every tracked file), by subcommand.
+
+    One file per process; the sums of its ``preload/sum_lstat`` and ``refresh/sum_lstat`` data
+    (a refresh after the preload only lstats what the threads did not) count together.
+    """
+    found: Counter[str] = Counter()
+    for path in sorted(trace.iterdir()):
+        name, looked = "(none)", 0
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            fields = [field.strip() for field in line.split("|")]
+            if len(fields) < 9:
+                continue
+            if fields[3] == "cmd_name":
+                name = fields[-1].split(" ", 1)[0]
+            elif fields[3] == "data":
+                key, _, value = fields[-1].lstrip(".").rpartition(":")
+                if key in _LSTAT_DATA:
+                    looked += int(value)
+        if looked >= entries:
+            found[name] += 1
     return found
 
 

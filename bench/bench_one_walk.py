@@ -16,23 +16,33 @@ Both make the same commit (checked: the same tree and message, HEAD on the branc
 contenders alternate within a round, ``--commits`` each per round.
 
 **The move of a spotless pooled worktree to the next start** (``WorktreePool._switch``). Issue 41
-asked whether it should be a two-tree ``git read-tree -m -u OLD NEW``, which looks only at the
-entries that differ, instead of ``git checkout --force BRANCH``, which ``lstat``s every entry:
+asked for a ``git read-tree -m -u``, which looks only at the entries that differ, instead of
+``git checkout --force BRANCH``, which ``lstat``s every entry:
 
 - ``checkout``: ``update-ref refs/heads/B NEW OLD``, then ``checkout --quiet --force B --``
-  (with rho's parallel-checkout settings): rho, before and after;
-- ``read-tree``: ``update-ref refs/heads/B NEW OLD``, ``read-tree -m -u OLD NEW``, then
-  ``symbolic-ref HEAD refs/heads/B`` (read-tree moves no HEAD): one git process more;
+  (with rho's parallel-checkout settings): rho before;
+- ``read-tree``: ``update-ref refs/heads/B NEW OLD``, the one-tree ``read-tree -m -u NEW`` (the
+  index's entries that NEW has as they are kept with their stat data, unlooked at; git then
+  primes the index's cache-tree from NEW), then ``symbolic-ref HEAD refs/heads/B`` (read-tree
+  moves no HEAD): rho now, one git process more;
+- ``two-tree``: the same with the issue's two-tree ``read-tree -m -u OLD NEW``, which drops the
+  cache-tree (git 2.39's ``cmd_read_tree``), measured and not taken;
 
 each followed by the commit step's next use of the index, a ``write-tree`` (``--no-write-tree``
 to leave it out). The worktree goes back and forth between two commits ``--changed`` files
 apart, ``--switches`` times per contender per round. Every switch is checked: HEAD on the
-branch, the index and the files those of the commit.
+branch, the index and files those of the commit.
 
-Prints per size and step the median time of each contender, their ratio, and from git's trace2
-(``GIT_TRACE2_PERF``, one extra untimed run each) the index entries ``lstat``ed in ``preload``
-and ``refresh`` regions (git preloads from 1,000 entries; below, a checkout's ``lstat``s enter no
-region) and the trees traversed.
+Each step is timed twice: wall time, and the CPU time of its git processes (user and system,
+``RUSAGE_CHILDREN``). Alone on 2 cores the checkout's ``lstat`` threads run side by side, so its
+wall time hides what a mission pays: there four workers share the two cores, and CPU time is
+what they take from each other.
+
+Prints per size and step the median times of each contender, their ratios, and from git's
+trace2 (``GIT_TRACE2_PERF``, one extra untimed run each) the index entries ``lstat``ed in
+``preload`` and ``refresh`` regions (``GIT_TEST_PRELOAD_INDEX`` set, so that git preloads below
+its 1,000 entries too, where a checkout's ``lstat``s would enter no region) and the trees
+traversed.
 
 With ``--split-index`` the repository's config has ``core.splitIndex`` on, so that every index
 is written split, as rho writes a pooled worktree's since issue 41 (``git._repo``).
@@ -45,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import sys
 import tempfile
@@ -54,7 +65,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_git_processes import run
+from bench_git_processes import LSTAT_TRACE, run
 from bench_repo_size import PER_FOLDER, make_template
 
 from rho_mission.git._repo import PARALLEL_CHECKOUT
@@ -100,9 +111,16 @@ def by_checkout(worktree: Path, old: str, new: str, env: Env = None) -> None:
 
 
 def by_read_tree(worktree: Path, old: str, new: str, env: Env = None) -> None:
-    """The issue's move: the branch, a two-tree merge of the index and files, HEAD onto it."""
+    """rho's move now: the branch, a one-tree merge of the index and files, HEAD onto it."""
     git(worktree, "update-ref", "refs/heads/b", new, old, env=env)
-    git(worktree, "read-tree", "-m", "-u", old, new, env=env)
+    git(worktree, *PARALLEL_CHECKOUT, "read-tree", "-m", "-u", new, env=env)
+    git(worktree, "symbolic-ref", "HEAD", "refs/heads/b", env=env)
+
+
+def by_two_trees(worktree: Path, old: str, new: str, env: Env = None) -> None:
+    """The issue's move: the same with a two-tree merge (git drops the cache-tree for it)."""
+    git(worktree, "update-ref", "refs/heads/b", new, old, env=env)
+    git(worktree, *PARALLEL_CHECKOUT, "read-tree", "-m", "-u", old, new, env=env)
     git(worktree, "symbolic-ref", "HEAD", "refs/heads/b", env=env)
 
 
@@ -125,7 +143,11 @@ def by_index(worktree: Path, message: str, parent: str, env: Env = None) -> str:
 
 Switch = Callable[[Path, str, str, Env], None]
 Commit = Callable[[Path, str, str, Env], str]
-SWITCHES: dict[str, Switch] = {"checkout": by_checkout, "read-tree": by_read_tree}
+SWITCHES: dict[str, Switch] = {
+    "checkout": by_checkout,
+    "read-tree": by_read_tree,
+    "two-tree": by_two_trees,
+}
 COMMITS: dict[str, Commit] = {"commit": by_commit, "index": by_index}
 
 
@@ -145,18 +167,26 @@ def checked(worktree: Path, commit: str) -> None:
         raise RuntimeError("the index is not the commit's tree")
 
 
+Timing = tuple[float, float]  # wall, CPU of the git processes (seconds)
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def timed_switches(
     worktree: Path, commits: tuple[str, str], switch: Switch, count: int, write_tree: bool
-) -> list[float]:
-    """*count* switches back and forth (each checked after its timing); their durations."""
-    times: list[float] = []
+) -> list[Timing]:
+    """*count* switches back and forth (each checked after its timing); their timings."""
+    times: list[Timing] = []
     for number in range(count):
         old, new = commits if number % 2 == 0 else commits[::-1]
-        started = time.perf_counter()
+        cpu, started = _children_cpu(), time.perf_counter()
         switch(worktree, old, new, None)
         if write_tree:
             git(worktree, "write-tree")
-        times.append(time.perf_counter() - started)
+        times.append((time.perf_counter() - started, _children_cpu() - cpu))
         checked(worktree, new)
     if count % 2:
         switch(worktree, commits[1], commits[0], None)  # back at the first for the next one
@@ -170,16 +200,16 @@ def _stage_a_new_file(worktree: Path, name: str) -> None:
 
 def timed_commits(
     worktree: Path, name: str, commit: Commit, count: int, round_: int
-) -> list[float]:
-    """*count* commits of a new file each (staged untimed, each checked); their durations."""
-    times: list[float] = []
+) -> list[Timing]:
+    """*count* commits of a new file each (staged untimed, each checked); their timings."""
+    times: list[Timing] = []
     for number in range(count):
         label = f"{name}-{round_}-{number}"
         _stage_a_new_file(worktree, label)
         parent = git(worktree, "rev-parse", "HEAD").strip()
-        started = time.perf_counter()
+        cpu, started = _children_cpu(), time.perf_counter()
         made = commit(worktree, label, parent, None)
-        times.append(time.perf_counter() - started)
+        times.append((time.perf_counter() - started, _children_cpu() - cpu))
         checked(worktree, made)
         if git(worktree, "log", "-1", "--format=%B", made) != f"{label}\n\n":
             raise RuntimeError(f"{name} wrote another message")
@@ -204,7 +234,7 @@ def trace_counts(trace: Path) -> Counter[str]:
 def traced_switch(worktree: Path, commits: tuple[str, str], name: str, trace: Path) -> Counter[str]:
     """One switch of *name* and its write-tree under trace2; what it read."""
     trace.mkdir()
-    env = {"GIT_TRACE2_PERF": str(trace)}
+    env = {"GIT_TRACE2_PERF": str(trace), **LSTAT_TRACE}
     old, new = commits
     SWITCHES[name](worktree, old, new, env)
     git(worktree, "write-tree", env=env)
@@ -218,24 +248,29 @@ def traced_commit(worktree: Path, name: str, trace: Path) -> Counter[str]:
     trace.mkdir()
     _stage_a_new_file(worktree, f"traced-{name}")
     parent = git(worktree, "rev-parse", "HEAD").strip()
-    env = {"GIT_TRACE2_PERF": str(trace)}
+    env = {"GIT_TRACE2_PERF": str(trace), **LSTAT_TRACE}
     checked(worktree, COMMITS[name](worktree, f"traced-{name}", parent, env))
     return trace_counts(trace)
 
 
 def _report(
-    step: str, unit: str, times: dict[str, list[float]], counts: dict[str, Counter[str]]
+    step: str, unit: str, times: dict[str, list[Timing]], counts: dict[str, Counter[str]]
 ) -> None:
-    medians = {name: statistics.median(values) for name, values in times.items()}
+    walls = {name: statistics.median(wall for wall, _ in values) for name, values in times.items()}
+    cpus = {name: statistics.median(cpu for _, cpu in values) for name, values in times.items()}
     print(f"  {step}:")
-    for name, median in medians.items():
+    for name in times:
         print(
-            f"    {name:<10} {median * 1000:8.1f} ms per {unit}, "
-            f"{counts[name]['lstat']:6d} entries lstat'ed, "
+            f"    {name:<10} {walls[name] * 1000:8.1f} ms wall, {cpus[name] * 1000:8.1f} ms CPU "
+            f"per {unit}, {counts[name]['lstat']:6d} entries lstat'ed, "
             f"{counts[name]['trees']:5d} trees traversed"
         )
-    first, second = medians
-    print(f"    {second} / {first}: {medians[second] / medians[first]:.2f}x")
+    first, *others = times
+    for other in others:
+        print(
+            f"    {other} / {first}: {walls[other] / walls[first]:.2f}x wall, "
+            f"{cpus[other] / cpus[first]:.2f}x CPU"
+        )
 
 
 def run_size(size: int, options: argparse.Namespace) -> None:
@@ -245,7 +280,7 @@ def run_size(size: int, options: argparse.Namespace) -> None:
             Path(scratch), size, options.changed, options.split_index
         )
         commits = (first, second)
-        switched: dict[str, list[float]] = {name: [] for name in SWITCHES}
+        switched: dict[str, list[Timing]] = {name: [] for name in SWITCHES}
         for _ in range(options.rounds):
             for name, switch in SWITCHES.items():
                 switched[name] += timed_switches(
@@ -255,7 +290,7 @@ def run_size(size: int, options: argparse.Namespace) -> None:
             name: traced_switch(worktree, commits, name, Path(scratch) / f"switch-{name}")
             for name in SWITCHES
         }
-        committed: dict[str, list[float]] = {name: [] for name in COMMITS}
+        committed: dict[str, list[Timing]] = {name: [] for name in COMMITS}
         for round_ in range(options.rounds):
             for name, commit in COMMITS.items():
                 committed[name] += timed_commits(worktree, name, commit, options.commits, round_)

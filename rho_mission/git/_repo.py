@@ -421,29 +421,21 @@ class GitRepo:
             if status != 0:
                 raise self._refused_move(name, expected, ["git", "update-ref", ref], status, err)
 
-    def check_out_new_branch(self, worktree: Path, name: str, commit: str) -> None:
-        """Create branch *name* at *commit*, if it does not exist, and check it out in *worktree*.
+    def branch_off_head(self, worktree: Path, name: str) -> None:
+        """Create branch *name* at *worktree*'s HEAD commit, if it does not exist, and put HEAD on
+        it; the index and files there are left as they are.
 
-        One ``git checkout --force -b``: the branch is created by a compare-and-swap against
-        "must not exist" (git's ref transaction; ``-b``, never ``-B``), then *worktree*'s HEAD,
-        index and files are set to it; local changes there are discarded.
+        One ``git switch --no-track -c NAME`` under the repository lock: the branch is created by
+        a compare-and-swap against "must not exist" (git's ref transaction; ``-c``, never ``-C``),
+        and, the commit being HEAD's own, git merges no tree into the index (no ``lstat`` of
+        every file, where ``checkout -b`` makes one). The caller has just put HEAD, index and
+        files at the commit the branch starts from.
 
         Raises:
             RefMovedError: the branch exists.
-            GitOperationError: git refused (an invalid name, *commit* no commit, a broken
-                worktree).
+            GitOperationError: git refused (an invalid name, a broken worktree).
         """
-        args = (
-            *PARALLEL_CHECKOUT,
-            "checkout",
-            "--quiet",
-            "--force",
-            "--no-track",
-            "-b",
-            name,
-            commit,
-            "--",
-        )
+        args = ("switch", "--quiet", "--no-track", "-c", name)
         with self.locked():
             status, _, err = self.run_status(*args, cwd=worktree)
             if status != 0:

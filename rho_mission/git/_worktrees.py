@@ -7,8 +7,8 @@ gives it back with ``release``; ``close`` removes them all at the end of the mis
 
 A feature whose worktree comes back spotless (``release(..., spotless=True)``: its last ``git
 status`` listed nothing, not even an ignored file) is not cleaned again at its next ``acquire``:
-a no-op feature costs two git processes (``checkout -b`` and ``status``): a released worktree
-stays on its branch until the next ``acquire`` checks another one out over it.
+a no-op feature costs two git processes (``switch -c`` and ``status``): a released worktree
+stays on its branch until the next ``acquire`` puts another one there.
 
 Each worktree is registered *locked*, with the reason ``rho-mission <mission> pid <pid>``: git's
 own ``worktree prune`` leaves it alone, and ``prune_stale`` can tell a worktree that a live
@@ -603,11 +603,13 @@ class WorktreePool:
         spare: tuple[str, ...] = (),
     ) -> None:
         # The same end state as "checkout --force -B <branch> <start>" + "clean -ffdx", but the
-        # branch moves by compare-and-swap: created by "checkout -b" (git's "must not exist"),
-        # or moved by "update-ref NEW OLD" and then checked out. A worktree not known to be
-        # spotless is first checked out detached and cleaned, so that most files are rewritten
-        # outside the lock (HEAD, index and files of a linked worktree are its own) and the
-        # branch step under it has little left to write; a spotless one goes straight there.
+        # branch moves by compare-and-swap: created by "switch -c" (git's "must not exist"), or
+        # moved by "update-ref NEW OLD", then HEAD put on it. A worktree not known to be spotless
+        # is first checked out detached (every file that is not what the index says rewritten,
+        # an lstat of each) and cleaned, outside the lock. A spotless one is what its index
+        # says (the status after its task found nothing else; the hand-over has put back a
+        # task's index): "read-tree -m -u" writes the entries that differ from the start and
+        # looks at no other file, where a checkout looks at every one (decisions.md, issue 41).
         if fill:
             args = ("checkout", "--quiet", "--detach", "--force", start)
             self.repo.run(*PARALLEL_CHECKOUT, *args, cwd=path)
@@ -615,21 +617,20 @@ class WorktreePool:
             kept = [arg for name in spare for arg in ("-e", _ignore_pattern(name))]
             self.repo.run("clean", "-ffdxq", *kept, cwd=path)
         if expected is None and written:
-            # The files are written (or none differ): "checkout -b" under the repository lock
-            # has little to do.
-            self.repo.check_out_new_branch(path, branch, start)
+            # HEAD, index and files are the start's already: only the branch and HEAD move.
+            self.repo.branch_off_head(path, branch)
             return
         if expected is None:
-            # A spotless worktree goes from its last HEAD to the start in one checkout, and that
-            # checkout writes the files that differ: outside the lock, so that other workers do
-            # not wait for it. The branch is made first, by compare-and-swap (must not exist).
+            # The branch is made first, by compare-and-swap (must not exist); the files that
+            # differ are written after, outside the lock, so that other workers do not wait.
             self.repo.move_branch(branch, start, None, "start of a feature attempt")
         elif expected != start:
             self.repo.move_branch(branch, start, expected, "start of a feature attempt")
-        # --ignore-other-worktrees, like the "symbolic-ref HEAD" of before: a stale record of a
-        # crashed run's worktree that had the branch checked out must not stop a retry.
-        checkout = ("checkout", "--quiet", "--force", "--ignore-other-worktrees")
-        self.repo.run(*PARALLEL_CHECKOUT, *checkout, branch, "--", cwd=path)
+        if not written:
+            self.repo.run(*PARALLEL_CHECKOUT, "read-tree", "-m", "-u", start, cwd=path)
+        # No check of other worktrees, as "checkout --ignore-other-worktrees": a stale record of
+        # a crashed run's worktree that had the branch checked out must not stop a retry.
+        self.repo.run("symbolic-ref", "HEAD", f"refs/heads/{branch}", cwd=path)
 
     def _branch_after_failure(self, branch: str, start: str, expected: str | None) -> str | None:
         # What a retry's move must expect after git failed mid-switch: the start commit if the

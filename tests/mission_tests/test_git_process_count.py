@@ -42,6 +42,7 @@ from .conftest import run_git
 # mission).
 WAVES, WIDTH, WORKERS = 4, 5, 2
 FEATURES = WAVES * WIDTH
+FILES = 20
 MAX_PER_FEATURE = 4.0
 
 
@@ -61,6 +62,8 @@ git_shim: Callable[[Path, Path], dict[str, str]] = _SHIM.git_shim
 subcommand: Callable[[list[str]], str] = _SHIM.subcommand
 logged_calls: Callable[[Path], list[list[str]]] = _SHIM.logged_calls
 walks: Callable[[Path, tuple[str, ...]], Counter[tuple[str, str]]] = _SHIM.walks
+lstat_passes: Callable[[Path, int], Counter[str]] = _SHIM.lstat_passes
+LSTAT_TRACE: dict[str, str] = _SHIM.LSTAT_TRACE
 WALKS: tuple[str, ...] = _SHIM.WALKS
 WRITE: str = _SHIM.WRITE
 INDEX_WRITES: tuple[str, ...] = _SHIM.INDEX_WRITES
@@ -86,7 +89,7 @@ def no_op_waves() -> list[dict[str, object]]:
 def _run_waves(make_repo: Callable[[str, int], Path], command: str, env: dict[str, str]) -> Path:
     """A repository of 20 files with the WAVES x WIDTH store, one mission of *command* run on
     it with *env* added; the repository."""
-    project = make_repo("repo", 20)
+    project = make_repo("repo", FILES)
     import_tasks(project, no_op_waves())
     args = ("mission", "--from-tasks", "--run", command, "--workers", str(WORKERS))
     result = run_rho(*args, cwd=project, env=env)
@@ -140,6 +143,21 @@ def test_a_feature_walks_the_tree_as_often_as_git_traces_and_no_more(
     assert written[("add", "do_write_index")] == FEATURES, written
 
 
+def test_a_writing_feature_lstats_its_files_once(
+    make_repo: Callable[[str, int], Path], tmp_path: Path
+) -> None:
+    # Every pass of git over the index's entries (an lstat of each), counted by git itself:
+    # the commit step's status, and nothing else. A pooled worktree moves to its next start by
+    # "read-tree -m -u", which looks only at the entries that differ; a checkout (or a
+    # "checkout -b") would lstat every file again, at every feature.
+    trace = tmp_path / "trace2"
+    trace.mkdir()
+    _run_waves(make_repo, WRITE, {"GIT_TRACE2_PERF": str(trace), **LSTAT_TRACE})
+    passes = lstat_passes(trace, FILES)
+    # Each feature's commit step, and the one look at the user's checkout.
+    assert passes == Counter({"status": FEATURES + 1}), passes
+
+
 # -- what the pool and the commit step know, so that they skip git processes ----------------
 
 
@@ -182,8 +200,8 @@ def test_a_worktree_is_cleaned_for_the_next_feature_unless_it_came_back_spotless
 def test_work_committed_whole_needs_no_clean_and_no_second_checkout(
     repo_path: Path, shim_log: Path
 ) -> None:
-    """a's new file is committed whole, so b reuses the worktree with one checkout (its branch)
-    and no clean; b sees a's work (merged) and nothing else."""
+    """a's new file is committed whole, so b reuses the worktree with no checkout and no clean;
+    b sees a's work (merged) and nothing else."""
     seen: dict[str, list[str]] = {}
 
     async def worker(ctx: WorkerContext) -> None:
@@ -201,7 +219,11 @@ def test_work_committed_whole_needs_no_clean_and_no_second_checkout(
     assert seen == {"a": base, "b": ["also.txt", "file0000.txt", "file0001.txt", "new.txt"]}
     calls = [subcommand(call) for call in logged_calls(shim_log)]
     assert calls.count("clean") == 0, calls
-    assert calls.count("checkout") == 3, "a: the fill and its branch; b: its branch only"
+    # a: the fill (a new worktree's checkout of every file), then its branch made there; b
+    # starts where a's commit stands (the join fast-forwards to it): its branch made there, no
+    # file written, no checkout (which would lstat every file).
+    moves = [c for c in calls if c in ("checkout", "switch", "read-tree", "symbolic-ref")]
+    assert moves == ["checkout", "switch", "switch"], calls
 
 
 def test_a_new_feature_branch_is_never_taken_from_someone_else(repo: GitRepo) -> None:

@@ -265,6 +265,44 @@ def test_a_released_worktree_stays_on_its_branch_until_the_next_acquire(
     assert branch_of(git, again) == "m/b"
 
 
+@pytest.mark.parametrize("retry", [False, True], ids=["a new branch", "a retry's branch"])
+def test_a_spotless_worktree_moves_to_another_start_by_what_differs(
+    pool: WorktreePool, git: Git, retry: bool
+) -> None:
+    # A feature's work committed whole leaves its worktree spotless at its own commit; the next
+    # feature starts elsewhere (the wave's start): the entries that differ are written, the
+    # others are left as they are, and HEAD goes on the next branch.
+    repo = pool.repo
+    start = repo.head_commit()
+    first = pool.acquire("m/a", start, None)
+    (first / "a.txt").write_text("work of a\n", encoding="utf-8")
+    (first / "file0000.txt").write_text("changed by a\n", encoding="utf-8")
+    (first / "file0001.txt").unlink()
+    kept = (first / "file0002.txt").stat()
+    done = repo.commit_all(first, "a")
+    assert done.commit_id is not None
+    pool.release(first, spotless=True)
+    expected = None
+    if retry:  # the branch exists, where an earlier try left it
+        git(repo.root, "branch", "m/b", done.commit_id)
+        expected = done.commit_id
+    second = pool.acquire("m/b", start, expected)
+    assert second == first
+    assert branch_of(git, second) == "m/b"
+    assert git(second, "rev-parse", "HEAD").strip() == start
+    assert git(second, "status", "--porcelain", "--ignored") == ""
+    assert sorted(p.name for p in second.iterdir()) == [
+        ".git",
+        "file0000.txt",
+        "file0001.txt",
+        "file0002.txt",
+    ]
+    assert (second / "file0000.txt").read_text(encoding="utf-8") == "line 0\n"
+    assert (second / "file0001.txt").read_text(encoding="utf-8") == "line 1\n"
+    assert (second / "file0002.txt").stat().st_ino == kept.st_ino  # not written again
+    assert repo.branch_commit("m/a") == done.commit_id
+
+
 def test_a_retry_takes_its_branch_while_an_idle_worktree_still_holds_it(
     pool: WorktreePool, git: Git
 ) -> None:
