@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -265,9 +265,32 @@ def test_a_released_worktree_stays_on_its_branch_until_the_next_acquire(
     assert branch_of(git, again) == "m/b"
 
 
+def _commit_spotless(pool: WorktreePool, path: Path, message: str) -> str:
+    """The engine's end of a feature: rho's commit of *path*'s work, its index noted as rho's
+    own, the worktree released spotless at its new HEAD; the commit."""
+    done = pool.repo.commit_all(path, message)
+    assert done.commit_id is not None
+    pool.note_index(path, done.commit_id)
+    pool.release(path, spotless=True, head=done.commit_id)
+    return done.commit_id
+
+
+def _git_steps(monkeypatch: pytest.MonkeyPatch, repo: GitRepo) -> list[str]:
+    """The git subcommands *repo* runs from now on (the real calls, recorded)."""
+    steps: list[str] = []
+    real = repo.run
+
+    def recorded(*args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None) -> str:
+        steps.append(next(arg for arg in args if not arg.startswith("-") and "=" not in arg))
+        return real(*args, cwd=cwd, env=env)
+
+    monkeypatch.setattr(repo, "run", recorded)
+    return steps
+
+
 @pytest.mark.parametrize("retry", [False, True], ids=["a new branch", "a retry's branch"])
 def test_a_spotless_worktree_moves_to_another_start_by_what_differs(
-    pool: WorktreePool, git: Git, retry: bool
+    pool: WorktreePool, git: Git, retry: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A feature's work committed whole leaves its worktree spotless at its own commit; the next
     # feature starts elsewhere (the wave's start): the entries that differ are written, the
@@ -279,15 +302,17 @@ def test_a_spotless_worktree_moves_to_another_start_by_what_differs(
     (first / "file0000.txt").write_text("changed by a\n", encoding="utf-8")
     (first / "file0001.txt").unlink()
     kept = (first / "file0002.txt").stat()
-    done = repo.commit_all(first, "a")
-    assert done.commit_id is not None
-    pool.release(first, spotless=True)
+    tip_a = _commit_spotless(pool, first, "a")
     expected = None
     if retry:  # the branch exists, where an earlier try left it
-        git(repo.root, "branch", "m/b", done.commit_id)
-        expected = done.commit_id
+        git(repo.root, "branch", "m/b", tip_a)
+        expected = tip_a
+    steps = _git_steps(monkeypatch, repo)
     second = pool.acquire("m/b", start, expected)
     assert second == first
+    assert "read-tree" in steps
+    assert "checkout" not in steps  # no lstat of every file
+    assert "clean" not in steps
     assert branch_of(git, second) == "m/b"
     assert git(second, "rev-parse", "HEAD").strip() == start
     assert git(second, "status", "--porcelain", "--ignored") == ""
@@ -300,7 +325,25 @@ def test_a_spotless_worktree_moves_to_another_start_by_what_differs(
     assert (second / "file0000.txt").read_text(encoding="utf-8") == "line 0\n"
     assert (second / "file0001.txt").read_text(encoding="utf-8") == "line 1\n"
     assert (second / "file0002.txt").stat().st_ino == kept.st_ino  # not written again
-    assert repo.branch_commit("m/a") == done.commit_id
+    assert repo.branch_commit("m/a") == tip_a
+
+
+def test_a_file_the_move_must_write_but_finds_edited_gets_a_new_worktree(
+    pool: WorktreePool, git: Git
+) -> None:
+    # read-tree looks at the files it writes: one that is not what the index says (edited in
+    # the idle worktree after its status) stops it, and the pool replaces the worktree.
+    start = pool.repo.head_commit()
+    first = pool.acquire("m/a", start, None)
+    (first / "file0000.txt").write_text("changed by a\n", encoding="utf-8")
+    _commit_spotless(pool, first, "a")
+    (first / "file0000.txt").write_text("edited while idle\n", encoding="utf-8")
+    second = pool.acquire("m/b", start, None)
+    assert second != first
+    assert not first.exists()
+    assert branch_of(git, second) == "m/b"
+    assert (second / "file0000.txt").read_text(encoding="utf-8") == "line 0\n"
+    assert git(second, "status", "--porcelain", "--ignored") == ""
 
 
 def test_a_retry_takes_its_branch_while_an_idle_worktree_still_holds_it(
