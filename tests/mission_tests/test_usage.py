@@ -220,6 +220,7 @@ def test_the_graph_and_the_cloud_upload_carry_usage_as_numbers_only(
     assert "claude-sonnet-4-5" not in journal
 
 
+@pytest.mark.usefixtures("bwrap")
 def test_a_sandboxed_task_writes_its_usage_file(project: Path) -> None:
     wrote = 'printf \'{"output_tokens": 7}\' > "$RHO_USAGE_FILE"; echo ok > a.txt'
     import_tasks(project, [spec("a", wrote)])
