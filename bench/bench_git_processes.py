@@ -14,7 +14,9 @@ The walks of the work tree are counted too, by git's own trace2 (``GIT_TRACE2_PE
 a folder: one file per git process): a ``refresh`` region (an ``lstat`` of every index entry)
 and a ``read_directory`` region (a ``readdir`` of the tree, for the untracked files), by the
 subcommand that entered it. A ``read_directory`` limited by a pathspec (``add -- PATH...``)
-is counted as well: trace2 does not say how much of the tree it read.
+is counted as well: trace2 does not say how much of the tree it read. And the processes that
+``lstat``ed every tracked file, from git's own sums (``lstat_passes``; ``GIT_TEST_PRELOAD_INDEX``
+set, so that git counts below its 1,000 entries too, where a checkout's pass enters no region).
 
 Run: ``.venv/bin/python bench/bench_git_processes.py [--waves 4] [--width 5] [--workers 2]
 [--writes]`` (the shape of the test; ``--waves 10 --width 100 --workers 4`` is the
@@ -215,17 +217,19 @@ WRITE = 'printf "%s\\n" "$RHO_TASK_ID" > "out-$RHO_TASK_ID.txt"'
 
 def count(
     scratch: Path, options: argparse.Namespace
-) -> tuple[Counter[str], Counter[tuple[str, str]]]:
-    """Run one mission with the shim and trace2; its calls by subcommand, and its walks."""
+) -> tuple[Counter[str], Counter[tuple[str, str]], Counter[str]]:
+    """Run one mission with the shim and trace2; its calls by subcommand, its walks, and its
+    processes that lstat'd every file, by subcommand."""
     repo = prepare(scratch, options.files, options.waves, options.width)
     log = scratch / "git-calls.log"
     trace = scratch / "trace2"
     trace.mkdir()
-    shim = {**git_shim(scratch / "shim", log), "GIT_TRACE2_PERF": str(trace)}
+    shim = {**git_shim(scratch / "shim", log), "GIT_TRACE2_PERF": str(trace), **LSTAT_TRACE}
     command = WRITE if options.writes else "true"
     argv = [str(RHO), "mission", "--from-tasks", "--run", command]
     run([*argv, "--workers", str(options.workers)], repo, shim)
-    return Counter(subcommand(call) for call in logged_calls(log)), walks(trace)
+    calls = Counter(subcommand(call) for call in logged_calls(log))
+    return calls, walks(trace), lstat_passes(trace, options.files)
 
 
 def main() -> None:
@@ -239,7 +243,7 @@ def main() -> None:
     options = parser.parse_args()
     features = options.waves * options.width
     with tempfile.TemporaryDirectory(prefix="bench-git-") as scratch:
-        by_command, walked = count(Path(scratch), options)
+        by_command, walked, passes = count(Path(scratch), options)
     total = sum(by_command.values())
     kind = "writing" if options.writes else "no-op"
     print(
@@ -256,6 +260,11 @@ def main() -> None:
     for (name, label), times in sorted(walked.items()):
         print(f"  {name + ' ' + label:<24}{times:6d}{times / features:8.2f} per feature")
     every = sum(walked.values())
+    print(f"  {'total':<24}{every:6d}{every / features:8.2f} per feature")
+    print("processes that lstat'd every file (trace2 preload/refresh sum_lstat):")
+    for name, times in passes.most_common():
+        print(f"  {name:<24}{times:6d}{times / features:8.2f} per feature")
+    every = sum(passes.values())
     print(f"  {'total':<24}{every:6d}{every / features:8.2f} per feature")
 
 

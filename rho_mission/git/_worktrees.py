@@ -620,12 +620,11 @@ class WorktreePool:
             # HEAD, index and files are the start's already: only the branch and HEAD move.
             self.repo.branch_off_head(path, branch)
             return
-        if expected is None:
-            # The branch is made first, by compare-and-swap (must not exist); the files that
-            # differ are written after, outside the lock, so that other workers do not wait.
-            self.repo.move_branch(branch, start, None, "start of a feature attempt")
-        elif expected != start:
-            self.repo.move_branch(branch, start, expected, "start of a feature attempt")
+        # The branch moves first, by compare-and-swap (made where it must not exist yet; moved,
+        # or found where it must already be, when it does), so that HEAD never goes on a branch
+        # someone else moved; the files that differ are written after, outside the lock, so
+        # that other workers do not wait.
+        self.repo.move_branch(branch, start, expected, "start of a feature attempt")
         if not written:
             self.repo.run(*PARALLEL_CHECKOUT, "read-tree", "-m", "-u", start, cwd=path)
         # No check of other worktrees, as "checkout --ignore-other-worktrees": a stale record of

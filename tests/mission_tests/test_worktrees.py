@@ -13,7 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from rho_mission._errors import GitOperationError, InvalidMissionError, WorktreeTamperedError
+from rho_mission._errors import (
+    GitOperationError,
+    InvalidMissionError,
+    RefMovedError,
+    WorktreeTamperedError,
+)
 from rho_mission.git._repo import GitRepo
 from rho_mission.git._worktrees import WorktreePool, prune_stale
 
@@ -326,6 +331,27 @@ def test_a_spotless_worktree_moves_to_another_start_by_what_differs(
     assert (second / "file0001.txt").read_text(encoding="utf-8") == "line 1\n"
     assert (second / "file0002.txt").stat().st_ino == kept.st_ino  # not written again
     assert repo.branch_commit("m/a") == tip_a
+
+
+@pytest.mark.parametrize("spotless", [True, False], ids=["spotless", "cleaned"])
+def test_head_never_goes_on_a_branch_someone_else_moved(
+    pool: WorktreePool, git: Git, spotless: bool
+) -> None:
+    # A retry expects its branch at the start (its first try committed nothing); someone else
+    # has moved it meanwhile. The move is refused, the branch stays theirs, and the worktree
+    # is not left with HEAD on their commit over the start's files.
+    repo = pool.repo
+    start = repo.head_commit()
+    first = pool.acquire("m/a", start, None)
+    pool.release(first, spotless=spotless, head=start if spotless else None)
+    theirs = git(repo.root, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "theirs").strip()
+    git(repo.root, "update-ref", "refs/heads/m/a", theirs)
+    with pytest.raises(RefMovedError):
+        pool.acquire("m/a", start, start)
+    assert repo.branch_commit("m/a") == theirs
+    again = pool.acquire("m/b", start, None)
+    assert branch_of(git, again) == "m/b"
+    assert git(again, "status", "--porcelain", "--ignored") == ""
 
 
 def test_a_file_the_move_must_write_but_finds_edited_gets_a_new_worktree(
