@@ -114,6 +114,36 @@ def test_the_attacks_of_a_hostile_task_fail_inside_the_sandbox(project: Path) ->
     assert _running("sleep", "301.25") == [], "a daemon of the sandbox outlived it"
 
 
+def test_a_sandboxed_task_reaches_no_other_worktree_of_the_pool(project: Path) -> None:
+    # A spotless pooled worktree moves to its next start by what differs (issue 41): a file
+    # another task edited there while it was idle, and the next start does not change, would
+    # stay. Under the sandbox the other worktrees (below the hidden .rho/) are out of reach.
+    (project / "Makefile").write_text("all:\n\techo good > made.txt\n")
+    run_git(project, "add", "Makefile")
+    run_git(project, "commit", "--quiet", "--message=Makefile")
+    poison = (
+        'for m in "$(dirname "$RHO_WORKTREE")"/*/; do '
+        '[ "$(cd "$m" && pwd)" = "$(pwd)" ] && continue; '
+        f"printf 'all:\\n\\techo {MARKING} > made.txt\\n' > \"$m/Makefile\" "
+        "2>/dev/null && echo ESCAPED; done; true"
+    )
+    build = 'make -s && mv made.txt "made-by-$RHO_TASK_ID.txt"'
+    tasks = [
+        spec("a", "echo a > a.txt"),
+        spec("b", "echo b > b.txt"),
+        spec("c_poison", poison, "a", "b"),
+        spec("d_build", build, "c_poison"),
+        spec("e_build", build, "c_poison"),
+    ]
+    import_tasks(project, tasks)
+    result = run_rho("mission", "--from-tasks", "--sandbox", "--workers", "2", cwd=project)
+    assert result.code == 0, result.stderr
+    assert "ESCAPED" not in (mission_dir(project) / "logs" / "c_poison.log").read_text()
+    assert run_rho("mission", "merge", "latest", cwd=project).code == 0
+    files = tree_files(project, "HEAD")
+    assert (files["made-by-d_build.txt"], files["made-by-e_build.txt"]) == ("good\n", "good\n")
+
+
 def _running(*argv: str) -> list[int]:
     # The live processes whose command line is *argv*.
     wanted = ("\0".join(argv) + "\0").encode()
