@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = [
@@ -120,26 +121,33 @@ def logged_calls(log: Path) -> list[list[str]]:
     return [line.rstrip(_SEPARATOR).split(_SEPARATOR) for line in lines]
 
 
-def walks(trace: Path, labels: tuple[str, ...] = WALKS) -> Counter[tuple[str, str]]:
-    """The tree walks (or the other regions *labels* names) in a ``GIT_TRACE2_PERF`` folder:
-    (subcommand, region) -> how many.
+def _events(path: Path) -> Iterator[tuple[str, str, str]]:
+    """The events of one git process's ``GIT_TRACE2_PERF`` file: (its subcommand as named so
+    far, the event, its data).
 
     A perf line is ``time file:line | d0 | thread | event | repo | t_abs | t_rel | category |
-    data``; ``cmd_name`` names the subcommand, ``region_enter``'s data is ``..label:NAME``
-    (one dot pair per nesting level).
+    data``; ``cmd_name`` names the subcommand.
+    """
+    name = "(none)"
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        fields = [field.strip() for field in line.split("|")]
+        if len(fields) < 9:
+            continue
+        if fields[3] == "cmd_name":
+            name = fields[-1].split(" ", 1)[0]
+        yield name, fields[3], fields[-1]
+
+
+def walks(trace: Path, labels: tuple[str, ...] = WALKS) -> Counter[tuple[str, str]]:
+    """The tree walks (or the other regions *labels* names) in a ``GIT_TRACE2_PERF`` folder:
+    (subcommand, region) -> how many. A ``region_enter``'s data is ``..label:NAME`` (one dot
+    pair per nesting level), or ``label:NAME PATH`` for an index (``do_write_index .git/index``).
     """
     found: Counter[tuple[str, str]] = Counter()
     for path in sorted(trace.iterdir()):
-        name = "(none)"
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            fields = [field.strip() for field in line.split("|")]
-            if len(fields) < 9:
-                continue
-            if fields[3] == "cmd_name":
-                name = fields[-1].split(" ", 1)[0]
-            elif fields[3] == "region_enter":
-                # "label:NAME", or "label:NAME PATH" for an index (do_write_index .git/index).
-                label = fields[-1].lstrip(".").removeprefix("label:").split(" ", 1)[0]
+        for name, event, data in _events(path):
+            if event == "region_enter":
+                label = data.lstrip(".").removeprefix("label:").split(" ", 1)[0]
                 if label in labels:
                     found[(name, label)] += 1
     return found
@@ -155,16 +163,11 @@ def lstat_passes(trace: Path, entries: int) -> Counter[str]:
     found: Counter[str] = Counter()
     for path in sorted(trace.iterdir()):
         name, looked = "(none)", 0
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            fields = [field.strip() for field in line.split("|")]
-            if len(fields) < 9:
-                continue
-            if fields[3] == "cmd_name":
-                name = fields[-1].split(" ", 1)[0]
-            elif fields[3] == "data":
-                key, _, value = fields[-1].lstrip(".").rpartition(":")
-                if key in _LSTAT_DATA:
-                    looked += int(value)
+        for named, event, data in _events(path):
+            name = named  # the process's subcommand, once git has named it
+            key, _, value = data.lstrip(".").rpartition(":")
+            if event == "data" and key in _LSTAT_DATA:
+                looked += int(value)
         if looked >= entries:
             found[name] += 1
     return found
