@@ -105,7 +105,8 @@ Env = dict[str, str] | None
 
 
 def by_checkout(worktree: Path, old: str, new: str, env: Env = None) -> None:
-    """rho's move: the branch by compare-and-swap, then a forced checkout of it."""
+    """rho's move before issue 41's fifth part: the branch by compare-and-swap, then a forced
+    checkout of it."""
     git(worktree, "update-ref", "refs/heads/b", new, old, env=env)
     git(worktree, *PARALLEL_CHECKOUT, "checkout", "--quiet", "--force", "b", "--", env=env)
 

@@ -194,7 +194,9 @@ def parse_status(out: str, spared: tuple[str, ...] = ()) -> WorktreeStatus:
     """Parse ``git status --porcelain=v2 --branch -z`` output.
 
     The entries of *spared* paths (and of what lies in them) are left out: a worktree's kept
-    setup outputs and copied files (``rho_mission.setup``) are neither work nor leftovers.
+    setup outputs and copied files (``rho_mission.setup``) are neither work nor leftovers. A
+    tracked file among them that differs from HEAD is not staged either, but the worktree is
+    then neither spotless nor left at its HEAD by a commit (not ``stageable``).
     """
     head: str | None = None
     branch: str | None = None
@@ -203,6 +205,7 @@ def parse_status(out: str, spared: tuple[str, ...] = ()) -> WorktreeStatus:
     listed: list[str] | None = []  # while every entry is stageable by name: their paths
     index_is_head = True  # no entry has a staged change
     differs = False  # some entry's file surely is not HEAD's
+    spared_tracked = False  # a tracked file under a spared path differs from HEAD
     records = iter(out.split("\0"))
     for record in records:
         if record.startswith("# branch.oid "):
@@ -213,6 +216,9 @@ def parse_status(out: str, spared: tuple[str, ...] = ()) -> WorktreeStatus:
             branch = None if value in _NO_BRANCH else value
         elif record and not record.startswith("#"):
             if spared and spared_by(_entry_path(record), spared):
+                # Never staged; but a tracked file there that differs leaves the worktree other
+                # than its HEAD: not spotless, so that its next move checks every file out.
+                spared_tracked = spared_tracked or record[0] in "12u"
                 if record[0] == "2":
                     next(records, None)
                 continue
@@ -227,9 +233,11 @@ def parse_status(out: str, spared: tuple[str, ...] = ()) -> WorktreeStatus:
             differs = differs or _differs_from_head(record)
             if record[0] == "2":
                 next(records, None)  # a rename's original path is a record of its own
+    whole = whole and not spared_tracked
     unstaged = tuple(listed) if listed is not None and index_is_head else None
     changed = bool(kinds - {"!"})
-    return WorktreeStatus(head, branch, changed, not kinds, whole, unstaged, whole and differs)
+    spotless = not kinds and not spared_tracked
+    return WorktreeStatus(head, branch, changed, spotless, whole, unstaged, whole and differs)
 
 
 def _differs_from_head(record: str) -> bool:

@@ -2,7 +2,8 @@
 without a bit a task set.
 
 A task works in a worktree that the next feature (of this mission or of a later one) reuses.
-What it leaves in the worktree's files is cleaned by the next checkout; what it leaves in the
+What it leaves in the worktree's files is cleaned by the next move (a forced checkout and a clean,
+unless its status found nothing beyond HEAD); what it leaves in the
 worktree's *git dir* is not: per-worktree refs (``refs/bisect/*``, ``refs/worktree/*``),
 ``info/exclude`` and ``info/sparse-checkout``, ``config.worktree``, ``COMMIT_EDITMSG``... And
 an index bit survives every checkout: with ``git update-index --skip-worktree Makefile`` (or

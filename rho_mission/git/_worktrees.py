@@ -175,7 +175,7 @@ class WorktreePool:
         self._busy: set[Path] = set()
         self._kept: list[Path] = []
         # Idle worktrees known to hold nothing but their HEAD's files (no "git clean" needed),
-        # and that HEAD's commit when the caller said it (then a checkout of it writes nothing).
+        # and that HEAD's commit when the caller said it (then a move to it writes nothing).
         self._spotless: dict[Path, str | None] = {}
         # The index that rho's last checkout left in each worktree (see _handover).
         self._index_saved: dict[Path, SavedIndex] = {}
@@ -247,7 +247,7 @@ class WorktreePool:
                 if usable:
                     spare, doubt = keep(path) if keep is not None else ((), False)
                     dirty = not spotless or restored or doubt
-                    # Nothing to write when it already stands at the start: -b under the lock.
+                    # Nothing to write when it already stands at the start: "switch -c" alone.
                     written = dirty or head == start
                     self._switch(
                         path,
@@ -351,16 +351,17 @@ class WorktreePool:
     def release(self, path: Path, *, spotless: bool = False, head: str | None = None) -> None:
         """Give back a worktree that ``acquire`` returned; its branch stays as the worker left it.
 
-        The worktree stays on its branch, without a git process: its next ``acquire`` checks
-        another branch out over it, a retry of its feature in another worktree checks the
-        branch out there with ``--ignore-other-worktrees``, and ``close`` removes it (while
-        the mission runs, git refuses to check that branch out in another work tree unless
-        told so). A kept worktree (``keep=True``) is detached instead: it outlives the mission,
-        and its branch must be free to check out, delete or move. Its files are cleaned when it
-        is next acquired (a kept worktree is never acquired again: its files stay for
-        inspection). *spotless*: the caller saw, after its worker ended, nothing in the
-        worktree beyond HEAD's files (``git status`` listed no change, no untracked and no
-        ignored file): the next acquire skips ``git clean``. What that leaves: an empty
+        The worktree stays on its branch, without a git process: its next ``acquire`` puts
+        another branch there, a retry of its feature in another worktree puts HEAD on the
+        branch there (``symbolic-ref``, which no other worktree's record stops), and ``close``
+        removes it (while the mission runs, git refuses to check that branch out in another
+        work tree unless told so). A kept worktree (``keep=True``) is detached instead: it
+        outlives the mission, and its branch must be free to check out, delete or move. Its
+        files are cleaned when it is next acquired (a kept worktree is never acquired again:
+        its files stay for inspection). *spotless*: the caller saw, after its worker ended,
+        nothing in the worktree beyond HEAD's files (``git status`` listed no change, no
+        untracked and no ignored file): the next acquire skips ``git clean`` and writes only
+        the files that differ from its start. What that leaves: an empty
         directory (git lists none), and what a process that escaped its task's group writes
         later (it could write at any time anyway). A worktree whose git link the worker broke
         is removed.
@@ -506,21 +507,9 @@ class WorktreePool:
         return f"rho-mission {self.mission_id} pid {os.getpid()}"
 
     def _relock(self, path: Path, reason: str) -> None:
-        # What "git worktree unlock" then "lock --reason" leave, the file <git dir>/locked,
-        # written by rename in the pinned git dir (checked first): two git processes fewer per
-        # worktree at each claim and give-back. A link planted at "locked" is replaced, never
-        # followed.
-        pin = pinned(path)
-        if pin is None:
-            raise WorktreeTamperedError(path, "is no worktree rho made")
-        pin.check()
-        temp = pin.git_dir / f".locked.{os.getpid()}.tmp"
-        fd = open_unfollowed(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, reason.encode())
-        finally:
-            os.close(fd)
-        os.replace(temp, pin.git_dir / "locked")
+        # What "git worktree unlock" then "lock --reason" leave, the file <git dir>/locked: two
+        # git processes fewer per worktree at each claim and give-back.
+        _write_git_file(path, "locked", reason)
 
     def _claim(self, path: Path) -> bool:
         """Take *path*'s claim lock, or False when another process holds it."""
@@ -602,8 +591,9 @@ class WorktreePool:
         written: bool,
         spare: tuple[str, ...] = (),
     ) -> None:
-        # The same end state as "checkout --force -B <branch> <start>" + "clean -ffdx", but the
-        # branch moves by compare-and-swap: created by "switch -c" (git's "must not exist"), or
+        # The end state of "checkout --force -B <branch> <start>" + "clean -ffdx" (for a spotless
+        # worktree: as far as its index tells, see below), but the branch moves by
+        # compare-and-swap: created by "switch -c" (git's "must not exist"), or
         # moved by "update-ref NEW OLD", then HEAD put on it. A worktree not known to be spotless
         # is first checked out detached (every file that is not what the index says rewritten,
         # an lstat of each) and cleaned, outside the lock. A spotless one is what its index
@@ -617,7 +607,12 @@ class WorktreePool:
             kept = [arg for name in spare for arg in ("-e", _ignore_pattern(name))]
             self.repo.run("clean", "-ffdxq", *kept, cwd=path)
         if expected is None and written:
-            # HEAD, index and files are the start's already: only the branch and HEAD move.
+            # Index and files are the start's already: only the branch and HEAD move. "switch
+            # -c" makes the branch at HEAD's commit as it reads it then: a spotless worktree's
+            # HEAD is still on its last branch, which someone may have moved meanwhile, so it
+            # is first detached at the start, as "update-ref --no-deref HEAD" would leave it.
+            if not fill:
+                _write_git_file(path, "HEAD", f"{start}\n")
             self.repo.branch_off_head(path, branch)
             return
         # The branch moves first, by compare-and-swap (made where it must not exist yet; moved,
@@ -933,6 +928,26 @@ def _reusable(path: Path) -> bool:
     if pin is None or not _intact(path, pin):
         return False
     return not any((pin.git_dir / name).exists() for name in _UNFINISHED)
+
+
+def _write_git_file(path: Path, name: str, text: str) -> None:
+    """Write *text* as the file *name* of the git dir of rho's worktree at *path*, by rename in
+    the pinned git dir (checked first): a link planted at *name* is replaced, never followed.
+
+    Raises:
+        WorktreeTamperedError: *path* is no worktree rho pinned, or no longer the one it pinned.
+    """
+    pin = pinned(path)
+    if pin is None:
+        raise WorktreeTamperedError(path, "is no worktree rho made")
+    pin.check()
+    temp = pin.git_dir / f".{name}.{os.getpid()}.tmp"
+    fd = open_unfollowed(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+    os.replace(temp, pin.git_dir / name)
 
 
 def _forget(*paths: Path) -> None:

@@ -38,8 +38,8 @@ from .conftest import run_git
 
 # The mission shape: 20 no-op tasks in 4 waves of 5 (each blocked by every task of the wave
 # before), 2 workers, 20 files. Before issue 13 it took 11.25 git processes per feature, then 4.0
-# with a detach at release, 3.0 without (2 per feature: "checkout -b" and "status"; the rest per
-# mission).
+# with a detach at release, 3.0 without (2 per feature: "checkout -b", now "switch -c", and
+# "status"; the rest per mission).
 WAVES, WIDTH, WORKERS = 4, 5, 2
 FEATURES = WAVES * WIDTH
 FILES = 20
@@ -342,6 +342,30 @@ def test_the_branch_holds_rhos_commit_of_what_the_worker_left(repo: GitRepo) -> 
 )
 def test_git_status_is_read_in_one_pass(records: list[str], expected: WorktreeStatus) -> None:
     assert parse_status("\0".join(records) + "\0") == expected
+
+
+@pytest.mark.parametrize(
+    ("records", "expected"),
+    [
+        # An untracked or ignored output of a kept setup: neither work nor a leftover.
+        (["# branch.oid abc", "? venv/bin/python", "! node_modules/"], (True, True)),
+        # A tracked file under a spared path that differs from HEAD: never staged, and the
+        # worktree is not its HEAD's (its next move must check every file out again).
+        (
+            ["# branch.oid abc", "1 .M N... 100644 100644 100644 a b venv/pinned.txt"],
+            (False, False),
+        ),
+        (
+            ["# branch.oid abc", "? new.txt", "1 .D N... 100644 100644 000000 a b venv/x"],
+            (False, False),
+        ),
+    ],
+)
+def test_a_spared_path_counts_against_spotless_only_for_a_tracked_change(
+    records: list[str], expected: tuple[bool, bool]
+) -> None:
+    status = parse_status("\0".join(records) + "\0", ("venv", "node_modules"))
+    assert (status.spotless, status.stageable) == expected
 
 
 def _since(log: Path, mark: int) -> list[str]:

@@ -122,6 +122,7 @@ def test_a_sandboxed_task_reaches_no_other_worktree_of_the_pool(project: Path) -
     run_git(project, "add", "Makefile")
     run_git(project, "commit", "--quiet", "--message=Makefile")
     poison = (
+        'echo "SEEN $(ls -d "$(dirname "$RHO_WORKTREE")"/*/ | wc -l)"; '
         'for m in "$(dirname "$RHO_WORKTREE")"/*/; do '
         '[ "$(cd "$m" && pwd)" = "$(pwd)" ] && continue; '
         f"printf 'all:\\n\\techo {MARKING} > made.txt\\n' > \"$m/Makefile\" "
@@ -138,7 +139,11 @@ def test_a_sandboxed_task_reaches_no_other_worktree_of_the_pool(project: Path) -
     import_tasks(project, tasks)
     result = run_rho("mission", "--from-tasks", "--sandbox", "--workers", "2", cwd=project)
     assert result.code == 0, result.stderr
-    assert "ESCAPED" not in (mission_dir(project) / "logs" / "c_poison.log").read_text()
+    log = (mission_dir(project) / "logs" / "c_poison.log").read_text()
+    # It sees its own worktree there (the look is live: without the sandbox, it sees both and
+    # the poison lands), and no other.
+    assert "SEEN 1\n" in log, log
+    assert "ESCAPED" not in log, log
     assert run_rho("mission", "merge", "latest", cwd=project).code == 0
     files = tree_files(project, "HEAD")
     assert (files["made-by-d_build.txt"], files["made-by-e_build.txt"]) == ("good\n", "good\n")

@@ -354,6 +354,27 @@ def test_head_never_goes_on_a_branch_someone_else_moved(
     assert git(again, "status", "--porcelain", "--ignored") == ""
 
 
+def test_a_new_branch_starts_at_the_start_though_the_last_one_moved(
+    pool: WorktreePool, git: Git
+) -> None:
+    # A worktree released spotless at the start stays on its branch; someone moves that branch
+    # while it is idle. The next feature's branch is made at the start, not where HEAD's old
+    # branch now points.
+    repo = pool.repo
+    start = repo.head_commit()
+    first = pool.acquire("m/a", start, None)
+    pool.release(first, spotless=True, head=start)
+    theirs = git(repo.root, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "theirs").strip()
+    git(repo.root, "update-ref", "refs/heads/m/a", theirs)
+    second = pool.acquire("m/b", start, None)
+    assert second == first
+    assert repo.branch_commit("m/b") == start
+    assert git(second, "rev-parse", "HEAD").strip() == start
+    assert branch_of(git, second) == "m/b"
+    assert git(second, "status", "--porcelain", "--ignored") == ""
+    assert repo.branch_commit("m/a") == theirs
+
+
 def test_a_file_the_move_must_write_but_finds_edited_gets_a_new_worktree(
     pool: WorktreePool, git: Git
 ) -> None:
