@@ -165,8 +165,10 @@ def lstat_passes(trace: Path, entries: int) -> Counter[str]:
         name, looked = "(none)", 0
         for named, event, data in _events(path):
             name = named  # the process's subcommand, once git has named it
+            if event != "data":
+                continue
             key, _, value = data.lstrip(".").rpartition(":")
-            if event == "data" and key in _LSTAT_DATA:
+            if key in _LSTAT_DATA:
                 looked += int(value)
         if looked >= entries:
             found[name] += 1

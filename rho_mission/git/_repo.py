@@ -427,9 +427,10 @@ class GitRepo:
 
         One ``git switch --no-track -c NAME`` under the repository lock: the branch is created by
         a compare-and-swap against "must not exist" (git's ref transaction; ``-c``, never ``-C``),
-        and, the commit being HEAD's own, git merges no tree into the index (no ``lstat`` of
-        every file, where ``checkout -b`` makes one). The caller has just put HEAD, index and
-        files at the commit the branch starts from.
+        and, no start point being named, git merges no tree into the index (no ``lstat`` of
+        every file, where ``checkout -b`` makes one). The branch starts at HEAD's commit as git
+        reads it then: the caller has just put HEAD (detached, not on a branch someone else may
+        move), index and files at the commit the branch starts from.
 
         Raises:
             RefMovedError: the branch exists.
