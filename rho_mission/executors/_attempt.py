@@ -173,7 +173,13 @@ async def _commit(
         except OSError as exc:
             raise FeatureResultError(f"its index could not be put back: {exc.strerror}") from exc
         done = commit_worktree(
-            repo, worktree, message, base=attempt.base_commit, branch=feature.branch, spared=spared
+            repo,
+            worktree,
+            message,
+            base=attempt.base_commit,
+            branch=feature.branch,
+            spared=spared,
+            write_back=pool.index_unwritten(worktree),
         )
         if done.branch_head is not None:  # the worktree's HEAD, whose index rho just wrote
             pool.note_index(worktree, done.branch_head)

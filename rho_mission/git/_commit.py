@@ -45,11 +45,10 @@ _UNRELATED = (
 
 # Ignored files are listed too (a directory that a pattern matches as one entry, not walked):
 # only a worktree with nothing at all beyond HEAD may skip its next "git clean".
+# The stat data it refreshes is not written back unless asked (read_status): the index is
+# rewritten anyway by the "add" that follows, or was just written by the move before it.
+_NO_WRITE_BACK = "--no-optional-locks"
 _STATUS = (
-    # The stat data it refreshes is not written back: the index is rewritten anyway by the
-    # "add" that follows, or by the next checkout, which checks every entry again. At 60,000
-    # files that write of a 5 MB index is a fifth of the status's time.
-    "--no-optional-locks",
     "status",
     "--porcelain=v2",
     "--branch",
@@ -150,13 +149,17 @@ class WorktreeResult:
         return CommitResult(self.commit_id, self.files_changed)
 
 
-def read_status(repo: Repository, worktree: Path, spared: tuple[str, ...] = ()) -> WorktreeStatus:
-    """Run ``git status`` once in *worktree* and parse it (*spared*: see ``parse_status``).
+def read_status(
+    repo: Repository, worktree: Path, spared: tuple[str, ...] = (), *, write_back: bool = False
+) -> WorktreeStatus:
+    """Run ``git status`` once in *worktree* and parse it (*spared*: see ``parse_status``);
+    with *write_back*, git may write the index it refreshed (``WorktreePool.index_unwritten``).
 
     Raises:
         GitOperationError: git refused (for example: *worktree* is no work tree any more).
     """
-    return parse_status(repo.run(*_STATUS, cwd=worktree), spared)
+    args = _STATUS if write_back else (_NO_WRITE_BACK, *_STATUS)
+    return parse_status(repo.run(*args, cwd=worktree), spared)
 
 
 def listed_entries(repo: Repository, worktree: Path) -> list[tuple[str, str]]:
@@ -168,7 +171,7 @@ def listed_entries(repo: Repository, worktree: Path) -> list[tuple[str, str]]:
         GitOperationError: git refused.
     """
     found: list[tuple[str, str]] = []
-    records = iter(repo.run(*_STATUS, cwd=worktree).split("\0"))
+    records = iter(repo.run(_NO_WRITE_BACK, *_STATUS, cwd=worktree).split("\0"))
     for record in records:
         if record and not record.startswith("#"):
             found.append((record[0], _entry_path(record)))
@@ -274,19 +277,21 @@ def commit_worktree(
     base: str | None = None,
     branch: str | None = None,
     spared: tuple[str, ...] = (),
+    write_back: bool = False,
 ) -> WorktreeResult:
     """Commit what *worktree* holds, its HEAD and its uncommitted changes, on *branch*.
 
     ``GitRepo.commit_all`` documents the behaviour; this also returns what the feature branch
     holds afterwards and whether the worktree was spotless. *spared* paths (repository-relative,
-    no trailing slash) are never staged, and do not count against spotless.
+    no trailing slash) are never staged, and do not count against spotless. *write_back*: the
+    status may write the index it refreshed (``read_status``).
 
     Raises:
         UnknownRefError: *base* names no commit.
         FeatureResultError: HEAD does not descend from *base*, or names no commit at all.
         GitOperationError: staging or committing failed (for example: HEAD moved meanwhile).
     """
-    status = read_status(repo, worktree, spared)
+    status = read_status(repo, worktree, spared, write_back=write_back)
     if status.head is None:
         raise FeatureResultError(_UNRELATED)  # an orphan branch: HEAD names no commit yet
     start = status.head if base is None else repo.commit_id(base)

@@ -22,6 +22,7 @@ import contextlib
 import os
 import subprocess
 import tempfile
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,7 @@ from ..containment._gitconfig import check_config
 from ._commit import CommitResult, commit_worktree, path_text
 from ._exclude import add_exclude_line
 from ._lock import repo_lock
+from ._refstream import RefStream
 
 __all__ = [
     "PARALLEL_CHECKOUT",
@@ -105,6 +107,10 @@ class WorktreeInfo:
     locked: str | None
 
 
+# The reflog's word for a branch moved to the start of a feature attempt.
+_START_MESSAGE = "rho-mission: start of a feature attempt"
+
+
 class GitRepo:
     """A git repository seen from its main work tree; open one with ``GitRepo.open``.
 
@@ -117,6 +123,11 @@ class GitRepo:
         self.common_dir = common_dir
         self._lock = repo_lock(common_dir / LOCK_FILE_NAME)
         self._identity: dict[str, str] | None = None
+        # Feature attempts' branch moves (start_branch): one git process for the repository's
+        # life, ended with this object at the latest.
+        command = ["git", "-C", str(root), *_PLUMBING_CONFIG, "update-ref", "-m"]
+        self._starts = RefStream([*command, _START_MESSAGE, "--stdin"], child_environ(None))
+        weakref.finalize(self, self._starts.close)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> GitRepo:
@@ -421,26 +432,33 @@ class GitRepo:
             if status != 0:
                 raise self._refused_move(name, expected, ["git", "update-ref", ref], status, err)
 
-    def branch_off_head(self, worktree: Path, name: str) -> None:
-        """Create branch *name* at *worktree*'s HEAD commit, if it does not exist, and put HEAD on
-        it; the index and files there are left as they are.
-
-        One ``git switch --no-track -c NAME`` under the repository lock: the branch is created by
-        a compare-and-swap against "must not exist" (git's ref transaction; ``-c``, never ``-C``),
-        and, no start point being named, git merges no tree into the index (no ``lstat`` of
-        every file, where ``checkout -b`` makes one). The branch starts at HEAD's commit as git
-        reads it then: the caller has just put HEAD (detached, not on a branch someone else may
-        move), index and files at the commit the branch starts from.
+    def start_branch(self, name: str, start: str, expected: str | None) -> None:
+        """``move_branch(name, start, expected)`` for the start of a feature attempt: the same
+        compare-and-swap under the lock (made where *expected* is None), sent to the
+        repository's one ``git update-ref --stdin`` (``_refstream``) instead of a new process.
 
         Raises:
-            RefMovedError: the branch exists.
-            GitOperationError: git refused (an invalid name, a broken worktree).
+            RefMovedError: the branch does not hold *expected*.
+            GitOperationError: git refused otherwise (an invalid name, no such commit).
         """
-        args = ("switch", "--quiet", "--no-track", "-c", name)
+        ref = f"refs/heads/{name}"
+        line = f"update {ref} {start} {expected}" if expected else f"create {ref} {start}"
         with self.locked():
-            status, _, err = self.run_status(*args, cwd=worktree)
-            if status != 0:
-                raise self._refused_move(name, None, ["git", *args], status, err)
+            check_config(self.common_dir)
+            said = self._starts.apply(line)
+            check_config(self.common_dir)
+            if said is not None:
+                command = ["git", "update-ref", "--stdin", ref]
+                raise self._refused_move(name, expected, command, 128, said)
+
+    @property
+    def branch_stream(self) -> RefStream:
+        """The ``git update-ref --stdin`` that ``start_branch`` sends its moves to."""
+        return self._starts
+
+    def close(self) -> None:
+        """End the git process this object keeps for branch moves (started again if needed)."""
+        self._starts.close()
 
     def refuse_checked_out(self, branch: str) -> None:
         """Refuse to go on when a work tree has *branch* checked out.

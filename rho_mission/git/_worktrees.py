@@ -7,7 +7,8 @@ gives it back with ``release``; ``close`` removes them all at the end of the mis
 
 A feature whose worktree comes back spotless (``release(..., spotless=True)``: its last ``git
 status`` listed nothing, not even an ignored file) is not cleaned again at its next ``acquire``:
-a no-op feature costs two git processes (``switch -c`` and ``status``): a released worktree
+a no-op feature costs one git process (its commit step's ``status``; its branch is made by
+the repository's one ``update-ref --stdin``, ``GitRepo.start_branch``): a released worktree
 stays on its branch until the next ``acquire`` puts another one there.
 
 Each worktree is registered *locked*, with the reason ``rho-mission <mission> pid <pid>``: git's
@@ -179,6 +180,8 @@ class WorktreePool:
         self._spotless: dict[Path, str | None] = {}
         # The index that rho's last checkout left in each worktree (see _handover).
         self._index_saved: dict[Path, SavedIndex] = {}
+        # Worktrees whose last move wrote no index (see index_unwritten).
+        self._unwritten: set[Path] = set()
         # Worktrees git had registered when this pool first added one (listed once: later names
         # of this pool are new, see _free_path).
         self._registered: dict[Path, WorktreeInfo] | None = None
@@ -247,7 +250,7 @@ class WorktreePool:
                 if usable:
                     spare, doubt = keep(path) if keep is not None else ((), False)
                     dirty = not spotless or restored or doubt
-                    # Nothing to write when it already stands at the start: "switch -c" alone.
+                    # Nothing to write when it already stands at the start: no git process.
                     written = dirty or head == start
                     self._switch(
                         path,
@@ -260,6 +263,7 @@ class WorktreePool:
                         spare=spare,
                     )
                     self.note_index(path, start, known)
+                    self._note_unwritten(path, written and not dirty)
                     return path
             except RefMovedError:
                 self._give_back(path)  # healthy: the branch is what was refused
@@ -276,7 +280,25 @@ class WorktreePool:
             self._discard(path)
             raise
         self.note_index(path, start)
+        self._note_unwritten(path, False)
         return path
+
+    def index_unwritten(self, path: Path) -> bool:
+        """Whether *path*'s last move by ``acquire`` wrote no index (its HEAD was at the start).
+
+        Then nothing of rho's rewrites that index before the commit step's status, whose
+        refresh is worth writing back: entries git deems "racily clean" (files written in the
+        same clock tick as the index, as every file of a new worktree is) are read whole at
+        every status until an index is written after them; with a move that writes none, that
+        would be at every later feature in the worktree (a no-op chain read all 200 files of
+        its repository at each feature).
+        """
+        with self._state:
+            return path in self._unwritten
+
+    def _note_unwritten(self, path: Path, unwritten: bool) -> None:
+        with self._state:
+            (self._unwritten.add if unwritten else self._unwritten.discard)(path)
 
     def _as_new(self, path: Path) -> tuple[bool, bool]:
         # A reused worktree handed on as new (see _handover): its git dir trimmed to what
@@ -353,7 +375,8 @@ class WorktreePool:
 
         The worktree stays on its branch, without a git process: its next ``acquire`` puts
         another branch there, a retry of its feature in another worktree puts HEAD on the
-        branch there (``symbolic-ref``, which no other worktree's record stops), and ``close``
+        branch there (HEAD written as ``symbolic-ref`` writes it, which no other worktree's
+        record stops), and ``close``
         removes it (while the mission runs, git refuses to check that branch out in another
         work tree unless told so). A kept worktree (``keep=True``) is detached instead: it
         outlives the mission, and its branch must be free to check out, delete or move. Its
@@ -418,6 +441,7 @@ class WorktreePool:
         finally:
             _forget(*doomed, *kept)
             self._drop_claims(*self._claims)
+            self.repo.close()  # its branch moves' git process: no further move comes
         if not kept:
             with contextlib.suppress(OSError):  # not empty: someone else's files, left alone
                 self.folder.rmdir()
@@ -593,38 +617,30 @@ class WorktreePool:
     ) -> None:
         # The end state of "checkout --force -B <branch> <start>" + "clean -ffdx" (for a spotless
         # worktree: as far as its index tells, see below), but the branch moves by
-        # compare-and-swap: created by "switch -c" (git's "must not exist"), or
-        # moved by "update-ref NEW OLD", then HEAD put on it. A worktree not known to be spotless
-        # is first checked out detached (every file that is not what the index says rewritten,
-        # an lstat of each) and cleaned, outside the lock. A spotless one is what its index
-        # says (the status after its task found nothing else; the hand-over has put back a
-        # task's index): "read-tree -m -u" writes the entries that differ from the start and
-        # looks at no other file, where a checkout looks at every one (decisions.md, issue 41).
+        # compare-and-swap (made where it must not exist yet; moved, or found where it must
+        # already be, when it does), through the repository's one "update-ref --stdin" (no
+        # process started: GitRepo.start_branch), then HEAD is put on it. A worktree not known
+        # to be spotless is first checked out detached (every file that is not what the index
+        # says rewritten, an lstat of each) and cleaned, outside the lock. A spotless one is
+        # what its index says (the status after its task found nothing else; the hand-over has
+        # put back a task's index): "read-tree -m -u" writes the entries that differ from the
+        # start and looks at no other file, where a checkout looks at every one; none at all
+        # when the worktree is at the start already (decisions.md, issue 41).
         if fill:
             args = ("checkout", "--quiet", "--detach", "--force", start)
             self.repo.run(*PARALLEL_CHECKOUT, *args, cwd=path)
         if clean:
             kept = [arg for name in spare for arg in ("-e", _ignore_pattern(name))]
             self.repo.run("clean", "-ffdxq", *kept, cwd=path)
-        if expected is None and written:
-            # Index and files are the start's already: only the branch and HEAD move. "switch
-            # -c" makes the branch at HEAD's commit as it reads it then: a spotless worktree's
-            # HEAD is still on its last branch, which someone may have moved meanwhile, so it
-            # is first detached at the start, as "update-ref --no-deref HEAD" would leave it.
-            if not fill:
-                _write_git_file(path, "HEAD", f"{start}\n")
-            self.repo.branch_off_head(path, branch)
-            return
-        # The branch moves first, by compare-and-swap (made where it must not exist yet; moved,
-        # or found where it must already be, when it does), so that HEAD never goes on a branch
-        # someone else moved; the files that differ are written after, outside the lock, so
-        # that other workers do not wait.
-        self.repo.move_branch(branch, start, expected, "start of a feature attempt")
+        # The branch first, so that HEAD never goes on a branch someone else moved; the files
+        # that differ are written after, outside the lock, so that other workers do not wait.
+        self.repo.start_branch(branch, start, expected)
         if not written:
             self.repo.run(*PARALLEL_CHECKOUT, "read-tree", "-m", "-u", start, cwd=path)
-        # No check of other worktrees, as "checkout --ignore-other-worktrees": a stale record of
-        # a crashed run's worktree that had the branch checked out must not stop a retry.
-        self.repo.run("symbolic-ref", "HEAD", f"refs/heads/{branch}", cwd=path)
+        # HEAD written as "symbolic-ref HEAD" writes it, with no process. No check of other
+        # worktrees, as "checkout --ignore-other-worktrees": a stale record of a crashed run's
+        # worktree that had the branch checked out must not stop a retry.
+        _write_git_file(path, "HEAD", f"ref: refs/heads/{branch}\n")
 
     def _branch_after_failure(self, branch: str, start: str, expected: str | None) -> str | None:
         # What a retry's move must expect after git failed mid-switch: the start commit if the
