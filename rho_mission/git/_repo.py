@@ -443,12 +443,15 @@ class GitRepo:
         """
         ref = f"refs/heads/{name}"
         line = f"update {ref} {start} {expected}" if expected else f"create {ref} {start}"
+        command = ["git", "update-ref", "--stdin", ref]
         with self.locked():
             check_config(self.common_dir)
-            said = self._starts.apply(line)
+            try:
+                said = self._starts.apply(line)
+            except OSError as exc:  # git could not be started at all
+                raise GitOperationError(command, None, str(exc)) from exc
             check_config(self.common_dir)
             if said is not None:
-                command = ["git", "update-ref", "--stdin", ref]
                 raise self._refused_move(name, expected, command, 128, said)
 
     @property
