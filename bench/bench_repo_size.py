@@ -473,24 +473,45 @@ def report(results: Sequence[SizeResult], contenders: Sequence[Contender]) -> No
             f"{smallest.size:>7} files: rho({name})/floor mission 1 {ratio:.2f}x,"
             f" mission 2 {second:.2f}x"
         )
+    largest = max(results, key=lambda r: r.size)
+    if largest is not smallest:
+        for name in ("new", "landed"):
+            across = largest.median(name, 1) / smallest.median(name, 0)
+            print(
+                f"  {name}: mission 2 at {largest.size} files / mission 1 at {smallest.size}:"
+                f" {across:.2f}x"
+            )
     print()
-    print("git calls and summed git time per feature in mission 1, by subcommand (shim run)")
+    print("git calls and summed git time per feature, by subcommand (shim run); a long-lived")
+    print("update-ref --stdin (rho's branch moves) is counted apart: its time is its lifetime")
     for result in results:
         for contender in contenders:
-            calls = result.counted[contender.name].calls[0]
-            by_command: dict[str, list[float]] = defaultdict(list)
-            for took, args in calls:
-                by_command[subcommand(args)].append(took)
-            total = sum(took for took, _ in calls)
-            ranked = sorted(by_command.items(), key=lambda item: -sum(item[1]))
-            parts = ", ".join(
-                f"{name} {len(times) / TASKS:.2f} ({sum(times) / TASKS * 1000:.0f} ms)"
-                for name, times in ranked[:6]
-            )
-            print(
-                f"{result.size:>7} {contender.name:<7}{len(calls) / TASKS:5.2f} calls"
-                f" {total / TASKS * 1000:6.0f} ms: {parts}"
-            )
+            for number, calls in enumerate(result.counted[contender.name].calls, start=1):
+                print(f"{result.size:>7} {contender.name:<7}{number} {calls_by_command(calls)}")
+
+
+def calls_by_command(calls: Sequence[tuple[float, list[str]]]) -> str:
+    """One mission's git calls per feature: how many, their summed time, the six costliest
+    subcommands, and the streams (``update-ref --stdin``) apart."""
+    by_command: dict[str, list[float]] = defaultdict(list)
+    streams = 0
+    for took, args in calls:
+        name = subcommand(args)
+        if name == "update-ref" and "--stdin" in args:
+            streams += 1
+            continue
+        by_command[name].append(took)
+    total = sum(sum(times) for times in by_command.values())
+    ranked = sorted(by_command.items(), key=lambda item: -sum(item[1]))
+    parts = ", ".join(
+        f"{name} {len(times) / TASKS:.2f} ({sum(times) / TASKS * 1000:.0f} ms)"
+        for name, times in ranked[:6]
+    )
+    calls_made = sum(len(times) for times in by_command.values())
+    return (
+        f"{calls_made / TASKS:5.2f} calls {total / TASKS * 1000:6.0f} ms: {parts}"
+        f"; streams: {streams}"
+    )
 
 
 def main() -> None:

@@ -9,7 +9,9 @@ work: the ref's lock, the compare against the old value, the reflog, the packed 
 
 The stream is a socket pair, not pipes: a process of the same user can open another process's
 pipe through ``/proc/<pid>/fd`` and write to it, but not a socket; so no task can add a
-command to the stream, or forge git's answer to one. git's errors come on the same socket.
+command to the stream, or forge git's answer to one, through ``/proc``. (A process allowed
+to trace rho's could still copy the descriptor, ``pidfd_getfd``, as it could rewrite rho's own
+memory; only ``--sandbox``'s PID namespace hides them.) git's errors come on the same socket.
 The process has a process group of its own (the terminal's Ctrl-C is rho's to handle) in
 rho's session (so it is never taken for a task's orphan, ``containment._orphans``), and ends
 at the end of its input: when the stream is closed, or when rho ends.
