@@ -12,7 +12,8 @@ before it starts PROGRAM; and it stops the task when its parent PARENT (the zygo
 ends with rho) dies (``PR_SET_PDEATHSIG``), as on SIGTERM: a task never runs on unattended.
 
 When PROGRAM exits, or when the supervisor gets SIGTERM, SIGINT or SIGHUP, every descendant
-gets SIGTERM; those left after GRACE seconds get SIGKILL; the supervisor exits only once it has
+gets SIGTERM; those left after GRACE seconds get SIGKILL (each time all of them stopped first,
+so that none sees another end and runs on before its own signal); the supervisor exits only once it has
 no child left, with PROGRAM's exit status (dying by PROGRAM's signal, if one ended it). So a
 task's process group leader (this process) outlives everything of the task.
 
@@ -55,6 +56,8 @@ _PR_SET_PDEATHSIG = 1
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _CHUNK = 65536
 _POLL = 0.01
+# Passes that stop a task's processes before a signal (each finds those forked meanwhile).
+_STOP_PASSES = 20
 # The zygote's blank variable: room for the marks its supervisors write over it.
 MARKS_VARIABLE = "RHO_SUPERVISOR_MARKS"
 MARKS_ROOM = 512
@@ -337,7 +340,30 @@ def _reap_ready(child: int, state: _State) -> bool:
 
 
 def _signal_descendants(signum: int) -> None:
-    # Parent links from /proc: every process whose chain of parents reaches this one.
+    # Every descendant is stopped before any gets *signum*, and continued after all have it:
+    # signalled one by one, a process could see another end before its own signal came (a
+    # shell waiting on "sleep" runs its next command, such as a write into the worktree, which
+    # the commit step would then take for the task's work). Stopped, none runs again before
+    # its signal is pending; with no handler, that signal ends it before any code of its own.
+    # Stopping is repeated until a pass finds no new descendant: one may fork meanwhile.
+    stopped: list[int] = []
+    for _ in range(_STOP_PASSES):
+        found = [pid for pid in _descendants() if pid not in stopped]
+        if not found:
+            break
+        for pid in found:
+            _send(pid, signal.SIGSTOP)
+        stopped.extend(found)
+    for pid in stopped:
+        _send(pid, signum)
+    if signum != signal.SIGKILL:
+        for pid in stopped:
+            _send(pid, signal.SIGCONT)
+
+
+def _descendants() -> list[int]:
+    # Parent links from /proc: every process whose chain of parents reaches this one, parents
+    # before their children (stopped first, they fork no more).
     me = os.getpid()
     parents: dict[int, int] = {}
     for name in os.listdir("/proc"):
@@ -345,12 +371,13 @@ def _signal_descendants(signum: int) -> None:
             ppid = _ppid(name)
             if ppid is not None:
                 parents[int(name)] = ppid
-    for pid in parents:
-        if _descends(pid, me, parents):
-            try:
-                os.kill(pid, signum)
-            except (ProcessLookupError, PermissionError):  # gone, or not ours to signal
-                continue
+    depths = {pid: depth for pid in parents if (depth := _depth_below(pid, me, parents))}
+    return sorted(depths, key=lambda pid: (depths[pid], pid))
+
+
+def _send(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # gone, or not ours
+        os.kill(pid, signum)
 
 
 def _ppid(name: str) -> int | None:
@@ -362,14 +389,15 @@ def _ppid(name: str) -> int | None:
     return int(text.rpartition(b")")[2].split()[1])
 
 
-def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
+def _depth_below(pid: int, ancestor: int, parents: dict[int, int]) -> int:
+    # How many links up *pid*'s chain of parents *ancestor* is; 0 when it is not there.
     seen = 0
     while pid in parents and seen < len(parents):
         pid = parents[pid]
-        if pid == ancestor:
-            return True
         seen += 1
-    return False
+        if pid == ancestor:
+            return seen
+    return 0
 
 
 def _write_all(fd: int, data: bytes) -> None:
