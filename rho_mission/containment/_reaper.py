@@ -13,9 +13,9 @@ ends with rho) dies (``PR_SET_PDEATHSIG``), as on SIGTERM: a task never runs on 
 
 When PROGRAM exits, or when the supervisor gets SIGTERM, SIGINT or SIGHUP, every descendant
 gets SIGTERM; those left after GRACE seconds get SIGKILL (each time all of them stopped first,
-so that none sees another end and runs on before its own signal); the supervisor exits only once it has
-no child left, with PROGRAM's exit status (dying by PROGRAM's signal, if one ended it). So a
-task's process group leader (this process) outlives everything of the task.
+so that none sees another end and runs on before its own signal); the supervisor exits only
+once it has no child left, with PROGRAM's exit status (dying by PROGRAM's signal, if one ended
+it). So a task's process group leader (this process) outlives everything of the task.
 
 The log keeps at most LOG_LIMIT bytes of output: the first half as it comes (a reader that
 follows the log sees it live), and the last half, written at the end after one line that says
