@@ -347,13 +347,15 @@ def _signal_descendants(signum: int) -> None:
     # its signal is pending; with no handler, that signal ends it before any code of its own.
     # Stopping is repeated until a pass finds no new descendant: one may fork meanwhile.
     stopped: list[int] = []
+    seen: set[int] = set()
     for _ in range(_STOP_PASSES):
-        found = [pid for pid in _descendants() if pid not in stopped]
+        found = [pid for pid in _descendants() if pid not in seen]
         if not found:
             break
         for pid in found:
             _send(pid, signal.SIGSTOP)
         stopped.extend(found)
+        seen.update(found)
     for pid in stopped:
         _send(pid, signum)
     if signum != signal.SIGKILL:
