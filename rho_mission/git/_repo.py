@@ -444,6 +444,11 @@ class GitRepo:
         ref = f"refs/heads/{name}"
         line = f"update {ref} {start} {expected}" if expected else f"create {ref} {start}"
         command = ["git", "update-ref", "--stdin", ref]
+        if len(line.split()) != (4 if expected else 3) or not line.isprintable():
+            # The stream reads one command per line, its fields split at spaces: a name or id
+            # with a space or a line break would be another field or another command (such as
+            # a "delete" of the user's branch), where "update-ref" in argv refuses the name.
+            raise GitOperationError(command, None, f"fatal: invalid ref move: {line!r}")
         with self.locked():
             check_config(self.common_dir)
             try:

@@ -373,21 +373,19 @@ class WorktreePool:
     def release(self, path: Path, *, spotless: bool = False, head: str | None = None) -> None:
         """Give back a worktree that ``acquire`` returned; its branch stays as the worker left it.
 
-        The worktree stays on its branch, without a git process: its next ``acquire`` puts
-        another branch there, a retry of its feature in another worktree puts HEAD on the
-        branch there (HEAD written as ``symbolic-ref`` writes it, which no other worktree's
-        record stops), and ``close``
-        removes it (while the mission runs, git refuses to check that branch out in another
-        work tree unless told so). A kept worktree (``keep=True``) is detached instead: it
-        outlives the mission, and its branch must be free to check out, delete or move. Its
-        files are cleaned when it is next acquired (a kept worktree is never acquired again:
-        its files stay for inspection). *spotless*: the caller saw, after its worker ended,
-        nothing in the worktree beyond HEAD's files (``git status`` listed no change, no
-        untracked and no ignored file): the next acquire skips ``git clean`` and writes only
-        the files that differ from its start. What that leaves: an empty
-        directory (git lists none), and what a process that escaped its task's group writes
-        later (it could write at any time anyway). A worktree whose git link the worker broke
-        is removed.
+        The worktree stays on its branch, without a git process: its next ``acquire`` puts another
+        branch there, a retry of its feature in another worktree puts HEAD on the branch there (HEAD
+        written as ``symbolic-ref`` writes it, which no other worktree's record stops), and
+        ``close`` removes it (while the mission runs, git refuses to check that branch out in
+        another work tree unless told so). A kept worktree (``keep=True``) is detached instead: it
+        outlives the mission, and its branch must be free to check out, delete or move. Its files
+        are cleaned when it is next acquired (a kept worktree is never acquired again: its files
+        stay for inspection). *spotless*: the caller saw, after its worker ended, nothing in the
+        worktree beyond HEAD's files (``git status`` listed no change, no untracked and no ignored
+        file): the next acquire skips ``git clean`` and writes only the files that differ from its
+        start. What that leaves: an empty directory (git lists none), and what a process that
+        escaped its task's group writes later (it could write at any time anyway). A worktree whose
+        git link the worker broke is removed.
 
         Raises:
             ValueError: *path* was not acquired from this pool, or was released already.

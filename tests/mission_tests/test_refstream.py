@@ -12,7 +12,7 @@ import signal
 
 import pytest
 
-from rho_mission._errors import RefMovedError
+from rho_mission._errors import GitOperationError, RefMovedError
 from rho_mission.git._repo import GitRepo
 from rho_mission.git._worktrees import WorktreePool
 
@@ -69,6 +69,22 @@ def test_no_other_process_can_write_to_the_stream_or_answer_for_it(repo: GitRepo
     # for a task's orphan).
     assert os.getpgid(pid) == pid
     assert os.getsid(pid) == os.getsid(0)
+    repo.close()
+
+
+@pytest.mark.parametrize(
+    "name", ["m/a {start}\ndelete refs/heads/main", "m/a\ndelete refs/heads/main", "m/a b"]
+)
+def test_a_name_that_would_be_another_command_or_field_is_refused(repo: GitRepo, name: str) -> None:
+    # The stream reads one command per line, fields split at spaces: such a name is refused
+    # before anything is sent, as "update-ref" refuses it in argv. The first would be a whole
+    # second command of the same transaction, which git would carry out: main deleted.
+    start = repo.head_commit()
+    main = repo.branch_commit("main")
+    with pytest.raises(GitOperationError, match="invalid ref move"):
+        repo.start_branch(name.format(start=start), start, None)
+    assert repo.branch_commit("main") == main
+    assert repo.branch_stream.pid is None  # nothing was sent: no process started
     repo.close()
 
 
