@@ -13,6 +13,7 @@ log; whatever is wrong makes the usage unknown with the reason, never fails the 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -22,10 +23,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .._errors import MissionError
-from ..containment._folders import private_folder
+from taskstore import open_folder
+
 from ..records._document import MissionConfig
-from ..records._usage import USAGE_SCHEMA, AttemptUsage, UsageFile, UsageStage
+from ..records._usage import USAGE_SCHEMA, AttemptUsage, UsageFile, UsageSource, UsageStage
 from ._readers import READERS, TAIL_BYTES, Reading
 
 __all__ = [
@@ -38,7 +39,9 @@ __all__ = [
 ]
 
 USAGE_FILE_LIMIT = 64 * 1024
+_FOLDER_NAME = "usage"
 _FILE_NAME = "usage.json"
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -67,15 +70,20 @@ def usage_ask(
 def usage_place(mission_dir: Path, name: str, ask: UsageAsk) -> Path | None:
     """The ``$RHO_USAGE_FILE`` of one attempt: ``usage/<name>.<stage>.<attempt>/usage.json``
     of the mission folder, its folder made empty (0700); None when it cannot be made (a link
-    where the folder goes: the attempt then has no usage file, and runs)."""
-    folder = mission_dir / "usage" / f"{name}.{ask.stage}.{ask.attempt}"
+    where a folder goes: the attempt then has no usage file, and runs)."""
+    attempt = f"{name}.{ask.stage}.{ask.attempt}"
     try:
-        private_folder(folder.parent, mission_dir)
-        _remove(folder)  # what a crashed run of the same attempt left
-        private_folder(folder, mission_dir)
-    except (MissionError, OSError):
+        usage = open_folder(mission_dir / _FOLDER_NAME, create=True)
+    except OSError:
         return None
-    return folder / _FILE_NAME
+    try:
+        _remove_at(usage, attempt)  # what a crashed run of the same attempt left
+        os.mkdir(attempt, 0o700, dir_fd=usage)
+    except OSError:
+        return None
+    finally:
+        os.close(usage)
+    return mission_dir / _FOLDER_NAME / attempt / _FILE_NAME
 
 
 def log_size(log: Path) -> int:
@@ -89,20 +97,23 @@ def log_size(log: Path) -> int:
 def read_attempt_usage(
     ask: UsageAsk, usage_file: Path | None, log: Path | None, log_start: int
 ) -> AttemptUsage | None:
-    """The usage of the attempt *ask* names: its usage file's, else its agent's reading of
+    """The usage of the attempt *ask* names, from its usage file and its agent's report of
     its output from *log_start* on; unknown (with the reason) or None (a check) when neither
-    says; the usage folder removed."""
-    problem = None
-    if usage_file is not None:
-        written, problem = _read_usage_file(usage_file)
-        _remove(usage_file.parent)
-        if written is not None:
-            return _record(ask, "usage_file", written)
+    says; the usage folder removed.
+
+    Where both say, each figure is the larger of the two: the usage file is the task's
+    writing, so it may add to what its agent reported, never hide it.
+    """
+    written, problem = (None, None) if usage_file is None else _read_and_remove(usage_file)
     reader = READERS.get(ask.agent) if ask.agent else None
+    reported = None if reader is None or log is None else reader(_tail(log, log_start))
+    if written is not None and reported is not None:
+        return _record(ask, "usage_file_and_agent", _larger(written, reported))
+    if written is not None:
+        return _record(ask, "usage_file", written)
+    if reported is not None:
+        return _record(ask, "agent", reported)
     if reader is not None and log is not None:
-        reading = reader(_tail(log, log_start))
-        if reading is not None:
-            return _record(ask, "agent", reading)
         problem = problem or f"no usage report of {ask.agent} in its output"
     if problem is None and not ask.required:
         return None
@@ -113,13 +124,33 @@ def read_attempt_usage(
     )
 
 
-def _record(ask: UsageAsk, source: str, reading: Reading) -> AttemptUsage:
+def _larger(written: Reading, reported: Reading) -> Reading:
+    """Each figure the larger of the usage file's and the agent's (a figure one of them left
+    out: the other's); the model and the budget stop as the agent said."""
+
+    def most(a: float | None, b: float | None) -> float | None:
+        return b if a is None else a if b is None else max(a, b)
+
+    def most_int(a: int | None, b: int | None) -> int | None:
+        return b if a is None else a if b is None else max(a, b)
+
+    return Reading(
+        input_tokens=most_int(written.input_tokens, reported.input_tokens),
+        output_tokens=most_int(written.output_tokens, reported.output_tokens),
+        cached_input_tokens=most_int(written.cached_input_tokens, reported.cached_input_tokens),
+        cost_usd=most(written.cost_usd, reported.cost_usd),
+        model=reported.model or written.model,
+        stopped_by_budget=reported.stopped_by_budget,
+    )
+
+
+def _record(ask: UsageAsk, source: UsageSource, reading: Reading) -> AttemptUsage:
     return AttemptUsage(
         stage=ask.stage,
         wave=ask.wave,
         attempt=ask.attempt,
-        source="usage_file" if source == "usage_file" else "agent",
-        agent=ask.agent if source == "agent" else None,
+        source=source,
+        agent=None if source == "usage_file" else ask.agent,
         input_tokens=reading.input_tokens,
         output_tokens=reading.output_tokens,
         cached_input_tokens=reading.cached_input_tokens,
@@ -129,20 +160,53 @@ def _record(ask: UsageAsk, source: str, reading: Reading) -> AttemptUsage:
     )
 
 
-def _read_usage_file(path: Path) -> tuple[Reading | None, str | None]:
-    """The file's reading, or None with the problem (None too when it was not written)."""
-    if path.parent.is_symlink():  # the task swapped its folder for a link: read nothing there
-        return None, "$RHO_USAGE_FILE's folder was replaced by a link"
+def _read_and_remove(usage_file: Path) -> tuple[Reading | None, str | None]:
+    """The file's reading, or None with the problem (None too when it was not written); its
+    attempt folder removed. The usage folder is reached from the anchor of ``.rho`` without
+    following a link on any component: a task may have swapped any of them for a link."""
+    attempt = usage_file.parent.name
     try:
-        data = _read_regular(path, USAGE_FILE_LIMIT + 1)
+        usage = open_folder(usage_file.parent.parent)
+    except OSError as exc:
+        return None, _unreadable(exc)
+    try:
+        return _read_usage_file(usage, attempt)
+    finally:
+        _remove_at(usage, attempt)
+        os.close(usage)
+
+
+def _unreadable(exc: OSError) -> str:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return "$RHO_USAGE_FILE's folder was replaced by a link"
+    return f"$RHO_USAGE_FILE could not be read: {exc.strerror or exc}"
+
+
+def _read_usage_file(usage: int, attempt: str) -> tuple[Reading | None, str | None]:
+    """The reading of ``<attempt>/usage.json`` in the folder *usage*, or None with the problem."""
+    try:
+        folder = os.open(attempt, _FOLDER_FLAGS, dir_fd=usage)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, _unreadable(exc)
+    try:
+        data = _read_regular(_FILE_NAME, USAGE_FILE_LIMIT + 1, dir_fd=folder)
     except FileNotFoundError:
         return None, None
     except OSError as exc:
         return None, f"$RHO_USAGE_FILE could not be read: {exc.strerror or exc}"
+    finally:
+        os.close(folder)
     if data is None:
         return None, "$RHO_USAGE_FILE is not a regular file"
     if len(data) > USAGE_FILE_LIMIT:
         return None, f"$RHO_USAGE_FILE is over {USAGE_FILE_LIMIT} bytes"
+    return _parse_usage(data)
+
+
+def _parse_usage(data: bytes) -> tuple[Reading | None, str | None]:
+    """The reading of a usage file's bytes, or None with why they are not one."""
     try:
         written = UsageFile.model_validate(json.loads(data))
     except (ValueError, ValidationError) as exc:
@@ -160,10 +224,13 @@ def _read_usage_file(path: Path) -> tuple[Reading | None, str | None]:
     return reading, None
 
 
-def _read_regular(path: Path, limit: int, start: int = 0) -> bytes | None:
+def _read_regular(
+    path: Path | str, limit: int, start: int = 0, *, dir_fd: int | None = None
+) -> bytes | None:
     """At most *limit* bytes of *path* from *start*, opened without following a link; None
     when it is not a regular file."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags, dir_fd=dir_fd)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
@@ -194,15 +261,17 @@ def _tail(log: Path, log_start: int) -> str:
     return "" if data is None else data.decode("utf-8", "replace")
 
 
-def _remove(folder: Path) -> None:
-    """Remove an attempt's usage folder and what a task left in it (rmtree unlinks links,
-    never follows them). One it cannot remove (a task made a part of it unwritable) stays:
-    it lies in the mission folder, and the next run of that attempt, or ``rho mission
-    clean``, meets it again; the usage it held was read already."""
+def _remove_at(usage: int, attempt: str) -> None:
+    """Remove an attempt's folder from the usage folder *usage*, with what a task left in it;
+    a link there is unlinked, never followed (``rmtree`` with a ``dir_fd`` walks by
+    descriptor and refuses a folder swapped for a link meanwhile). One it cannot remove (a
+    task made a part of it unwritable) stays: it lies in the mission folder, and the next run
+    of that attempt, or ``rho mission clean``, meets it again; the usage it held was read."""
     try:
-        if folder.is_symlink():
-            folder.unlink()
-        elif folder.exists():
-            shutil.rmtree(folder)
+        found = os.lstat(attempt, dir_fd=usage)
+        if stat.S_ISDIR(found.st_mode):
+            shutil.rmtree(attempt, dir_fd=usage)
+        else:
+            os.unlink(attempt, dir_fd=usage)
     except OSError:
         return

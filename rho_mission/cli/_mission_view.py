@@ -290,6 +290,10 @@ def _feature_usage_lines(feature: JsonMission) -> list[str]:
             lines.append(f"  unknown: {shown(why[-1])}")
         if any(type(r) is dict and r.get("stopped_by_budget") is True for r in records):
             lines.append("  an attempt was stopped by its agent's own budget cap")
+        if any(type(r) is dict and r.get("source") == "usage_file_and_agent" for r in records):
+            lines.append(
+                "  read from both $RHO_USAGE_FILE and the agent's report: each figure the larger"
+            )
     return lines
 
 

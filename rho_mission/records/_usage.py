@@ -20,6 +20,7 @@ __all__ = [
     "USAGE_SCHEMA",
     "AttemptUsage",
     "UsageFile",
+    "UsageSource",
     "UsageStage",
     "UsageTotal",
     "add_usage",
@@ -28,6 +29,9 @@ __all__ = [
 
 USAGE_SCHEMA = "rho.usage/v1"
 UsageStage = Literal["task", "resolve", "verify", "fix", "plan"]
+# Where an attempt's usage was read: its $RHO_USAGE_FILE, its agent's report, or both (each
+# figure then the larger of the two).
+UsageSource = Literal["usage_file", "agent", "usage_file_and_agent"]
 # Dollars are summed to the micro-dollar: the same attempts give the same bytes in any order.
 _COST_DIGITS = 6
 
@@ -54,8 +58,9 @@ class AttemptUsage(BaseModel):
     fix, the planner's.
 
     ``source`` says where it was read: ``usage_file`` (``$RHO_USAGE_FILE``), ``agent`` (the
-    agent profile's reader over the attempt's output, ``agent`` naming the profile), or None:
-    unknown, with ``problem`` saying why. ``stopped_by_budget``: the agent's own budget cap
+    agent profile's reader over the attempt's output, ``agent`` naming the profile),
+    ``usage_file_and_agent`` (both said: each figure is the larger), or None: unknown, with
+    ``problem`` saying why. ``stopped_by_budget``: the agent's own budget cap
     (claude's ``--max-budget-usd``) ended it.
     """
 
@@ -65,7 +70,7 @@ class AttemptUsage(BaseModel):
     # The join whose checks or fix it was (None: a feature's or the planner's attempt).
     wave: int | None = Field(default=None, ge=1)
     attempt: int = Field(ge=1)
-    source: Literal["usage_file", "agent"] | None = None
+    source: UsageSource | None = None
     agent: str | None = None
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)

@@ -183,7 +183,9 @@ def test_a_long_log_is_read_from_its_end(tmp_path: Path) -> None:
     assert log.stat().st_size > 16 * TAIL_BYTES
 
 
-def test_the_usage_file_wins_over_the_agents_output(tmp_path: Path) -> None:
+def test_where_the_usage_file_and_the_agent_both_say_each_figure_is_the_larger(
+    tmp_path: Path,
+) -> None:
     log = tmp_path / "t.log"
     log.write_text(CLAUDE)
     folder = tmp_path / "usage" / "t.task.1"
@@ -191,7 +193,16 @@ def test_the_usage_file_wins_over_the_agents_output(tmp_path: Path) -> None:
     (folder / "usage.json").write_text('{"cost_usd": 1, "input_tokens": 3}')
     record = read_attempt_usage(UsageAsk("task", 1, "claude"), folder / "usage.json", log, 0)
     assert record is not None
-    assert (record.source, record.cost_usd, record.input_tokens) == ("usage_file", 1.0, 3)
+    agent = read_attempt_usage(UsageAsk("task", 1, "claude"), None, log, 0)
+    assert agent is not None
+    assert agent.input_tokens is not None
+    assert agent.input_tokens > 3
+    # The file's larger cost, the agent's larger token count.
+    assert (record.source, record.cost_usd, record.input_tokens) == (
+        "usage_file_and_agent",
+        1.0,
+        agent.input_tokens,
+    )
     assert not folder.exists()
 
 
