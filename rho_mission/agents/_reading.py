@@ -13,10 +13,10 @@ log; whatever is wrong makes the usage unknown with the reason, never fails the 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
-import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from taskstore import open_folder
 
+from ..containment._folders import remove_tree_at
 from ..records._document import MissionConfig
 from ..records._usage import USAGE_SCHEMA, AttemptUsage, UsageFile, UsageSource, UsageStage
 from ._readers import READERS, TAIL_BYTES, Reading
@@ -262,16 +263,9 @@ def _tail(log: Path, log_start: int) -> str:
 
 
 def _remove_at(usage: int, attempt: str) -> None:
-    """Remove an attempt's folder from the usage folder *usage*, with what a task left in it;
-    a link there is unlinked, never followed (``rmtree`` with a ``dir_fd`` walks by
-    descriptor and refuses a folder swapped for a link meanwhile). One it cannot remove (a
-    task made a part of it unwritable) stays: it lies in the mission folder, and the next run
-    of that attempt, or ``rho mission clean``, meets it again; the usage it held was read."""
-    try:
-        found = os.lstat(attempt, dir_fd=usage)
-        if stat.S_ISDIR(found.st_mode):
-            shutil.rmtree(attempt, dir_fd=usage)
-        else:
-            os.unlink(attempt, dir_fd=usage)
-    except OSError:
-        return
+    """Remove an attempt's folder from the usage folder *usage*, with what a task left in it
+    (a link unlinked, never followed; a tree of any depth). One it cannot remove (a task made
+    a part of it unwritable) stays: it lies in the mission folder, and the next run of that
+    attempt, or ``rho mission clean``, meets it again; the usage it held was read."""
+    with contextlib.suppress(OSError):
+        remove_tree_at(usage, attempt)

@@ -28,6 +28,8 @@ __all__ = [
     "open_private",
     "open_unfollowed",
     "private_folder",
+    "remove_tree",
+    "remove_tree_at",
     "walk_folders",
 ]
 
@@ -128,6 +130,80 @@ def walk_folders(top: int, names: Sequence[str]) -> int:
         os.close(folder)
         raise
     return folder
+
+
+def remove_tree(path: Path) -> None:
+    """Remove *path* and everything below it, as `remove_tree_at` does; *path*'s own folder is
+    trusted (the caller's), *path* itself may be anything a task left.
+
+    Raises:
+        OSError: as `remove_tree_at`.
+    """
+    try:
+        parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return  # nothing there: nothing to remove
+    try:
+        remove_tree_at(parent, path.name)
+    finally:
+        os.close(parent)
+
+
+def remove_tree_at(folder: int, name: str) -> None:
+    """Remove *name* in the folder *folder* and everything below it, by descriptor.
+
+    Unlike ``shutil.rmtree``, it does not recurse: a task can leave a tree thousands of
+    folders deep (rmtree raised RecursionError on 3,000), and every folder is opened
+    ``O_NOFOLLOW`` from its parent's descriptor, so a link (left, or swapped in meanwhile) is
+    unlinked, never followed. A link or a file at *name* is unlinked; nothing missing is fine.
+
+    Raises:
+        OSError: a part could not be removed (a task made it unwritable, a process still adds
+            to it, too many open folders); what was removed stays removed.
+    """
+    try:
+        if not stat.S_ISDIR(os.lstat(name, dir_fd=folder).st_mode):
+            os.unlink(name, dir_fd=folder)
+            return
+    except FileNotFoundError:
+        return
+    stack = [_Level(folder, name)]
+    try:
+        while stack:
+            below = stack[-1].next_folder()
+            if below is None:
+                stack.pop().remove()
+            else:
+                stack.append(_Level(stack[-1].fd, below))
+    finally:
+        for level in stack:
+            os.close(level.fd)
+
+
+class _Level:
+    """One open folder of `remove_tree_at`'s walk: its files unlinked on the first look,
+    its folders then handed out one at a time."""
+
+    def __init__(self, parent: int, name: str) -> None:
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        self.parent, self.name = parent, name
+        self.fd = os.open(name, flags, dir_fd=parent)
+        self.folders: list[str] | None = None
+
+    def next_folder(self) -> str | None:
+        if self.folders is None:
+            self.folders = []
+            with os.scandir(self.fd) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        self.folders.append(entry.name)
+                    else:
+                        os.unlink(entry.name, dir_fd=self.fd)
+        return self.folders.pop() if self.folders else None
+
+    def remove(self) -> None:
+        os.close(self.fd)
+        os.rmdir(self.name, dir_fd=self.parent)
 
 
 def check_own_folder(path: Path, anchor: Path) -> bool:

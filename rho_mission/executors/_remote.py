@@ -10,7 +10,6 @@ Nothing here writes to the coordinator's repository or mission folder.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import tempfile
@@ -28,6 +27,7 @@ from graph import sha256_hex
 
 from .._errors import GitOperationError, MissionError
 from ..containment._environ import child_environ
+from ..containment._folders import remove_tree
 from ..containment._mission_processes import kill_mission_processes, kill_task_processes
 from ..git._repo import GitRepo
 from ..git._worktrees import WorktreePool
@@ -251,10 +251,7 @@ def _read_log(path: Path) -> bytes:
 
 
 def _remove(path: Path) -> None:
-    import shutil
-
-    with contextlib.suppress(FileNotFoundError):
-        shutil.rmtree(path)
+    remove_tree(path)
 
 
 def kill_remote_task(mission_id: str, task_id: str) -> list[int]:

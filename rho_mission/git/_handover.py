@@ -41,13 +41,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..containment import require_pinned
-from ..containment._folders import FileIdentity, file_identity, open_unfollowed
+from ..containment._folders import FileIdentity, file_identity, open_unfollowed, remove_tree
 from ._repo import GitRepo
 
 __all__ = [
@@ -115,11 +113,7 @@ def _names(folder: Path) -> list[str]:
 
 def _remove(path: Path) -> None:
     # A folder is removed with what it holds; a link is removed, never followed.
-    with contextlib.suppress(FileNotFoundError):
-        if stat.S_ISDIR(os.lstat(path).st_mode):
-            shutil.rmtree(path)
-        else:
-            os.unlink(path)
+    remove_tree(path)
 
 
 @dataclass(frozen=True, slots=True)

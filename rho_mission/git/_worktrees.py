@@ -34,7 +34,6 @@ import fcntl
 import os
 import re
 import secrets
-import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -54,6 +53,7 @@ from ..containment._folders import (
     folder_anchor,
     open_unfollowed,
     private_folder,
+    remove_tree,
 )
 from ..containment._pids import pid_alive
 from ._handover import (
@@ -836,10 +836,7 @@ def _remove_unregistered(root: Path, registered: set[Path]) -> list[Path]:
         keep = registered | _LIVE
     leftovers = [child for child in root.iterdir() if child.resolve() not in keep]
     for child in leftovers:
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
+        remove_tree(child)
     return [child.resolve() for child in leftovers]
 
 
@@ -857,7 +854,7 @@ def _remove_worktree(repo: GitRepo, path: Path) -> bool:
     status, _, _ = repo.run_status("worktree", "remove", "--force", "--force", str(path))
     if status != 0 and path.exists():
         repo.run_status("worktree", "unlock", str(path))
-        shutil.rmtree(path)
+        remove_tree(path)
     return status == 0
 
 
@@ -880,11 +877,7 @@ def _remove_tampered(path: Path, pin: PinnedWorktree | None) -> None:
     if pin is not None and pin.git_dir_unchanged():
         with contextlib.suppress(FileNotFoundError):
             os.unlink(pin.git_dir / "locked")
-    if os.path.islink(path) or not os.path.isdir(path):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-    else:
-        shutil.rmtree(path)
+    remove_tree(path)
 
 
 def _in_use(tree: WorktreeInfo) -> bool:

@@ -21,7 +21,6 @@ leases and, when asked, deletes its folder.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -39,7 +38,7 @@ from .._errors import (
     UnsafePathError,
     quote,
 )
-from ..containment._folders import check_own_folder, folder_anchor
+from ..containment._folders import check_own_folder, folder_anchor, remove_tree
 from ..containment._mission_processes import end_mission_processes
 from ..engine._leases import LEASE_KEY, release_tasks
 from ..git._refs import RefHistory, mission_ref_prefix
@@ -141,7 +140,7 @@ def clean_mission(
         report.leases = _release_leases(mission, report.problems)
         report.remote_branches = _delete_remote_branches(repo, mission, report.problems)
         if purge:
-            shutil.rmtree(mission.dir)
+            remove_tree(Path(mission.dir))
             report.folder = Path(mission.dir)
         else:  # under the run lock, like a run: the list says it was cleaned
             mission.cleaned_at = now_rfc3339()
@@ -277,7 +276,7 @@ def _remove_worktrees(repo: GitRepo, plan: _Plan) -> list[Path]:
         repo.run_status("worktree", "unlock", str(path))
         status, _, _ = repo.run_status("worktree", "remove", "--force", "--force", str(path))
         if status != 0 and os.path.lexists(path) and not os.path.islink(path):
-            shutil.rmtree(path)
+            remove_tree(path)
     if plan.worktrees:
         repo.run("worktree", "prune")
     removed = plan.worktrees + drop_pooled(repo, plan.pooled) + _remove_leftovers(plan.folder)
@@ -292,10 +291,7 @@ def _remove_leftovers(folder: Path) -> list[Path]:
         return []
     leftovers = sorted(folder.iterdir())
     for child in leftovers:
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)  # removes links inside, never their targets
-        else:
-            child.unlink()
+        remove_tree(child)  # removes links inside, never their targets
     return leftovers
 
 

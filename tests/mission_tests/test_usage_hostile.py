@@ -7,17 +7,22 @@ Real ``rho`` missions in real repositories, each task a real shell command:
   there and removes nothing there (it reaches its folders from the anchor of ``.rho`` without
   following a link on any component);
 - the task runs its agent (which reports what it spent) and then writes a usage file that
-  says less: the larger figure counts, so a budget still stops, and ``show`` says both were read.
+  says less: the larger figure counts, so a budget still stops, and ``show`` says both were read;
+- the task leaves a tree thousands of folders deep where rho removes (its usage folder):
+  rho's remover walks by descriptor, without recursion.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from rho_mission.containment._folders import remove_tree
 
 from ._cli_helpers import import_tasks, mission_dir, run_rho, spec, tree_files
 
@@ -124,3 +129,41 @@ def test_a_usage_file_can_add_to_what_the_agent_reported(
     # Each figure the larger: the file's cost, the agent's tokens.
     assert feature["usage"]["cost_usd"] == 7.5
     assert (feature["usage"]["input_tokens"], feature["usage"]["output_tokens"]) == (1200, 300)
+
+
+def test_a_tree_thousands_of_folders_deep_in_the_usage_folder_is_removed(
+    project: Path,
+) -> None:
+    deep = (
+        'cd "$(dirname "$RHO_USAGE_FILE")" && python3 -c "'
+        "import os\nfor _ in range(3000): os.mkdir('d'); os.chdir('d')\n"
+        "os.symlink('/', 'root')\"; "
+        'cd "$RHO_WORKTREE" && echo ok > a.txt'
+    )
+    import_tasks(project, [spec("a", deep)])
+    done = run_rho("mission", "--from-tasks", cwd=project)
+    assert done.code == 0, done.stderr  # was: unexpected RecursionError
+    assert list((mission_dir(project) / "usage").iterdir()) == []
+    assert tree_files(project, _mission(project)["integration_branch"])["a.txt"] == "ok\n"
+
+
+def test_remove_tree_follows_no_link_and_needs_no_recursion(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    folder = tmp_path / "tree"
+    folder.mkdir()
+    here = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(4000):  # deeper than PATH_MAX allows a path to name: made by descriptor
+        os.mkdir("d", dir_fd=here)
+        below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=here)
+        os.close(here)
+        here = below
+    os.symlink(outside, "up", dir_fd=here)
+    os.close(here)
+    (folder / "link").symlink_to(outside)
+    (folder / "d" / "file").write_text("x")
+    remove_tree(folder)
+    assert not os.path.lexists(folder)
+    assert (outside / "keep.txt").read_text() == "keep"
+    remove_tree(folder)  # nothing there: nothing to do
