@@ -253,7 +253,7 @@ def test_bad_cost_options_are_one_line_errors_that_change_nothing(
 
 
 def test_rho_agents_lists_every_profile_with_its_command_and_whether_it_is_here(
-    project: Path, agents_path: dict[str, str]
+    project: Path, agents_path: dict[str, str], tmp_path: Path
 ) -> None:
     done = run_rho("agents", "--json", cwd=project, env=agents_path)
     assert done.code == 0, done.stderr
@@ -263,9 +263,13 @@ def test_rho_agents_lists_every_profile_with_its_command_and_whether_it_is_here(
     assert "--output-format json" in rows["claude"]["command"]
     assert rows["claude"]["reports"] == "cost and tokens"
     assert rows["codex"]["reports"] == "tokens"
-    # The stand-in has no --version: its answer is no version, not an error.
-    text = run_rho("agents", cwd=project, env={"PATH": "/usr/bin:/bin"}).stdout
-    assert "claude: not on PATH" in text
+    # A PATH of an empty folder of the test's own: whatever this machine has installed (a real
+    # claude in /usr/bin), none of the agents is found.
+    nothing = tmp_path / "empty-bin"
+    nothing.mkdir()
+    text = run_rho("agents", cwd=project, env={"PATH": str(nothing)}).stdout
+    missing = sorted(line for line in text.splitlines() if line.endswith(": not on PATH"))
+    assert missing == [f"{name}: not on PATH" for name in ("aider", "claude", "codex", "gemini")]
 
 
 def test_a_hard_budget_stops_the_attempts_running_when_it_is_reached(project: Path) -> None:
