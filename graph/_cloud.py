@@ -4,10 +4,11 @@
 
 - no ``tenant_id``: dropped from the envelope's scope, from every fact's scope, and any
   attribute named ``tenant_id`` (in any case) is dropped too;
-- only the attributes rho itself writes for that node's ``entity_type`` or that edge's kind,
-  with values of the shape rho gives them (``_vocabulary``, an allow-list), keep their
-  values; any other ``k`` becomes ``k_sha256`` = SHA-256 hex of its value: a ``description``
-  or ``notes`` added by hand, or a ``status`` holding a sentence, never leaves in clear;
+- on the facts of the kinds rho-mission writes, only the attributes it writes for that
+  node's ``entity_type`` or that edge's kind, with values of the shape it gives them
+  (``_vocabulary``, an allow-list), keep their values; any other ``k`` becomes
+  ``k_sha256`` = SHA-256 hex of its value: a ``description`` or ``notes`` added by hand, or
+  a ``status`` holding a sentence, never leaves in clear;
 - every sensitive attribute ``k`` (`is_sensitive_key`, the privacy rule) becomes
   ``k_sha256`` = SHA-256 hex of its value; ``k_sha256`` already present is an error;
 - a value under a key that claims to be a digest (ending in ``_sha256``, in any case) but is
@@ -40,7 +41,7 @@ from ._errors import GraphLimitError, SensitiveKeyCollisionError, fact_label, qu
 from ._model import Edge, Event, Evidence, GraphDocument, Node, Provenance, Scope, sort_facts
 from ._model import document_data as _document_data
 from ._validate import validate_graph
-from ._vocabulary import RHO_NAMESPACE, allowed_value, entity_type_of
+from ._vocabulary import allowed_value, entity_type_of, is_rho_mission_fact
 
 __all__ = [
     "MAX_ATTRIBUTES",
@@ -142,9 +143,10 @@ def prepare_for_cloud(
     """Validate *doc*, apply the privacy rules and the bounds of Rho Cloud, and compute its id.
 
     The input is never changed; the result does not depend on the order of facts or keys.
-    With *rho_only* (the default), the facts in rho's namespace (ids ``rho/...``) keep only the
-    attributes rho writes; every other fact (a kind another producer of the contract defines,
-    such as a session with its ``MESSAGE_COUNT``) gets the contract's sensitive-name rule, as
+    With *rho_only* (the default), the facts of the kinds rho-mission writes (its missions,
+    features, joins, checks, budget decisions and tasks) keep only the attributes it writes;
+    every other fact (a session with its ``MESSAGE_COUNT``, a tool, any kind another producer
+    of the contract defines, under ``rho/`` or not) gets the contract's sensitive-name rule, as
     ``rho_only=False`` gives every fact.
 
     Raises:
@@ -217,9 +219,9 @@ _Fact = TypeVar("_Fact", Node, Edge)
 def _prepare_fact(fact: _Fact, label: str, rho_only: bool) -> _Fact:
     """A node or an edge as Rho Cloud receives it (*label* names it in errors)."""
     kind = entity_type_of(fact.id, fact.attributes) if label == "node" else fact.kind
-    # rho's allow-list for the facts in rho's namespace; the contract's rule (the sensitive
-    # names alone) for the kinds another producer defines (a session's MESSAGE_COUNT).
-    ours = rho_only and fact.id.startswith(RHO_NAMESPACE)
+    # rho-mission's allow-list for the kinds it writes; the contract's rule (the sensitive
+    # names alone) for every other kind, in rho's namespace or not (a session's MESSAGE_COUNT).
+    ours = rho_only and is_rho_mission_fact(label, fact.id, fact.attributes)
     own = functools.partial(allowed_value, label, kind) if ours else None
     return fact.model_copy(
         update={

@@ -17,10 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-__all__ = ["RHO_NAMESPACE", "allowed_value", "entity_type_of"]
+__all__ = ["RHO_NAMESPACE", "allowed_value", "entity_type_of", "is_rho_mission_fact"]
 
-# The ids rho gives its facts (``rho/mission/...``, ``rho/edge/...``): the allow-list holds
-# there; a fact of another producer's kind is prepared by the contract's rule alone.
+# The namespace of the Rho graph's ids. Not every fact in it is rho-mission's: the Rho graph
+# also holds sessions, tools and other kinds (``rho/session/...``, ``rho/tool/...``) whose
+# attributes the contract's sensitive-name rule prepares; the allow-list holds for the
+# kinds rho-mission writes alone (`is_rho_mission_fact`).
 RHO_NAMESPACE = "rho/"
 
 _COUNT = re.compile(r"[0-9]{1,12}")
@@ -184,6 +186,27 @@ def entity_type_of(fact_id: str, attributes: Mapping[str, str]) -> str:
     if claimed in _NODE_KEYS:
         return claimed
     return next((kind for prefix, kind in _ID_PREFIXES if fact_id.startswith(prefix)), "")
+
+
+# The ids of the edges rho-mission writes (``records/_projection``).
+_EDGE_PREFIXES = (
+    "rho/edge/mission/",
+    "rho/edge/mission-feature/",
+    "rho/edge/mission-wave/",
+    "rho/edge/task/",
+)
+
+
+def is_rho_mission_fact(fact: str, fact_id: str, attributes: Mapping[str, str]) -> bool:
+    """Whether a node or an edge (*fact*) is of a kind rho-mission writes: a node whose id
+    has the prefix of one of them (``rho/mission/``, ``rho/mission-feature/``, ...) or that
+    claims one of their entity types within ``rho/``; an edge whose id has the prefix of
+    rho-mission's edges. A session, a tool or any other kind of the Rho graph is not."""
+    if fact == "edge":
+        return fact_id.startswith(_EDGE_PREFIXES)
+    if any(fact_id.startswith(prefix) for prefix, _ in _ID_PREFIXES):
+        return True
+    return fact_id.startswith(RHO_NAMESPACE) and attributes.get("entity_type") in _NODE_KEYS
 
 
 def allowed_value(fact: str, kind: str, key: str, value: str) -> bool:

@@ -375,3 +375,56 @@ def test_another_producers_kinds_keep_the_contracts_counts_and_flags() -> None:
         **clear,
         **hashed,
     }
+
+
+def _contract_case() -> dict[str, Any]:
+    """The Go original's TestGraphSyncConformsToContract: a session and a tool of the Rho
+    graph, under ``rho/``, and the edge between them."""
+    session = node(
+        "rho/session/s1",
+        entity_type="session",
+        MESSAGE_COUNT="12",
+        sast_source="semgrep",
+        Prompt_Tokens="300",
+        provider="anthropic",
+        model="m-1",
+    )
+    tool = node(
+        "rho/tool/t1", entity_type="tool", tool_name="bash", command="make test", file_path="/x"
+    )
+    used = edge("rho/edge/session/s1/used/t1", "rho/session/s1", "rho/tool/t1", reason="broke")
+    return document(nodes=[session, tool], edges=[used])
+
+
+def test_sessions_and_tools_under_rho_get_the_contracts_rule_not_rho_missions_list() -> None:
+    prepared = prepare_for_cloud(_contract_case()).document
+    attributes = {fact.id: fact.attributes for fact in [*prepared.nodes, *prepared.edges]}
+    assert attributes["rho/session/s1"] == {
+        "MESSAGE_COUNT": "12",
+        "Prompt_Tokens": "300",
+        "entity_type": "session",
+        "model_sha256": sha256_hex("m-1"),
+        "provider_sha256": sha256_hex("anthropic"),
+        "sast_source": "semgrep",
+    }
+    assert attributes["rho/tool/t1"] == {
+        "command_sha256": sha256_hex("make test"),
+        "entity_type": "tool",
+        "file_path_sha256": sha256_hex("/x"),
+        "tool_name": "bash",
+    }
+    assert attributes["rho/edge/session/s1/used/t1"] == {"reason_sha256": sha256_hex("broke")}
+
+
+def test_rho_missions_own_kinds_keep_the_allow_list_whatever_they_claim() -> None:
+    # A mission node that claims to be a session is still rho-mission's: its added note, which
+    # the contract's rule would let through (no sensitive name), is hashed.
+    mission = node("rho/mission/m1", entity_type="session", notes="private")
+    feature = node("rho/custom/f1", entity_type="mission_feature", notes="private")
+    contains = edge("rho/edge/mission/m1/contains/f1", "rho/mission/m1", "rho/custom/f1", note="x")
+    doc = document(nodes=[mission, feature], edges=[contains])
+    prepared = prepare_for_cloud(doc).document
+    attributes = {fact.id: fact.attributes for fact in [*prepared.nodes, *prepared.edges]}
+    assert attributes["rho/mission/m1"]["notes_sha256"] == sha256_hex("private")
+    assert attributes["rho/custom/f1"]["notes_sha256"] == sha256_hex("private")
+    assert attributes["rho/edge/mission/m1/contains/f1"] == {"note_sha256": sha256_hex("x")}

@@ -520,3 +520,53 @@ def test_settings_the_repository_carries_never_get_the_token(
     assert result.stderr.startswith(f"error: refusing to use {path}: ")
     assert httpserver.log == [], "the token went to the repository's endpoint"
     assert OTHER_TOKEN not in result.stdout + result.stderr
+
+
+def test_a_synced_graph_keeps_a_sessions_counts_and_hashes_what_the_contract_names(
+    repo: Path, home: Path, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    # The Go original's TestGraphSyncConformsToContract, through the real command: a graph
+    # holding a session and a tool of the Rho graph (ids under rho/), uploaded.
+    from ._docs import document, edge, node
+
+    session = node(
+        "rho/session/s1",
+        entity_type="session",
+        MESSAGE_COUNT="12",
+        sast_source="semgrep",
+        Prompt_Tokens="300",
+        provider="anthropic",
+        model="m-1",
+        command="make test",
+    )
+    tool = node("rho/tool/t1", entity_type="tool", tool_name="bash", file_path="/home/a/x.py")
+    used = edge("rho/edge/session/s1/used/t1", "rho/session/s1", "rho/tool/t1", reason="broke")
+    folder = tmp_path / "graph-dir"
+    folder.mkdir()
+    (folder / "mission-graph.json").write_text(
+        json.dumps(document(nodes=[session, tool], edges=[used]))
+    )
+    _login(repo, home, httpserver.url_for("/"))
+    _connect(repo, home)
+    httpserver.expect_request(SYNC_PATH, method="POST").respond_with_json(ANSWER)
+
+    result = _rho(repo, home, "cloud", "graph", "sync", "--mission-dir", str(folder))
+
+    assert result.code == 0, result.stderr
+    sent = json.loads(httpserver.log[0][0].get_data())["graph"]
+    attributes = {fact["id"]: fact["attributes"] for fact in sent["nodes"] + sent["edges"]}
+    kept = {"MESSAGE_COUNT": "12", "sast_source": "semgrep", "Prompt_Tokens": "300"}
+    assert kept.items() <= attributes["rho/session/s1"].items()
+    assert attributes["rho/tool/t1"]["tool_name"] == "bash"
+    hashed = {
+        "rho/session/s1": ("provider", "model", "command"),
+        "rho/tool/t1": ("file_path",),
+        "rho/edge/session/s1/used/t1": ("reason",),
+    }
+    for fact_id, keys in hashed.items():
+        for key in keys:
+            assert f"{key}_sha256" in attributes[fact_id]
+            assert key not in attributes[fact_id]
+    body = httpserver.log[0][0].get_data().decode()
+    for secret in ("anthropic", "m-1", "make test", "/home/a/x.py", "broke"):
+        assert secret not in body
