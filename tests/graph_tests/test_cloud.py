@@ -398,7 +398,8 @@ def _contract_case() -> dict[str, Any]:
 
 def test_sessions_and_tools_under_rho_get_the_contracts_rule_not_rho_missions_list() -> None:
     prepared = prepare_for_cloud(_contract_case()).document
-    attributes = {fact.id: fact.attributes for fact in [*prepared.nodes, *prepared.edges]}
+    attributes = {n.id: n.attributes for n in prepared.nodes}
+    attributes.update({e.id: e.attributes for e in prepared.edges})
     assert attributes["rho/session/s1"] == {
         "MESSAGE_COUNT": "12",
         "Prompt_Tokens": "300",
@@ -424,7 +425,8 @@ def test_rho_missions_own_kinds_keep_the_allow_list_whatever_they_claim() -> Non
     contains = edge("rho/edge/mission/m1/contains/f1", "rho/mission/m1", "rho/custom/f1", note="x")
     doc = document(nodes=[mission, feature], edges=[contains])
     prepared = prepare_for_cloud(doc).document
-    attributes = {fact.id: fact.attributes for fact in [*prepared.nodes, *prepared.edges]}
+    attributes = {n.id: n.attributes for n in prepared.nodes}
+    attributes.update({e.id: e.attributes for e in prepared.edges})
     assert attributes["rho/mission/m1"]["notes_sha256"] == sha256_hex("private")
     assert attributes["rho/custom/f1"]["notes_sha256"] == sha256_hex("private")
     assert attributes["rho/edge/mission/m1/contains/f1"] == {"note_sha256": sha256_hex("x")}
