@@ -11,6 +11,7 @@ from .._errors import quote
 from .._model import GROUP_KEY, Dependency, Task
 from .._triage import read_labels, read_priority
 from ._beads import FROM_BEADS, TO_BEADS, beads_items, parse_beads_text
+from ._finished_cycles import settle_finished_cycles
 from ._github import github_items
 from ._items import Item, TrackerFormatError
 from ._taskmaster import FROM_TASKMASTER, TO_TASKMASTER, taskmaster_items
@@ -32,7 +33,8 @@ class Imported:
 
     tasks: list[Task]
     dropped: list[tuple[str, str]] = field(default_factory=list)
-    # What the reading changed and said so (Task Master subtasks numbered by position).
+    # What the reading changed and said so (Task Master subtasks numbered by position, a
+    # cycle among completed tasks imported as related links).
     warnings: list[str] = field(default_factory=list)
 
 
@@ -57,6 +59,7 @@ def parse_tracker(
         raise TrackerFormatError(f"unknown format {quote(fmt)}; expected {', '.join(FORMATS)}")
     if tag is not None and fmt != "taskmaster":
         raise TrackerFormatError("--tag is Task Master's: the other formats have no tags")
+    warnings += settle_finished_cycles(fmt, items)
     imported = _to_tasks(fmt, items, deleted, drop_missing)
     imported.warnings = warnings
     return imported

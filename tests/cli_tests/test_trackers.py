@@ -394,3 +394,52 @@ def test_what_an_epic_blocks_is_held_while_a_child_of_it_is_held(
     assert ran.code == 0, ran.stdout + ran.stderr
     assert "nothing to run" in ran.stdout
     assert '"bd-after" (blocked by "bd-1" (skipped))' in ran.stdout
+
+
+def _cycle_file(tmp_path: Path, second_status: str) -> Path:
+    # As Task Master's own tasks.json holds it: subtasks 12.1 and 12.4 block each other.
+    subtasks = [
+        {"id": 1, "title": "one", "status": "done", "dependencies": [4]},
+        {"id": 2, "title": "two", "status": "done", "dependencies": [1]},
+        {"id": 4, "title": "four", "status": second_status, "dependencies": [1]},
+    ]
+    tasks = [
+        {"id": 12, "title": "Parent", "status": "done", "subtasks": subtasks},
+        {"id": 13, "title": "Next", "status": "pending", "dependencies": [12]},
+    ]
+    source = tmp_path / "tasks.json"
+    source.write_text(json.dumps({"master": {"tasks": tasks}}), encoding="utf-8")
+    return source
+
+
+def test_a_cycle_among_completed_tasks_is_imported_as_related_links_with_a_warning(
+    rho: RunRho, project: Path, tmp_path: Path
+) -> None:
+    source = _cycle_file(tmp_path, "done")
+    result = rho("task", "import", "--from", "taskmaster", str(source), cwd=project)
+    assert result.code == 0, result.stderr
+    assert result.stderr_lines == [
+        f"warning: taskmaster: {a} is blocked by {b} in a cycle of completed tasks: imported as "
+        "a related link (it decides no schedule)"
+        for a, b in (("12.1", "12.4"), ("12.4", "12.1"))
+    ]
+    tasks = _tasks(rho, project)
+    assert {"targetId": "12.4", "type": "related"} in tasks["12.1"]["dependencies"]
+    assert {"targetId": "12.1", "type": "related"} in tasks["12.4"]["dependencies"]
+    # A link between completed tasks that closes no cycle stays a blocker.
+    assert {"targetId": "12.1", "type": "blocks"} in tasks["12.2"]["dependencies"]
+    assert _ready(rho, project) == ["13"]
+
+
+def test_a_cycle_that_touches_unfinished_work_is_still_refused(
+    rho: RunRho, project: Path, tmp_path: Path
+) -> None:
+    store = project / ".rho" / "tasks.json"
+    before = store.read_bytes() if store.exists() else None
+    source = _cycle_file(tmp_path, "pending")
+    result = rho("task", "import", "--from", "taskmaster", str(source), cwd=project)
+    assert result.code == 2
+    assert result.stderr_lines == [
+        "error: cycle detected in blocking task dependency graph: 12.1 -> 12.4 -> 12.1"
+    ]
+    assert (store.read_bytes() if store.exists() else None) == before
