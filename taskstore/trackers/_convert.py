@@ -60,9 +60,24 @@ def parse_tracker(
     if tag is not None and fmt != "taskmaster":
         raise TrackerFormatError("--tag is Task Master's: the other formats have no tags")
     warnings += settle_finished_cycles(fmt, items)
+    warnings += _childless_groups_are_work(fmt, items)
     imported = _to_tasks(fmt, items, deleted, drop_missing)
     imported.warnings = warnings
     return imported
+
+
+def _childless_groups_are_work(fmt: str, items: list[Item]) -> list[str]:
+    """A parent the file gives no child (a beads epic, nothing under it yet) is work, not a
+    group: a group is done when its children are, so one without children could never be
+    done, nor run. Its own status says when it is done. One warning for each that will run."""
+    parents = {item.parent for item in items if item.parent is not None}
+    warnings = []
+    for item in items:
+        if item.group and item.id not in parents:
+            item.group = False
+            if item.status != "completed":
+                warnings.append(f"{fmt}: {item.id} has no children in the file: imported as work")
+    return warnings
 
 
 def _json(fmt: str, text: str) -> Any:

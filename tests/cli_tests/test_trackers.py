@@ -443,3 +443,33 @@ def test_a_cycle_that_touches_unfinished_work_is_still_refused(
         "error: cycle detected in blocking task dependency graph: 12.1 -> 12.4 -> 12.1"
     ]
     assert (store.read_bytes() if store.exists() else None) == before
+
+
+def test_an_epic_with_no_children_is_work_its_own_status_says_when_it_is_done(
+    rho: RunRho, project: Path, tmp_path: Path
+) -> None:
+    # A group is done when its children are: one with none could never be done nor run.
+    issues = [
+        {"id": "bd-e", "title": "Lonely epic", "status": "open", "issue_type": "epic"},
+        {"id": "bd-c", "title": "Closed epic", "status": "closed", "issue_type": "epic"},
+        {
+            "id": "bd-after",
+            "title": "after",
+            "status": "open",
+            "issue_type": "task",
+            "dependencies": [{"type": "blocks", "depends_on_id": "bd-e"}],
+        },
+    ]
+    source = tmp_path / "issues.json"
+    source.write_text(json.dumps(issues), encoding="utf-8")
+    result = rho("task", "import", "--from", "beads", str(source), cwd=project)
+    assert result.code == 0, result.stderr
+    # Said of the one that will run; the closed one is simply done.
+    assert result.stderr_lines == [
+        "warning: beads: bd-e has no children in the file: imported as work"
+    ]
+    assert _ready(rho, project) == ["bd-e"]
+    ran = rho("mission", "--from-tasks", "--run", "echo done > $RHO_TASK_ID.txt", cwd=project)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    statuses = {i: t["status"] for i, t in _tasks(rho, project).items()}
+    assert statuses == dict.fromkeys(("bd-e", "bd-c", "bd-after"), "completed")
