@@ -23,6 +23,7 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 
@@ -60,13 +61,14 @@ _CHECK_PY = (
 
 @dataclass(frozen=True)
 class Project:
-    """A project's setup, its key file, the command its tests run, and how a task of mission 1
-    poisons what the setup runs."""
+    """A project's setup, its key file, the command its tests run, how a task of mission 1
+    poisons what the setup runs, and the folder the setup leaves (its kept outputs)."""
 
     setup: str
     key: str
     test: str
     poison: str
+    outputs: str
 
 
 def _commit(repo: Path, files: dict[str, str], message: str) -> None:
@@ -76,7 +78,7 @@ def _commit(repo: Path, files: dict[str, str], message: str) -> None:
     run_git(repo, "commit", "--quiet", f"--message={message}")
 
 
-def _npm_project(repo: Path, marks: Path) -> Project:
+def _npm_project(repo: Path) -> Project:
     """package.json (no dependency), its lockfile and an ``.npmrc`` that keeps npm offline."""
     package: dict[str, Any] = {"name": "app", "version": "1.0.0", "private": True}
     package["scripts"] = {"test": _NPM_TEST}
@@ -96,13 +98,11 @@ def _npm_project(repo: Path, marks: Path) -> Project:
     }
     _commit(repo, files, "an npm project")
     package["scripts"]["postinstall"] = _POSTINSTALL
-    evil = marks / "package.json"
-    evil.write_text(json.dumps(package, indent=2) + "\n", encoding="utf-8")
-    poison = f"cp {shlex.quote(str(evil))} package.json"
-    return Project("npm ci", "package-lock.json", "npm test", poison)
+    poison = _writes("package.json", json.dumps(package, indent=2) + "\n")
+    return Project("npm ci", "package-lock.json", "npm test", poison, "node_modules")
 
 
-def _pip_project(repo: Path, marks: Path) -> Project:
+def _pip_project(repo: Path) -> Project:
     """A setup.py project, installed editable into a ``.venv`` of the worktree by pip with no
     index and no build isolation (pip, setuptools and wheel of the test's own environment)."""
     build = '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
@@ -114,8 +114,6 @@ def _pip_project(repo: Path, marks: Path) -> Project:
         "check.py": _CHECK_PY,
     }
     _commit(repo, files, "a Python project")
-    evil = marks / "setup.py"
-    evil.write_text(_EVIL_SETUP_PY, encoding="utf-8")
     site = Path(sysconfig.get_paths()["purelib"])
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     setup = (
@@ -124,8 +122,13 @@ def _pip_project(repo: Path, marks: Path) -> Project:
         ".venv/bin/python -m pip install --quiet --disable-pip-version-check --no-index "
         "--no-build-isolation --no-deps -e ."
     )
-    poison = f"cp {shlex.quote(str(evil))} setup.py"
-    return Project(setup, "pyproject.toml", ".venv/bin/python check.py", poison)
+    poison = _writes("setup.py", _EVIL_SETUP_PY)
+    return Project(setup, "pyproject.toml", ".venv/bin/python check.py", poison, ".venv")
+
+
+def _writes(name: str, text: str) -> str:
+    """A shell command that writes *text* into the file *name*."""
+    return f"printf %s {shlex.quote(text)} > {name}"
 
 
 def _together(marks: Path, me: str, other: str, then: str = "true") -> str:
@@ -151,7 +154,9 @@ def _setups(mission: dict[str, Any]) -> dict[str, tuple[str, str]]:
     return {f["id"]: (f["setup"]["worktree"], f["setup"]["outcome"]) for f in mission["features"]}
 
 
-def _rejected_first_mission(repo: Path, marks: Path, project: Project) -> dict[str, Any]:
+def _rejected_first_mission(
+    repo: Path, marks: Path, project: Project, *args: str
+) -> dict[str, Any]:
     """Mission 1: ``a`` poisons what the setup runs; ``b`` and ``c`` (wave 2) take two
     worktrees, one of them new, set up on the integration head. Then the user rejects it."""
     tasks = [
@@ -160,7 +165,7 @@ def _rejected_first_mission(repo: Path, marks: Path, project: Project) -> dict[s
         spec("c", _together(marks, "c", "b"), "a"),
     ]
     import_tasks(repo, tasks)
-    first = _mission(repo, project)
+    first = _mission(repo, project, *args)
     outcomes = _setups(first)
     assert outcomes["a"][1] == "ran"
     # One worktree of wave 2 is a's (its setup, made on main, held); the other is new.
@@ -173,17 +178,40 @@ def _rejected_first_mission(repo: Path, marks: Path, project: Project) -> dict[s
 def test_an_npm_setup_made_on_tasks_work_never_reaches_a_later_mission(
     project: Path, marks: Path, node_and_npm: tuple[str, str]
 ) -> None:
-    _second_mission_runs_no_planted_code(project, marks, _npm_project(project, marks))
+    _second_mission_runs_no_planted_code(project, marks, _npm_project(project))
 
 
 def test_a_pip_setup_made_on_tasks_work_never_reaches_a_later_mission(
     project: Path, marks: Path
 ) -> None:
-    _second_mission_runs_no_planted_code(project, marks, _pip_project(project, marks))
+    _second_mission_runs_no_planted_code(project, marks, _pip_project(project))
 
 
-def _second_mission_runs_no_planted_code(repo: Path, marks: Path, setup: Project) -> None:
-    first = _rejected_first_mission(repo, marks, setup)
+def test_a_sandboxed_setup_made_on_tasks_work_never_reaches_a_later_mission(
+    project: Path, bwrap: str
+) -> None:
+    # The sandbox keeps the planted code in its worktree, and the worktree is where it does
+    # harm. Its /tmp is private: no marker file; one worker. ``a`` also changes the kept
+    # outputs (as a ``pip install`` of its own would), so wave 2 sets the worktree up again,
+    # on the integration head.
+    setup = _pip_project(project)
+    touched = f"{setup.poison} && touch {setup.outputs}/pyvenv.cfg"
+    import_tasks(project, [spec("a", touched), spec("b", "true", "a")])
+    first = _mission(project, setup, "--sandbox", "--workers", "1")
+    assert _setups(first) == {"a": (ANY, "ran"), "b": (ANY, "ran")}
+    assert run_rho("mission", "clean", first["id"], "--force", cwd=project).code == 0
+    import_tasks(project, [spec("d", setup.test)])
+    second = _mission(project, setup, "--sandbox", "--workers", "1")
+    files = tree_files(project, second["integration_branch"])
+    assert [name for name in files if name.startswith("planted")] == []
+    assert files.get("tested-d.txt") == "real\n"
+    assert _setups(second) == {"d": (_setups(first)["b"][0], "ran")}
+
+
+def _second_mission_runs_no_planted_code(
+    repo: Path, marks: Path, setup: Project, *args: str
+) -> None:
+    first = _rejected_first_mission(repo, marks, setup, *args)
     used = {worktree for worktree, _ in _setups(first).values()}
     # Mission 2 from main: two tasks run the project's tests, each in one of those worktrees.
     tasks = [
@@ -191,7 +219,7 @@ def _second_mission_runs_no_planted_code(repo: Path, marks: Path, setup: Project
         spec("e", _together(marks, "e", "d", setup.test)),
     ]
     import_tasks(repo, tasks)
-    second = _mission(repo, setup)
+    second = _mission(repo, setup, *args)
     outcomes = _setups(second)
     assert {worktree for worktree, _ in outcomes.values()} == used  # both from the pool
     # Its commits hold what the project's own tests wrote, nothing the planted code did.
@@ -204,3 +232,30 @@ def _second_mission_runs_no_planted_code(repo: Path, marks: Path, setup: Project
     # The worktree set up on mission 1's integration head is set up again, on main; the one
     # set up on main (mission 1's start, the user's own) is reused.
     assert sorted(outcome for _, outcome in outcomes.values()) == ["ran", "reused"]
+
+
+@pytest.mark.parametrize("merged", [False, True], ids=["rejected", "merged"])
+def test_a_setup_on_a_mission_s_head_serves_later_missions_once_a_branch_of_yours_holds_it(
+    project: Path, marks: Path, merged: bool
+) -> None:
+    _commit(project, {".gitignore": ".venv/\n", "lock.txt": "deps 1\n"}, "a project")
+    first = _plain_mission(project, marks, "t1", "first")
+    if merged:  # the user takes mission 1's work into main
+        run_git(project, "merge", "--quiet", "--ff-only", first["integration_branch"])
+    # Mission 2 goes on from mission 1's head with another setup: it runs there.
+    second = _plain_mission(project, marks, "t2", "second", "--continue", first["id"])
+    assert _setups(second)["t2"][1] == "ran"
+    # Mission 3, from main with the same setup, finds it made on a tree of tasks' work that
+    # no branch of the user's holds (set up again), or on mission 1's work that main now holds.
+    third = _plain_mission(project, marks, "t3", "second")
+    assert _setups(third)["t3"][1] == ("reused" if merged else "ran")
+    runs = (marks / "setups").read_text(encoding="utf-8").split()
+    assert runs == ["first", "second"] if merged else ["first", "second", "second"]
+
+
+def _plain_mission(repo: Path, marks: Path, task: str, name: str, *args: str) -> dict[str, Any]:
+    """One task, one worker, a setup that notes its *name* in ``marks/setups`` when it runs."""
+    import_tasks(repo, [spec(task, f"test -f .venv/tool && echo {task} > {task}.txt")])
+    setup = f"mkdir -p .venv && printf good > .venv/tool && echo {name} >> {marks}/setups"
+    project = Project(setup, "lock.txt", "", "", ".venv")
+    return _mission(repo, project, "--workers", "1", *args)
