@@ -170,6 +170,10 @@ def _rejected_first_mission(
     assert outcomes["a"][1] == "ran"
     # One worktree of wave 2 is a's (its setup, made on main, held); the other is new.
     assert sorted(outcome for _, outcome in (outcomes["b"], outcomes["c"])) == ["ran", "reused"]
+    listed = run_rho("worktrees", "list", "--json", cwd=repo).json()["worktrees"]
+    assert sorted([tree["setup_mission"] or "" for tree in listed]) == ["", first["id"]]
+    table = run_rho("worktrees", "list", cwd=repo).stdout
+    assert f" (mission {first['id']} only)" in table
     rejected = run_rho("mission", "clean", first["id"], "--force", cwd=repo)
     assert rejected.code == 0, rejected.stderr
     return first
