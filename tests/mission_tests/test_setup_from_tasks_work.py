@@ -7,7 +7,8 @@ wave 2's start (the integration head, holding that task's work) runs it, and it 
 among the setup's outputs (``node_modules/.bin/node``, a ``.pth`` in ``.venv``). The user
 rejects mission 1 (``rho mission clean --force``). Mission 2 from ``main`` gets that worktree
 back from the pool with the same key: it must set it up again, never run the planted code.
-A setup made on mission 1's start commit (``main``, the user's own) is still reused.
+A setup made on mission 1's start commit (``main``, the user's own) is still reused; one made
+on a mission's head serves later missions once a branch of the user's holds that head.
 
 Real ``rho`` processes, real npm (offline: no dependency, ``.npmrc``) and real pip (no index,
 no build isolation) in real repositories. Two tasks of a wave wait for each other (a bounded
@@ -263,3 +264,32 @@ def _plain_mission(repo: Path, marks: Path, task: str, name: str, *args: str) ->
     setup = f"mkdir -p .venv && printf good > .venv/tool && echo {name} >> {marks}/setups"
     project = Project(setup, "lock.txt", "", "", ".venv")
     return _mission(repo, project, "--workers", "1", *args)
+
+
+@pytest.mark.parametrize(
+    ("ref", "users"),
+    [
+        ("refs/heads/topic", True),
+        ("refs/heads/feature/rho-mission/x", True),  # a branch of the user's, whatever its name
+        ("refs/tags/v1", True),
+        ("refs/remotes/origin/topic", True),
+        (None, False),  # on no ref: a commit id, a detached HEAD
+        ("refs/heads/rho-mission/abcd1234/integration", False),
+        ("refs/remotes/origin/rho-mission/abcd1234/a", False),  # pushed by a Dask run
+        ("refs/rho-mission-start/abcd1234", False),
+        ("refs/stash", False),
+    ],
+)
+def test_a_commit_is_the_user_s_own_when_a_branch_tag_or_remote_branch_of_theirs_holds_it(
+    project: Path, ref: str | None, users: bool
+) -> None:
+    from rho_mission.git._repo import GitRepo
+    from rho_mission.setup._trust import users_own
+
+    tree = run_git(project, "rev-parse", "HEAD^{tree}").strip()
+    commit = run_git(project, "commit-tree", tree, "-p", "HEAD", "-m", "work").strip()
+    child = run_git(project, "commit-tree", tree, "-p", commit, "-m", "more").strip()
+    if ref is not None:
+        run_git(project, "update-ref", ref, child)  # it holds the commit (an ancestor)
+    assert users_own(GitRepo.open(project), commit) is users
+    assert users_own(GitRepo.open(project), run_git(project, "rev-parse", "main").strip())
