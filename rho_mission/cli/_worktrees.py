@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..records._places import pool_folder
 from ._errors import CliError
 from ._paths import find_repo_root
+
+if TYPE_CHECKING:
+    from ..setup._listing import PooledWorktree
 
 __all__ = ["list_shared_pool", "prune_shared_pool", "worktrees"]
 
@@ -28,7 +32,8 @@ def worktrees() -> None:
 @worktrees.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def list_(as_json: bool) -> None:
-    """List the pooled worktrees: who holds each, its setup key, its size and its last use.
+    """List the pooled worktrees: who holds each, its setup key (and the one mission it
+    serves, when it ran on that mission's tasks' work), its size and its last use.
 
     Example: rho worktrees list
     """
@@ -62,7 +67,7 @@ def list_shared_pool(as_json: bool) -> None:
         [
             (shown(tree.name), None),
             (shown(tree.holder), None),
-            (tree.setup_key or "-", None),
+            (_setup_of(tree), None),
             (_size(tree.size), None),
             (tree.last_used or "-", None),
         ]
@@ -70,6 +75,15 @@ def list_shared_pool(as_json: bool) -> None:
     ]
     for line in columns(["worktree", "held by", "setup key", "size", "last use"], rows):
         click.echo(line)
+
+
+def _setup_of(tree: PooledWorktree) -> str:
+    """The setup key, and the one mission the setup serves when it ran on tasks' work."""
+    if tree.setup_key is None:
+        return "-"
+    if tree.setup_mission is None:
+        return tree.setup_key
+    return f"{tree.setup_key} (mission {tree.setup_mission} only)"
 
 
 def _size(count: int) -> str:

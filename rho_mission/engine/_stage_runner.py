@@ -100,7 +100,13 @@ class StageRunner:
             return None
         if self._keeper is None:
             copies = read_copies(self.repo, config.copy_paths)
-            self._keeper = WorktreeSetup(self.repo, tuple(config.setup_key), copies)
+            self._keeper = WorktreeSetup(
+                self.repo,
+                tuple(config.setup_key),
+                copies,
+                mission=self.mission.id,
+                base=self.mission.base_commit,
+            )
         return self._keeper
 
     async def release(self, branch: str, worktree: Path) -> None:

@@ -51,7 +51,9 @@ class LocalExecutor:
         repo = GitRepo.open(Path(mission.repo))
         config = mission.config
         copies = read_copies(repo, config.copy_paths)  # checked again: the checkout may change
-        self._setup = WorktreeSetup(repo, tuple(config.setup_key), copies)
+        self._setup = WorktreeSetup(
+            repo, tuple(config.setup_key), copies, mission=mission.id, base=mission.base_commit
+        )
         worktrees = worktrees_folder(repo.root)
         folder = worktrees / mission.id
         repo.exclude(RHO_PATTERN)

@@ -128,12 +128,12 @@ async def prepare_worktree(
     error = await _run_setup(asked, asked.step, worktree, log)
     if error is None:
         try:
-            await anyio.to_thread.run_sync(setup.record, worktree, key)
+            state = await anyio.to_thread.run_sync(setup.record, worktree, key, asked.base_commit)
         except (OSError, MissionError) as exc:
             error = str(exc)
             note_in_log(log, f"setup in {name} failed: {error}")
         else:
-            note_in_log(log, f"setup in {name} passed: its outputs are kept for the next tasks")
+            note_in_log(log, f"setup in {name} passed: {_kept_for(state.mission_only)}")
             asked.note(FeatureSetup(worktree=name, outcome="ran", key=key[:16]))
             return None
     await anyio.to_thread.run_sync(setup.forget, worktree)
@@ -167,6 +167,15 @@ async def _run_setup(asked: SetupFor, step: SetupStep, worktree: Path, log: Path
         note_in_log(log, f"setup in {worktree.name} timed out after {timeout:g}s")
         return f"timed out after {timeout:g}s"
     return None
+
+
+def _kept_for(mission_only: str | None) -> str:
+    if mission_only is None:
+        return "its outputs are kept for the next tasks"
+    return (
+        f"its outputs are kept for the next tasks of mission {mission_only} only (it ran on "
+        "a commit that holds tasks' work)"
+    )
 
 
 def _failure(name: str, error: str, log: Path) -> str:

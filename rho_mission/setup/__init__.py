@@ -6,6 +6,8 @@
 - ``_manifest``: what the setup left (its outputs, the paths git ignores), walked without
   following a link into one digest of every entry's type, mode, size, times and inode;
 - ``_state``: each pooled worktree's last setup, in ``.rho/worktrees/setup/<name>.json``;
+- ``_trust``: whether the commit a setup ran on is the user's own (the setup may serve later
+  missions) or holds tasks' work (it serves its own mission alone);
 - ``_keeper``: ``WorktreeSetup``, what the executor asks before and after each attempt.
 
 Direction: uses ``git``, ``records`` and ``containment``; the executors run the setup itself.

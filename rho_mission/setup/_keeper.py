@@ -5,11 +5,17 @@ Per attempt, the executor asks, in this order:
 1. ``key_for(start, identity)``: the setup key at the feature's start commit (one ``git
    ls-tree`` per start commit and setup, then kept);
 2. ``check(key)``, given to ``WorktreePool.acquire``: for a reused worktree, the outputs its
-   clean spares: those of its last setup when that setup had this key and its manifest is
-   unchanged; otherwise none, and the worktree is cleaned whole (outputs and all);
+   clean spares: those of its last setup when that setup had this key, may serve this mission
+   and its manifest is unchanged; otherwise none, and the worktree is cleaned whole (outputs
+   and all);
 3. ``write_copies``, then ``kept(worktree, key)``: the state that lets the setup be skipped,
    or None: the setup runs, and ``record`` keeps what it left (or ``forget`` after a failure);
 4. ``spared(worktree)``: the paths rho's commit leaves out (kept outputs and copies).
+
+A setup serves later missions only when it ran on the mission's start commit and that commit
+is the user's own (``_trust``); one made on a commit holding tasks' work (a later wave's start,
+a check's merged head, any commit of a mission started from rho's branch) serves its own
+mission alone: another mission that gets the worktree cleans its outputs and sets it up again.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from ._inputs import CopiedFile
 from ._key import setup_key
 from ._manifest import take_manifest
 from ._state import SetupState, drop_state, folder_identity, read_state, write_state
+from ._trust import users_own
 
 if TYPE_CHECKING:
     from ..git._repo import GitRepo
@@ -45,15 +52,24 @@ class WorktreeSetup:
     """The setups of one mission's pooled worktrees (thread-safe).
 
     *copies* are written into every worktree before its setup (``--copy``); *key_paths* go
-    into every key (``--setup-key``).
+    into every key (``--setup-key``). *mission* is the mission's id, *base* its start commit.
     """
 
     def __init__(
-        self, repo: GitRepo, key_paths: tuple[str, ...], copies: tuple[CopiedFile, ...]
+        self,
+        repo: GitRepo,
+        key_paths: tuple[str, ...],
+        copies: tuple[CopiedFile, ...],
+        *,
+        mission: str,
+        base: str,
     ) -> None:
         self.repo = repo
         self.key_paths = key_paths
         self.copies = copies
+        self.mission = mission
+        self.base = base
+        self._base_is_users: bool | None = None  # asked of git once, at the first setup on it
         self._copied = tuple(copy.path for copy in copies)
         self._guard = threading.Lock()
         self._keys: dict[tuple[str, str], str] = {}
@@ -83,9 +99,10 @@ class WorktreeSetup:
             state = self._state_of(worktree)
             if state is None:
                 return (), False
-            if state.key == key and _intact(worktree, state):
+            if self._serves(state, key) and _intact(worktree, state):
                 return state.outputs, False
-            self.forget(worktree)  # a new key, or outputs a task changed: set up again
+            # A new key, another mission's tasks' setup, or outputs a task changed: set up again.
+            self.forget(worktree)
             return (), True
 
         return spare
@@ -93,7 +110,7 @@ class WorktreeSetup:
     def kept(self, worktree: Path, key: str) -> SetupState | None:
         """The state that spares *worktree* its setup for *key* (checked by ``check``), or None."""
         state = self._state_of(worktree)
-        return state if state is not None and state.key == key else None
+        return state if state is not None and self._serves(state, key) else None
 
     def spared(self, worktree: Path) -> tuple[str, ...]:
         """What rho's commit in *worktree* never stages: its kept outputs and the copies."""
@@ -115,12 +132,14 @@ class WorktreeSetup:
             ensure_private_dir(target.parent)  # a missing folder on the way is made 0700
             write_atomic(target, copy.data, copy.mode)
 
-    def record(self, worktree: Path, key: str) -> SetupState:
-        """Keep what the setup just left in *worktree*: the paths git ignores are its outputs.
+    def record(self, worktree: Path, key: str, made_on: str) -> SetupState:
+        """Keep what the setup just left in *worktree*, at commit *made_on*: the paths git
+        ignores are its outputs. Unless *made_on* is the mission's start commit and the user's
+        own, they are kept for this mission alone.
 
         Raises:
             SetupLeftFilesError: it changed a tracked file or left one git does not ignore.
-            GitOperationError: git could not list the worktree.
+            GitOperationError: git could not list the worktree, or walk the history.
             OSError: the state could not be written.
         """
         entries = listed_entries(self.repo, worktree)
@@ -137,6 +156,8 @@ class WorktreeSetup:
         manifest = take_manifest(worktree, outputs)
         state = SetupState(
             key=key,
+            made_on=made_on,
+            mission_only=None if self._users_own(made_on) else self.mission,
             outputs=outputs,
             manifest_sha256=manifest.digest,
             entries=manifest.entries,
@@ -154,6 +175,22 @@ class WorktreeSetup:
         with self._guard:
             self._states[worktree] = None
         drop_state(self.repo.root, worktree)
+
+    def _serves(self, state: SetupState, key: str) -> bool:
+        # Its key, and a tree of the user's own or of this mission's tasks.
+        return state.key == key and state.mission_only in (None, self.mission)
+
+    def _users_own(self, commit: str) -> bool:
+        """Whether a setup made on *commit* may serve later missions (see the module)."""
+        if commit != self.base:
+            return False  # a wave's start after a join, a check's head: tasks' work
+        with self._guard:
+            known = self._base_is_users
+        if known is None:
+            known = users_own(self.repo, commit)
+            with self._guard:
+                self._base_is_users = known
+        return known
 
     def _state_of(self, worktree: Path) -> SetupState | None:
         with self._guard:

@@ -22,11 +22,13 @@ __all__ = ["PooledWorktree", "pool_listing"]
 @dataclass(frozen=True, slots=True)
 class PooledWorktree:
     """One worktree of the pool: its name, who holds it, its setup key (first 16 hex digits;
-    None: no setup kept), its kept outputs, its size on disk (bytes) and its last use."""
+    None: no setup kept), the one mission its setup serves (it ran on that mission's tasks'
+    work; None: any mission), its kept outputs, its size on disk (bytes) and its last use."""
 
     name: str
     holder: str
     setup_key: str | None
+    setup_mission: str | None
     outputs: tuple[str, ...]
     size: int
     last_used: str | None
@@ -49,6 +51,7 @@ def pool_listing(repo: GitRepo) -> list[PooledWorktree]:
                 name=path.name,
                 holder=holder,
                 setup_key=state.key[:16] if state is not None else None,
+                setup_mission=state.mission_only if state is not None else None,
                 outputs=state.outputs if state is not None else (),
                 size=_disk_usage(path),
                 last_used=_last_use(repo, path),

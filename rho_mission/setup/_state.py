@@ -1,10 +1,13 @@
 """Each pooled worktree's last setup: ``<repo>/.rho/worktrees/setup/<worktree name>.json``.
 
 Written (atomically, 0600) when a setup ends well, removed when it is no longer true (a new
-key, a failed setup, kept outputs that changed). A mission reads it for a worktree a mission
-before it gave back to the pool; within a mission the state held in memory is what counts (a
-task, even unsandboxed, cannot rewrite it there). The state names the worktree's folder by
-device and inode too: a folder made again under the same name is not the one set up.
+key, a failed setup, kept outputs that changed, a setup of another mission's). A mission reads
+it for a worktree a mission before it gave back to the pool; within a mission the state held
+in memory is what counts (a task, even unsandboxed, cannot rewrite it there). The state names
+the worktree's folder by device and inode too: a folder made again under the same name is not
+the one set up. It names the commit the setup ran on and, when that commit holds tasks' work
+(``_trust``), the one mission that may reuse it. A state of an older schema is not read: that
+worktree is set up again.
 """
 
 from __future__ import annotations
@@ -31,8 +34,12 @@ class SetupState(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_version: Literal["rho.setup/v1"] = "rho.setup/v1"
+    schema_version: Literal["rho.setup/v2"] = "rho.setup/v2"
     key: str = Field(pattern=r"^[0-9a-f]{64}$")
+    made_on: str = Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")  # the commit it ran on
+    # The mission whose tasks' work that commit holds: only it may reuse the setup. None: the
+    # commit is the user's own, and the setup is kept across missions while its key holds.
+    mission_only: str | None = Field(pattern=r"^[0-9a-f]{8}$")
     outputs: tuple[str, ...]
     manifest_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     entries: int = Field(ge=0)
