@@ -199,6 +199,7 @@ class _WaveRunner:
         self.setup: SetupStep | None = None
         # What the mission spent so far, against its budgets (``_budget``).
         self.budget = BudgetKeeper(mission)
+        self.stage_runner.budget_left_usd = self.budget.left_usd
         self.warnings.extend(budget_warnings(mission.config))
         # The running wave's features (a hard budget stops them), and whether it did.
         self.wave_group: anyio.abc.TaskGroup | None = None

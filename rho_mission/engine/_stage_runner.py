@@ -54,6 +54,9 @@ class StageRunner:
         # The mission's worktree setup (set by the engine), and what keeps the stages' setups.
         self.setup: SetupStep | None = None
         self._keeper: WorktreeSetup | None = None
+        # What is left of the dollar budget when a stage's attempt starts (set by the engine):
+        # a resolver's or a fix's agent is capped as a task's is ($RHO_BUDGET_LEFT_USD).
+        self.budget_left_usd: Callable[[], float | None] = lambda: None
 
     def branch(self, name: str) -> str:
         """The branch of the stage run *name* (``verify-2``, ``resolve``)."""
@@ -138,8 +141,11 @@ class StageRunner:
         place = partial(usage_place, Path(self.mission.dir), name, ask)
         usage_file = await anyio.to_thread.run_sync(place)
         log_start = log_size(context.log_path)
+        left = self.budget_left_usd()
         try:
-            return await self._run(worker, replace(context, usage_file=usage_file))
+            return await self._run(
+                worker, replace(context, usage_file=usage_file, budget_left_usd=left)
+            )
         finally:
             with anyio.CancelScope(shield=True):
                 read = partial(read_attempt_usage, ask, usage_file, context.log_path, log_start)

@@ -217,6 +217,7 @@ async def _call(
             "process", now_rfc3339(), feature_id=PLAN_ID, pgid=pgid
         ),
         plan_file=worktree / PLAN_FILE_NAME,
+        budget_left_usd=mission.budget_left_usd(),
     )
     text = mission.prompt + _PLAN_INSTRUCTIONS.format(worktree=worktree)
     context.prompt_file = write_prompt(context, text)

@@ -460,6 +460,15 @@ class MissionDocument(BaseModel):
             totals.append(sum_usage(self.stage_usage))
         return add_usage(*totals) if totals else None
 
+    def budget_left_usd(self) -> float | None:
+        """What is left of ``--budget-usd`` after what was recorded (None: no dollar budget),
+        never below zero: what an agent's own cap may spend (``$RHO_BUDGET_LEFT_USD``)."""
+        if self.config.budget_usd is None:
+            return None
+        total = self.total_usage()
+        spent = total.cost_usd if total is not None and total.cost_usd is not None else 0.0
+        return max(0.0, round(self.config.budget_usd - spent, 4))
+
     def record_stage_usage(self, record: AttemptUsage) -> None:
         """Keep *record* as the usage of its stage attempt (replacing one read before)."""
         kept = [r for r in self.stage_usage if r.key != record.key]
