@@ -206,8 +206,9 @@ _PROMPT_KEY = "rho.mission.prompt"
     multiple=True,
     type=click.Path(path_type=Path),
     metavar="PATH",
-    help="With --sandbox: show PATH to the tasks read-only although the sandbox hides it "
-    "(a secret of the home folder, a socket, a folder of /run); repeatable.",
+    help="With --sandbox: show PATH (any path) to the tasks read-only although the sandbox "
+    "hides it: a script or tool under /tmp (the sandbox's /tmp is private), a secret of the "
+    "home folder, a socket, a folder of /run; repeatable.",
 )
 @click.option(
     "--sandbox-env",

@@ -21,7 +21,7 @@ from ..containment import require_pinned
 from ..containment._cgroup import end_cgroup, new_cgroup
 from ..containment._environ import child_environ, sandbox_environ
 from ..containment._folders import open_private
-from ..containment._process import note_in_log, run_command
+from ..containment._process import ProcessResult, note_in_log, run_command
 from ..containment._quarantine import Quarantine, admit, discard, open_quarantine
 from ..containment._wrapper import TaskPlace, task_wrapper
 from ..git._repo import GitRepo
@@ -42,6 +42,8 @@ __all__ = [
     "write_prompt",
 ]
 
+# The shell's exit code for a command it did not find.
+_NOT_FOUND = 127
 # Far below Linux's 128 KiB cap on one environment string; subjects are bounded at 500 on entry.
 SUBJECT_ENV_LIMIT = 1000
 # The files a sandboxed command is shown although they lie in the hidden mission folder.
@@ -114,7 +116,7 @@ async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str])
             supervisor=supervisor,
         )
         if not result.ok():
-            raise FeatureFailedError(f"command failed: {result.describe()}")
+            raise FeatureFailedError(_failure(result, config.sandbox))
         if quarantine is not None:
             await anyio.to_thread.run_sync(admit, quarantine, quarantine.store.parent)
     finally:
@@ -123,6 +125,19 @@ async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str])
                 await end_cgroup(cgroup, config.grace_period)
             if quarantine is not None:
                 await anyio.to_thread.run_sync(discard, quarantine)
+
+
+def _failure(result: ProcessResult, sandbox: bool) -> str:
+    """Why a command failed; under the sandbox, a command the shell did not find (127) names
+    the likely cause and the fix: the sandbox's /tmp is private, and a path outside the
+    worktree, the checkout and the system is hidden until shown."""
+    said = f"command failed: {result.describe()}"
+    if sandbox and result.exit_code == _NOT_FOUND and not result.timed_out:
+        said += (
+            " (not found inside the sandbox: its /tmp is private and a path outside the "
+            "worktree, the checkout and the system is hidden; --sandbox-allow PATH shows it)"
+        )
+    return said
 
 
 def usage_variables(ctx: WorkerContext) -> dict[str, str]:

@@ -291,3 +291,26 @@ def test_the_dask_executor_runs_its_tasks_in_the_sandbox_too(project: Path) -> N
     assert user_snapshot(project) == before
     integration = f"rho-mission/{mission_dir(project).name}/integration"
     assert tree_files(project, integration)["ok.txt"] == "ok\n"
+
+
+def test_a_script_under_tmp_is_not_found_in_the_sandbox_until_shown(
+    project: Path, tmp_path: Path
+) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    script = tools / "work.sh"
+    script.write_text("#!/bin/sh\necho done > done.txt\n")
+    script.chmod(0o755)
+    import_tasks(project, [spec("a", q(script))])
+    hidden = run_rho("mission", "--from-tasks", "--sandbox", cwd=project)
+    assert hidden.code == 1
+    [feature] = json.loads((mission_dir(project) / "mission.json").read_text())["features"]
+    assert feature["error"] == (
+        "command failed: exit code 127 (not found inside the sandbox: its /tmp is private and a "
+        "path outside the worktree, the checkout and the system is hidden; --sandbox-allow PATH "
+        "shows it)"
+    )
+    # A new mission on the same store, the folder shown: the task runs and lands.
+    args = ("mission", "--from-tasks", "--sandbox", "--sandbox-allow", str(tools))
+    shown = run_rho(*args, cwd=project)
+    assert shown.code == 0, shown.stdout + shown.stderr
