@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from ._plan import validate_plan as validate_plan
     from ._schedule import Schedule as Schedule
     from ._schedule import compute_schedule as compute_schedule
+    from ._schedule import waves_to_run as waves_to_run
     from ._store import StatusChange as StatusChange
     from ._store import TaskStore as TaskStore
     from ._tasklist import TaskList as TaskList
@@ -131,6 +132,7 @@ _LOCATIONS = {
     "TaskStoreError": "_errors",
     "TaskView": "_fastread",
     "compute_schedule": "_schedule",
+    "waves_to_run": "_schedule",
     "complete_groups": "_groups",
     "leaves_of": "_groups",
     "standing_for": "_groups",

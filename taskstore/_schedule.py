@@ -37,6 +37,7 @@ __all__ = [
     "SchedulableTask",
     "Schedule",
     "compute_schedule",
+    "waves_to_run",
 ]
 
 
@@ -110,6 +111,26 @@ def compute_schedule(tasks: Iterable[T]) -> Schedule[T]:
         waves=[[ids[i] for i in wave] for wave in waves],
         ready=_ready(ordered, graph.dependents),
     )
+
+
+def waves_to_run(tasks: Iterable[T]) -> list[list[str]]:
+    """The waves of the tasks not yet completed, as a mission of them would run them: a
+    completed blocker holds nothing back any more, so work behind it moves up. Each wave
+    sorted by code point, as `compute_schedule`'s.
+
+    Raises:
+        as `compute_schedule` (it validates the whole graph first).
+    """
+    every = list(tasks)
+    compute_schedule(every)  # the whole graph is valid: no cycle among what is left either
+    left = sorted((task for task in every if task.status != "completed"), key=attrgetter("id"))
+    index = {task.id: position for position, task in enumerate(left)}
+    blockers = [sorted({index[b] for b in _blocker_ids(task) if b in index}) for task in left]
+    return [[left[i].id for i in wave] for wave in _layer(_Graph.of(blockers))]
+
+
+def _blocker_ids(task: SchedulableTask) -> list[str]:
+    return [d.target_id.strip() for d in task.dependencies if d.type == "blocks"]
 
 
 class _Graph:

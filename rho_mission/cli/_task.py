@@ -22,7 +22,7 @@ from taskstore import DEPENDENCY_TYPES, PRIORITIES, STATUSES
 from ._errors import CliError
 from ._paths import command_store_path
 from ._quick import list_title, print_json, ready_document, waves_document
-from ._tasktext import changed_line, ready_text, task_detail, task_table, waves_text
+from ._tasktext import changed_line, ready_text, task_detail, task_table, waves_to_run_text
 
 if TYPE_CHECKING:
     from taskstore import Schedule, Task, TaskInUseError, TaskStore
@@ -365,17 +365,20 @@ def ready(sort: str, store_path: Path | None, as_json: bool) -> None:
 @_store_option
 @_json_option
 def waves(store_path: Path | None, as_json: bool) -> None:
-    """Show the topological waves of the blocking graph.
+    """Show the waves still to run: the tasks not completed, in the topological waves a
+    mission would run them (the JSON's "waves" hold every task, "to_run" those).
 
     Example: rho task waves --json
     """
-    from taskstore import read_task_views
+    from taskstore import read_task_views, waves_to_run
 
-    schedule = _schedule(read_task_views(command_store_path(store_path, reading=True)))
+    views = read_task_views(command_store_path(store_path, reading=True))
+    schedule = _schedule(views)
+    to_run = waves_to_run(views)
     if as_json:
-        print_json(waves_document(schedule))
+        print_json(waves_document(schedule, to_run))
         return
-    sys.stdout.write(waves_text(schedule.waves))
+    sys.stdout.write(waves_to_run_text(to_run, len(views)))
 
 
 @task.command("graph")

@@ -155,6 +155,13 @@ def waves_text(waves: list[list[str]]) -> str:
     )
 
 
+def waves_to_run_text(to_run: list[list[str]], tasks: int) -> str:
+    """The waves still to run, and how many completed tasks they leave out."""
+    done = tasks - sum(map(len, to_run))
+    text = waves_text(to_run) if to_run else "nothing to run: every task is completed\n"
+    return text + (f"{done} completed task(s) not shown\n" if done and to_run else "")
+
+
 def changed_line(verb: str, task: JsonTask) -> str:
     """``added task_3: Parse input``: what a write did, on one line."""
     return f"{verb} {shown(task['id'])}: {shown(task['subject'])}\n"

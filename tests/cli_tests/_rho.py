@@ -108,3 +108,5 @@ DIAMOND: list[dict[str, Any]] = [
     task("task_4", "task_3", "task_2"),
 ]
 DIAMOND_WAVES = [["task_1", "task_1.1"], ["task_2", "task_3"], ["task_4"]]
+# What is left to run: task_1 is completed, so what it blocked moves up.
+DIAMOND_TO_RUN = [["task_1.1", "task_2", "task_3"], ["task_4"]]

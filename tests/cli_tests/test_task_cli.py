@@ -9,7 +9,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from ._rho import DIAMOND_WAVES, RunRho, task, write_store
+from ._rho import DIAMOND_TO_RUN, DIAMOND_WAVES, RunRho, task, write_store
 
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
@@ -225,9 +225,9 @@ def test_ready_json_is_the_ready_tasks_and_the_waves(rho: RunRho, diamond: Path)
     }
 
 
-def test_waves_json_is_only_the_waves(rho: RunRho, diamond: Path) -> None:
+def test_waves_json_is_every_tasks_waves_and_those_still_to_run(rho: RunRho, diamond: Path) -> None:
     result = rho("task", "waves", "--json", "--store", str(diamond))
-    assert (result.code, result.json()) == (0, {"waves": DIAMOND_WAVES})
+    assert (result.code, result.json()) == (0, {"waves": DIAMOND_WAVES, "to_run": DIAMOND_TO_RUN})
 
 
 def test_ready_and_waves_print_waves_for_people(
@@ -235,8 +235,13 @@ def test_ready_and_waves_print_waves_for_people(
 ) -> None:
     ready = rho("task", "ready", "--store", str(diamond)).stdout.splitlines()
     waves = rho("task", "waves", "--store", str(diamond)).stdout.splitlines()
+    # The waves still to run: the completed task_1 is not among them.
+    assert waves == [
+        "wave 1: task_1.1 task_2 task_3",
+        "wave 2: task_4",
+        "1 completed task(s) not shown",
+    ]
     wave_lines = ["wave 1: task_1 task_1.1", "wave 2: task_2 task_3", "wave 3: task_4"]
-    assert waves == wave_lines
     assert ready[0].strip() == "3 ready task(s)"
     assert ready[-3:] == wave_lines
     ready_ids = [row[0] for row in plain_table("\n".join(ready))[1:]]

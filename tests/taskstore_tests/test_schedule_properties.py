@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taskstore import ScheduleCycleError, Task, compute_schedule
+from taskstore import ScheduleCycleError, Task, compute_schedule, waves_to_run
 
 from ._graphs import (
     GenTask,
@@ -167,3 +167,17 @@ def test_result_is_identical_under_every_pythonhashseed(tmp_path: Path) -> None:
     assert result[f"{paths[1]}:model"].startswith("cycle detected in blocking task dependency")
     assert result[f"{paths[0]}:model"] == result[f"{paths[0]}:fast"]
     assert result[f"{paths[1]}:model"] == result[f"{paths[1]}:fast"]
+
+
+@CHEAP
+@given(dags(), st.randoms(use_true_random=False))
+def test_waves_to_run_are_graphlibs_layering_of_the_unfinished_tasks(
+    gens: list[GenTask], chance: random.Random
+) -> None:
+    tasks = [
+        task.model_copy(update={"status": chance.choice(["completed", "pending"])})
+        for task in build(gens)
+    ]
+    left = {t.id for t in tasks if t.status != "completed"}
+    graph = {k: {b for b in v if b in left} for k, v in blocking_graph(tasks).items() if k in left}
+    assert waves_to_run(tasks) == graphlib_waves(graph)

@@ -30,15 +30,19 @@ def _store(call: Call) -> Path:
 
 
 def _schedule(call: Call) -> str | None:
-    from taskstore import compute_schedule, read_task_views
+    from taskstore import compute_schedule, read_task_views, waves_to_run
 
-    from .._tasktext import ready_text, waves_text  # a few hundred microseconds
+    from .._tasktext import ready_text, waves_to_run_text  # a few hundred microseconds
     from ._documents import json_text, ready_document, waves_document
 
-    schedule = compute_schedule(read_task_views(_store(call)))
+    views = read_task_views(_store(call))
+    schedule = compute_schedule(views)
     as_json = "--json" in call.flags
     if call.name == "waves":
-        return json_text(waves_document(schedule)) if as_json else waves_text(schedule.waves)
+        to_run = waves_to_run(views)
+        if as_json:
+            return json_text(waves_document(schedule, to_run))
+        return waves_to_run_text(to_run, len(views))
     document = ready_document(schedule)
     return json_text(document) if as_json else ready_text(document["tasks"], schedule.waves)
 

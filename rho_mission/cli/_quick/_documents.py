@@ -19,9 +19,10 @@ def ready_document(schedule: Schedule[Any]) -> dict[str, Any]:
     return {"tasks": [task.summary() for task in schedule.ready], "waves": schedule.waves}
 
 
-def waves_document(schedule: Schedule[Any]) -> dict[str, Any]:
-    """``{"waves": [[...]]}``."""
-    return {"waves": schedule.waves}
+def waves_document(schedule: Schedule[Any], to_run: list[list[str]]) -> dict[str, Any]:
+    """``{"waves": [[...]], "to_run": [[...]]}``: every task's waves, and those of the tasks
+    not completed."""
+    return {"waves": schedule.waves, "to_run": to_run}
 
 
 def json_text(document: Any) -> str:
