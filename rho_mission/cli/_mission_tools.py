@@ -264,14 +264,21 @@ def diff(name: str, task: str | None, stat: bool) -> int:
 @click.option("--finished", is_flag=True, help="Clean every mission that has ended.")
 @click.option("--purge", is_flag=True, help="Delete the mission folder too.")
 @click.option("--force", is_flag=True, help="Delete an integration branch that is not merged.")
-def clean(name: str | None, finished: bool, purge: bool, force: bool) -> int:
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="List each branch, worktree and process, not only the sums.",
+)
+def clean(name: str | None, finished: bool, purge: bool, force: bool, verbose: bool) -> int:
     """Delete a mission's branches and worktrees, and end its leftover processes.
 
     A running mission is refused; so is one whose integration branch holds work no other
     branch has (merge it first, or pass --force). --purge deletes its folder too. --finished
     cleans every completed, failed, partial or cancelled mission, skipping (with a line each)
     those it must refuse, and then removes the repository's pooled worktrees that no running
-    mission holds (as 'rho worktrees prune' does).
+    mission holds (as 'rho worktrees prune' does). Each mission gets one line saying what was
+    removed; --verbose lists each branch, worktree and process first.
 
     MISSION is a folder, a mission id, a unique prefix of one, or 'latest'.
 
@@ -282,12 +289,12 @@ def clean(name: str | None, finished: bool, purge: bool, force: bool) -> int:
     if (name is None) == (not finished):
         raise click.UsageError("name one MISSION, or pass --finished (not both)")
     if name is not None:
-        _print_clean(clean_mission(load_mission(name), force=force, purge=purge))
+        _print_clean(clean_mission(load_mission(name), force=force, purge=purge), verbose)
         return 0
-    return _clean_finished(force=force, purge=purge)
+    return _clean_finished(force=force, purge=purge, verbose=verbose)
 
 
-def _clean_finished(*, force: bool, purge: bool) -> int:
+def _clean_finished(*, force: bool, purge: bool, verbose: bool) -> int:
     from ..mission._cleanup import (
         CleanRefusedError,
         MissionRunningError,
@@ -304,14 +311,22 @@ def _clean_finished(*, force: bool, purge: bool) -> int:
         except (CleanRefusedError, MissionRunningError) as exc:
             click.echo(f"skipped mission {target.id}: {exc}")
             continue
-        _print_clean(report)
+        _print_clean(report, verbose)
     from ._worktrees import prune_shared_pool
 
     prune_shared_pool()
     return 0
 
 
-def _print_clean(report: CleanReport) -> None:
+def _print_clean(report: CleanReport, verbose: bool) -> None:
+    if verbose:
+        _print_clean_items(report)
+    for problem in report.problems:
+        click.echo(f"warning: {problem}", err=True)
+    click.echo(_clean_summary(report))
+
+
+def _print_clean_items(report: CleanReport) -> None:
     for pid in report.processes:
         click.echo(f"ended process {pid}")
     for path in report.worktrees:
@@ -324,11 +339,25 @@ def _print_clean(report: CleanReport) -> None:
         click.echo(f"released the mission's task leases in {report.leases}")
     if report.folder is not None:
         click.echo(f"removed folder {report.folder}")
-    for problem in report.problems:
-        click.echo(f"warning: {problem}", err=True)
+
+
+def _clean_summary(report: CleanReport) -> str:
+    """``cleaned mission ID: 12 branch(es) deleted, ...``: what one clean removed, one line."""
+    parts = [
+        f"{count} {what}"
+        for count, what in (
+            (len(report.branches), "branch(es) deleted"),
+            (len(report.remote_branches), "branch(es) deleted on the remote of its Dask run"),
+            (len(report.worktrees), "worktree(s) removed"),
+            (len(report.processes), "leftover process(es) ended"),
+        )
+        if count
+    ]
+    if report.leases is not None:
+        parts.append("its task leases released")
+    if report.folder is not None:
+        parts.append(f"its folder {report.folder} removed")
     removed = report.processes or report.worktrees or report.branches or report.folder
-    click.echo(
-        f"cleaned mission {report.mission_id}"
-        if removed
-        else f"mission {report.mission_id}: nothing to clean"
-    )
+    if not removed:
+        return f"mission {report.mission_id}: nothing to clean"
+    return f"cleaned mission {report.mission_id}: {', '.join(parts)}"

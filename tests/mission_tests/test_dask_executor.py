@@ -319,7 +319,7 @@ def test_clean_deletes_the_branches_a_cluster_run_pushed_to_its_remote(
         return out.stdout.split()
 
     assert on_remote() == [f"rho-mission/{mission}/integration", f"rho-mission/{mission}/one"]
-    cleaned = run_rho("mission", "clean", "latest", "--force", cwd=repo)
+    cleaned = run_rho("mission", "clean", "latest", "--force", "--verbose", cwd=repo)
 
     assert cleaned.code == 0, cleaned.stderr
     assert on_remote() == []

@@ -72,14 +72,14 @@ def test_clean_refuses_unmerged_work_then_cleans_once_it_is_merged(project: Path
     assert _mission_branches(project, ident) == kept
     assert run_rho("mission", "merge", ident, cwd=project).code == 0
 
-    cleaned = run_rho("mission", "clean", ident, cwd=project)
+    cleaned = run_rho("mission", "clean", ident, "--verbose", cwd=project)
 
     assert (cleaned.code, cleaned.stderr) == (0, "")
     task, integration = f"rho-mission/{ident}/task_1", f"rho-mission/{ident}/integration"
     assert cleaned.stdout_lines == [
         f"deleted branch {task} (was {kept[task][:12]})",
         f"deleted branch {integration} (was {kept[integration][:12]})",
-        f"cleaned mission {ident}",
+        f"cleaned mission {ident}: 2 branch(es) deleted",
     ]
     assert branches(project) == {"main"}
     assert (project / ".rho" / "missions" / ident / "mission.json").is_file()  # no --purge
@@ -141,7 +141,10 @@ def test_clean_force_deletes_unmerged_work_and_purge_the_folder(project: Path) -
     result = run_rho("mission", "clean", ident, "--force", "--purge", cwd=project)
 
     assert result.code == 0, result.stderr
-    assert result.stdout_lines[-2:] == [f"removed folder {folder}", f"cleaned mission {ident}"]
+    # One line, whatever it removed (--verbose lists each).
+    assert result.stdout_lines == [
+        f"cleaned mission {ident}: 2 branch(es) deleted, its folder {folder} removed"
+    ]
     assert branches(project) == {"main"}
     assert not folder.exists()
     assert run_rho("mission", "list", "--json", cwd=project).json() == {"missions": []}
@@ -151,7 +154,7 @@ def test_clean_removes_kept_worktrees(project: Path) -> None:
     ident = _mission(project, "--keep-worktrees")
     (kept,) = worktree_paths(project)[1:]
 
-    result = run_rho("mission", "clean", ident, "--force", cwd=project)
+    result = run_rho("mission", "clean", ident, "--force", "-v", cwd=project)
 
     assert result.code == 0, result.stderr
     assert f"removed worktree {kept}" in result.stdout_lines
@@ -177,7 +180,7 @@ def test_clean_of_a_crashed_mission_ends_its_processes_worktrees_and_leases(
     assert store_tasks(project)["task_1"]["metadata"]["rho.lease"] == ident
 
     # Nothing of the crashed run is in the integration branch: it still sits at the base.
-    result = run_rho("mission", "clean", ident, cwd=project)
+    result = run_rho("mission", "clean", ident, "--verbose", cwd=project)
 
     assert result.code == 0, result.stderr
     assert f"ended process {orphan}" in result.stdout_lines
@@ -201,7 +204,7 @@ def test_clean_finished_cleans_the_merged_and_skips_the_unmerged(project: Path) 
 
     assert result.code == 0, result.stderr
     assert f"skipped mission {second}: {_unmerged_line(second)}" in result.stdout_lines
-    assert f"cleaned mission {first}" in result.stdout_lines
+    assert f"cleaned mission {first}: 2 branch(es) deleted" in result.stdout_lines
     assert _mission_branches(project, first) == {}
     assert set(_mission_branches(project, second)) == {
         f"rho-mission/{second}/integration",
