@@ -568,8 +568,12 @@ def _execute(
 ) -> int:
     import anyio
 
+    from ..engine._budget import budget_warnings
     from ._progress import LiveProgress, progress_for
 
+    # Said before the run, where it can still change it (Ctrl-C, name the agent), not after.
+    for problem in budget_warnings(target.config):
+        click.echo(f"warning: {problem}", err=True)
     progress = progress_for(target, as_json)
 
     async def main() -> None:

@@ -54,7 +54,7 @@ from ..records._journal import Journal
 from ..records._missionwords import dollars
 from ..records._persist import note_feature_end, save_mission, save_mission_after
 from ..records._usage import AttemptUsage, UsageTotal, add_usage, sum_usage
-from ._budget import BudgetKeeper, budget_note, budget_warnings
+from ._budget import BudgetKeeper, budget_note
 from ._joins import (
     blocked_downstream,
     conflict_record,
@@ -200,7 +200,6 @@ class _WaveRunner:
         # What the mission spent so far, against its budgets (``_budget``).
         self.budget = BudgetKeeper(mission)
         self.stage_runner.budget_left_usd = self.budget.left_usd
-        self.warnings.extend(budget_warnings(mission.config))
         # The running wave's features (a hard budget stops them), and whether it did.
         self.wave_group: anyio.abc.TaskGroup | None = None
         self.hard_stopped = False

@@ -8,6 +8,7 @@ output shape (no test calls a real model).
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,11 @@ import pytest
 from graph import load_mission_graph, prepare_for_cloud
 
 from ._cli_helpers import (
+    RHO,
     import_tasks,
     journal_events,
     mission_dir,
+    rho_env,
     run_rho,
     spec,
     store_tasks,
@@ -184,9 +187,19 @@ def test_with_a_budget_an_unread_usage_counts_as_unknown_and_the_start_warns(
     project: Path,
 ) -> None:
     import_tasks(project, [spec("a", "echo ok > a.txt")])
-    done = run_rho("mission", "--from-tasks", "--budget-tokens", "1000", cwd=project)
-    assert done.code == 0, done.stderr
-    assert "the budget counts only attempts that write $RHO_USAGE_FILE" in done.stderr
+    args = ("mission", "--from-tasks", "--budget-tokens", "1000")
+    # One stream (stderr into stdout): the warning comes before the run's first line, once.
+    done = subprocess.run(
+        [str(RHO), *args], cwd=project, env=rho_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout
+    lines = done.stdout.splitlines()
+    warned = [n for n, line in enumerate(lines) if "counts only attempts that write" in line]
+    assert warned == [0], lines
+    assert lines[0].startswith(
+        "warning: the budget counts only attempts that write $RHO_USAGE_FILE"
+    )
     [feature] = _mission(project)["features"]
     assert feature["usage"]["unknown"] == 1
     assert feature["usage"]["input_tokens"] is None  # unknown is never zero
