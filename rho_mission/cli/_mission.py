@@ -446,12 +446,22 @@ def _run_from_tasks(store_path: Path | None, options: dict[str, Any]) -> int:
             click.echo(str(exc))
         return 0
     planned.check_runnable()
-    if options["dry_run"]:
-        return _print_plan(planned, as_json)
+    # The warnings a run would print, a dry run too: what it shows is what would happen.
     _warn_if_records_tracked(repo)
     _warn_if_dirty(repo, start)
+    if options["dry_run"]:
+        _warn_of_budget(planned)
+        return _print_plan(planned, as_json)
     _print_held(planned, err=True)  # before the progress display takes the terminal
     return _execute(planned, as_json, executor=executor)
+
+
+def _warn_of_budget(target: Mission) -> None:
+    """Said before the run, where it can still be acted on (Ctrl-C, name the agent)."""
+    from ..engine._budget import budget_warnings
+
+    for problem in budget_warnings(target.config):
+        click.echo(f"warning: {problem}", err=True)
 
 
 def _warn_if_dirty(repo: Path, start: str) -> None:
@@ -518,36 +528,15 @@ def _repo_root() -> Path:
 
 
 def _print_plan(planned: Mission, as_json: bool) -> int:
-    from ._plain import naturally, shown
+    from ._plan_view import plan_text, settings_lines, stage_lines
 
     if as_json:
         sys.stdout.write(planned.model_dump_json(indent=2) + "\n")
         return 0
-    click.echo(f"mission {planned.id} (dry run: nothing runs, nothing is written)")
-    for number, wave in enumerate(planned.waves, start=1):
-        click.echo(f"wave {number}:")
-        for feature_id in naturally(wave):
-            feature = planned.feature(feature_id)
-            click.echo(f"  {feature.id}: {shown(feature.description)}")
-            # What will run, as /bin/sh will get it: the task's own command, else --run.
-            command = feature.command or planned.config.run_command or "(no command)"
-            click.echo(f"    $ {shown(command)}")
+    click.echo("\n".join(plan_text(planned)))
     _print_held(planned)
-    if planned.config.verify_command:
-        click.echo(f"after each wave: {planned.config.verify_command}")
-    if planned.config.fix_command:
-        fixes = planned.config.max_fix_attempts
-        click.echo(f"when it fails: {planned.config.fix_command} (at most {fixes} time(s))")
-    if planned.config.resolve_command:
-        click.echo(f"when a merge conflicts: {planned.config.resolve_command}")
-    if planned.config.replay_conflicts:
-        click.echo(f"conflicted tasks run again: at most {planned.config.replay_conflicts} time(s)")
-    if planned.config.setup_command:
-        keys = ", ".join(planned.config.setup_key) or "the command alone"
-        click.echo(f"each worktree is set up once with: {planned.config.setup_command}")
-        click.echo(f"  again when this changes: {keys}")
-    if planned.config.copy_paths:
-        click.echo(f"copied into every worktree: {', '.join(planned.config.copy_paths)}")
+    for line in (*stage_lines(planned.config), *settings_lines(planned.config)):
+        click.echo(line)
     return 0
 
 
@@ -568,12 +557,9 @@ def _execute(
 ) -> int:
     import anyio
 
-    from ..engine._budget import budget_warnings
     from ._progress import LiveProgress, progress_for
 
-    # Said before the run, where it can still change it (Ctrl-C, name the agent), not after.
-    for problem in budget_warnings(target.config):
-        click.echo(f"warning: {problem}", err=True)
+    _warn_of_budget(target)
     progress = progress_for(target, as_json)
 
     async def main() -> None:

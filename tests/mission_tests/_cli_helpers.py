@@ -26,6 +26,7 @@ __all__ = [
     "Result",
     "RhoRuns",
     "branches",
+    "dry_run_waves",
     "exclude_rho",
     "group_alive",
     "import_tasks",
@@ -135,6 +136,14 @@ class RhoRuns:
                 process.wait(timeout=WAIT)
                 killed = True
         return killed
+
+
+def dry_run_waves(text: str) -> list[str]:
+    """The waves part of ``rho mission --dry-run``'s text: the lines after its title, up to
+    the first of the held tasks, the stages or the settings."""
+    lines = text.splitlines()[1:]
+    end = next((n for n, line in enumerate(lines) if not line.startswith(("wave ", "  "))), None)
+    return lines[:end]
 
 
 def wait_until(check: Callable[[], bool], what: str, timeout: float = WAIT) -> None:

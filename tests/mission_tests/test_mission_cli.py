@@ -25,6 +25,7 @@ from taskstore import TaskStore
 from ._cli_helpers import (
     Result,
     branches,
+    dry_run_waves,
     group_alive,
     import_tasks,
     journal_events,
@@ -254,7 +255,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(project: Path) -> None:
         plain.stdout_lines[0],
     )
     assert header is not None
-    assert (plain.code, plain.stderr, plain.stdout_lines[1:]) == (
+    assert (plain.code, plain.stderr, dry_run_waves(plain.stdout)) == (
         0,
         "",
         # Each task's command under it, as /bin/sh gets it (issue 38: a planned "rm -rf ~"
@@ -268,6 +269,13 @@ def test_dry_run_prints_the_plan_and_writes_nothing(project: Path) -> None:
             "    $ touch y",
         ],
     )
+    # Then every setting the run would use.
+    assert plain.stdout_lines[7:] == [
+        "workers: 4; retries: 0; keep going after a failure: no",
+        "time limits: no limit a task, no limit the mission; grace 5s",
+        "budget: none",
+        "sandbox: no",
+    ]
     plan = as_json.json()
     assert (as_json.code, plan["status"], plan["waves"]) == (
         0,
@@ -535,3 +543,19 @@ def test_a_dirty_checkout_is_one_warning_line_at_start(project: Path) -> None:
     clean = run_rho("mission", "--from-tasks", cwd=project)
     assert clean.code == 0, clean.stderr
     assert not [line for line in clean.stderr_lines if line.startswith("warning:")]
+
+
+def test_a_dry_run_says_what_a_run_would_warn_of_and_every_setting(project: Path) -> None:
+    import_tasks(project, [spec("task_1", "touch x")])
+    (project / "file0000.txt").write_text("changed, not committed\n")
+    args = ("--retries", "2", "--task-timeout", "10m", "--budget-usd", "3", "--sandbox")
+    dry = run_rho("mission", "--from-tasks", "--dry-run", *args, "--keep-going", cwd=project)
+    assert dry.code == 0, dry.stderr
+    assert dry.stderr_lines[0].startswith("warning: 1 file(s) of your checkout hold changes")
+    assert dry.stderr_lines[1].startswith("warning: the budget counts only attempts that write")
+    assert dry.stdout_lines[4:] == [
+        "workers: 4; retries: 2; keep going after a failure: yes",
+        "time limits: 600s a task, no limit the mission; grace 5s",
+        "budget: $3",
+        "sandbox: yes; network kept",
+    ]
