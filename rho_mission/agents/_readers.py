@@ -168,11 +168,14 @@ def read_gemini(text: str) -> Reading | None:
     return None
 
 
-_AIDER_TOKENS = re.compile(r"^Tokens: (?P<parts>[^\n]*?received)\.(?P<cost>[^\n]*)$", re.M)
-# A number is digits with at most one point, never part of a longer run ("1.2.3k" is none).
-_AIDER_NUMBER = r"(?<![\d.])\d+(?:\.\d+)?(?![\d.])"
+# A line is aider's only in its exact shape: a number like "1.2.3k" makes it none.
+_AIDER_NUMBER = r"\d+(?:\.\d+)?"
 _AIDER_PART = re.compile(
     rf"(?P<number>{_AIDER_NUMBER})(?P<unit>[kKmM]?) (?P<what>sent|cache write|cache hit|received)"
+)
+_AIDER_PARTS = rf"(?:{_AIDER_NUMBER}[kKmM]? (?:sent|cache write|cache hit), )*"
+_AIDER_TOKENS = re.compile(
+    rf"^Tokens: (?P<parts>{_AIDER_PARTS}{_AIDER_NUMBER}[kKmM]? received)\.(?P<cost>[^\n]*)$", re.M
 )
 _AIDER_SESSION = re.compile(rf"\$(?P<dollars>{_AIDER_NUMBER}) session")
 _UNITS = {"": 1, "k": 1000, "m": 1_000_000}

@@ -55,7 +55,7 @@ class _Dollars(click.FloatRange):
         """*value* as a float in the range, or the usage error that says why not."""
         number = super().convert(value, param, ctx)
         if math.isnan(number):
-            self.fail(f"{value} is not a number in the range 0<x<={MAX_COST_USD}", param, ctx)
+            self.fail(f"{value} is not a number in the range 0<x<={MAX_COST_USD}.", param, ctx)
         return number
 
 

@@ -12,8 +12,9 @@ Every figure has bounds (``records._usagelimits``), held by the models themselve
 every way in (a usage file, an agent's output, a mission.json or a journal written before the
 bounds, or edited by hand) meets them: an attempt's figure outside them (``Infinity``,
 ``1e308`` dollars, a count of 400 digits) makes that attempt's usage unknown with the reason,
-and a sum's reads as not known (None). So no sum overflows, and no view meets a number it
-cannot print. The usage file's own model refuses such a figure (the reason names it).
+and a sum's reads as not known (None), one of its attempts at least unknown. So no sum
+overflows, and no view meets a number it cannot print. The usage file's own model refuses
+such a figure (the reason names it).
 """
 
 from __future__ import annotations
@@ -161,12 +162,14 @@ class UsageTotal(BaseModel):
     @classmethod
     def _not_known_out_of_bounds(cls, data: Any) -> Any:
         # No sum of bounded records leaves its bounds: a mission.json written before the
-        # bounds, or edited by hand, holds this one; its figure is not known.
-        wrong = figures_out_of_bounds(data, total=True)
+        # bounds, or edited by hand, holds this one. Its figure is not known, and at least
+        # one of the attempts it sums is unknown: the one that reported it.
+        wrong = [name for name in figures_out_of_bounds(data, total=True) if name in FIGURES]
         if not wrong:
-            return data
-        # attempts and unknown are no figures: out of bounds, they fail the document.
-        return {**data, **dict.fromkeys(name for name in wrong if name in FIGURES)}
+            return data  # (attempts or unknown out of bounds: the validation refuses them)
+        unknown = data.get("unknown")
+        at_least = max(unknown, 1) if isinstance(unknown, int) else unknown
+        return {**data, **dict.fromkeys(wrong), "unknown": at_least}
 
     @property
     def tokens(self) -> int | None:
