@@ -31,6 +31,7 @@ __all__ = [
     "MAX_TOTAL_COST_USD",
     "MAX_TOTAL_TOKENS",
     "bounds_words",
+    "budgets_within",
     "figures_out_of_bounds",
     "figures_within",
 ]
@@ -74,6 +75,16 @@ def figures_out_of_bounds(usage: object, *, total: bool) -> list[str]:
         for name, (whole, below) in bounds.items()
         if usage.get(name) is not None and not _within(usage[name], whole, below)
     ]
+
+
+def budgets_within(config: Mapping[str, object]) -> bool:
+    """Whether the budgets of a ``MissionConfig`` as mission.json holds it (absent or null:
+    none) are what its model takes: dollars above 0 up to ``MAX_COST_USD``, tokens a whole
+    number from 1 up to ``MAX_TOKENS``."""
+    usd, tokens = config.get("budget_usd"), config.get("budget_tokens")
+    usd_ok = usd is None or (_within(usd, False, MAX_COST_USD) or usd == MAX_COST_USD)
+    tokens_ok = tokens is None or (_within(tokens, True, MAX_TOKENS) or tokens == MAX_TOKENS)
+    return usd_ok and tokens_ok and usd != 0 and tokens != 0
 
 
 def bounds_words(name: str) -> str:

@@ -331,3 +331,34 @@ def test_a_budget_nothing_could_reach_is_refused_at_resume(project: Path, tmp_pa
 def test_the_library_config_refuses_the_same_budgets(fields: dict[str, float]) -> None:
     with pytest.raises(ValidationError):
         MissionConfig(**fields)
+
+
+def test_a_mission_json_with_times_edited_by_hand_is_shown_never_a_crash(project: Path) -> None:
+    import_tasks(project, [spec("a", "true")])
+    assert run_rho("mission", "--from-tasks", "--verify", "true", cwd=project).code == 0
+    path = mission_dir(project) / "mission.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["features"][0]["completed_at"] = "yesterday"
+    document["wave_joins"][0]["verification"]["duration_ms"] = int(_DIGITS)
+    path.write_text(json.dumps(document), encoding="utf-8")
+    shown = run_rho("mission", "show", "latest", cwd=project)
+    assert (shown.code, shown.stderr) == (0, "")
+    assert "a: completed, 1 attempt(s), ?" in shown.stdout_lines
+    assert "  verification: passed, 1 check(s), ?" in shown.stdout_lines
+
+
+def test_a_budget_no_option_takes_in_a_mission_json_is_one_error_line(project: Path) -> None:
+    import_tasks(project, [spec("a", "true")])
+    assert run_rho("mission", "--from-tasks", "--budget-usd", "5", cwd=project).code == 0
+    folder = mission_dir(project)
+    path = folder / "mission.json"
+    # What --budget-usd 1e300 wrote before the bounds (or a hand's edit): never reached.
+    path.write_text(path.read_text().replace('"budget_usd": 5.0', '"budget_usd": 1e300'))
+    shown = run_rho("mission", "show", str(folder), cwd=project)
+    assert (shown.code, shown.stdout) == (2, "")
+    assert shown.stderr_lines == [
+        f"error: invalid {path}: config.budget_usd: input should be less than or equal to "
+        "1000000000"
+    ]
+    listed = run_rho("mission", "list", cwd=project)
+    assert (listed.code, listed.stdout_lines[0], listed.stderr) == (0, "0 mission(s)", "")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ...records._places import missions_folder
-from ...records._usagelimits import figures_within
+from ...records._usagelimits import budgets_within, figures_within
 from .._paths import find_repo_root
 from ._argv import Call
 
@@ -147,7 +147,10 @@ def _readable(data: Any) -> bool:
 
 
 def _figures_within(data: dict[str, Any]) -> bool:
-    """Whether every figure of usage the views read is within its bounds."""
+    """Whether every figure of usage the views read, and the budgets, are within bounds."""
+    config = data.get("config")
+    if type(config) is dict and not budgets_within(config):
+        return False
     totals = [data.get("usage"), *(part.get("usage") for part in data["features"])]
     totals += [join.get("usage") for join in data["wave_joins"]]
     records = [*_listed(data.get("stage_usage"))]
