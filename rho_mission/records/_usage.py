@@ -9,8 +9,8 @@ known", 0 is "known to be nothing". Token counts follow one meaning whatever the
 served from a prompt cache, ``output_tokens`` all it wrote (its reasoning included).
 
 Every figure has bounds (``records._usagelimits``), held by the models themselves, so that
-every way in (a usage file, an agent's output, a mission.json or a journal written before the
-bounds, or edited by hand) meets them: an attempt's figure outside them (``Infinity``,
+every way in (a usage file, an agent's output, a record written before the bounds or edited
+by hand) meets them: an attempt's figure outside them (``Infinity``,
 ``1e308`` dollars, a count of 400 digits) makes that attempt's usage unknown with the reason,
 and a sum's reads as not known (None), one of its attempts at least unknown. So no sum
 overflows, and no view meets a number it cannot print. The usage file's own model refuses
