@@ -15,15 +15,22 @@ knows. The shapes are the agents' documented ones (examples/agents/README.md):
   model, ``tokens`` (``prompt``, ``candidates``, ``cached``, ``thoughts``); no cost;
 - aider: a line per message, ``Tokens: 2.1k sent, 1.2k cache hit, 150 received. Cost: $0.01
   message, $0.02 session.`` (the cost part only when the model has a price).
+
+The output is a task's writing: a reader never raises on it. A figure of the wrong type is
+one the agent did not say; a number out of bounds (``Infinity``, a count of 400 digits) is
+passed on as it is, for the record to refuse it with the reason (``records._usage``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeAlias
+
+from ..records._usagelimits import MAX_TOKENS
 
 __all__ = ["READERS", "TAIL_BYTES", "Reader", "Reading"]
 
@@ -59,7 +66,7 @@ def _objects_from_end(text: str) -> Iterator[dict[str, Any]]:
             return
         try:
             found, _ = decoder.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: '[' nested past the parser
             found = None
         if isinstance(found, dict):
             yield found
@@ -67,16 +74,21 @@ def _objects_from_end(text: str) -> Iterator[dict[str, Any]]:
 
 
 def _count(value: object) -> int | None:
-    # A count is a non-negative integer; JSON's true is not one.
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    # A count is an integer (its bounds are the record's to check); JSON's true is not one.
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
     return None
 
 
 def _dollars(value: object) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    return None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int of hundreds of digits: as far out of bounds as inf
+        return math.inf
+    # nan too (no comparison holds, so no "larger of the two" would keep it): out of bounds.
+    return math.inf if math.isnan(number) else number
 
 
 def _sum(*values: int | None) -> int | None:
@@ -156,11 +168,16 @@ def read_gemini(text: str) -> Reading | None:
     return None
 
 
-_AIDER_TOKENS = re.compile(r"^Tokens: (?P<parts>[^\n]*?received)\.(?P<cost>[^\n]*)$", re.M)
+# A line is aider's only in its exact shape: a number like "1.2.3k" makes it none.
+_AIDER_NUMBER = r"\d+(?:\.\d+)?"
 _AIDER_PART = re.compile(
-    r"(?P<number>[\d.]+)(?P<unit>[kKmM]?) (?P<what>sent|cache write|cache hit|received)"
+    rf"(?P<number>{_AIDER_NUMBER})(?P<unit>[kKmM]?) (?P<what>sent|cache write|cache hit|received)"
 )
-_AIDER_SESSION = re.compile(r"\$(?P<dollars>[\d.]+) session")
+_AIDER_PARTS = rf"(?:{_AIDER_NUMBER}[kKmM]? (?:sent|cache write|cache hit), )*"
+_AIDER_TOKENS = re.compile(
+    rf"^Tokens: (?P<parts>{_AIDER_PARTS}{_AIDER_NUMBER}[kKmM]? received)\.(?P<cost>[^\n]*)$", re.M
+)
+_AIDER_SESSION = re.compile(rf"\$(?P<dollars>{_AIDER_NUMBER}) session")
 _UNITS = {"": 1, "k": 1000, "m": 1_000_000}
 
 
@@ -173,7 +190,7 @@ def read_aider(text: str) -> Reading | None:
     for line in _AIDER_TOKENS.finditer(text):
         lines += 1
         for part in _AIDER_PART.finditer(line["parts"]):
-            count = round(float(part["number"]) * _UNITS[part["unit"].lower()])
+            count = _aider_count(part["number"], part["unit"])
             if part["what"] == "sent":
                 sent += count
             elif part["what"] == "cache hit":
@@ -189,6 +206,13 @@ def read_aider(text: str) -> Reading | None:
     return Reading(
         input_tokens=sent + hits, output_tokens=received, cached_input_tokens=hits, cost_usd=cost
     )
+
+
+def _aider_count(number: str, unit: str) -> int:
+    """*number* of *unit* (``2.1``, ``k``) as a count; one of hundreds of digits (a float of
+    ``inf``) as ``MAX_TOKENS``, the first count out of bounds, for the record to refuse."""
+    count = float(number) * _UNITS[unit.lower()]
+    return round(count) if count < MAX_TOKENS else MAX_TOKENS
 
 
 READERS: dict[str, Reader] = {

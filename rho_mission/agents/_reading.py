@@ -27,7 +27,14 @@ from taskstore import open_folder
 
 from ..containment._folders import remove_tree_at
 from ..records._document import MissionConfig
-from ..records._usage import USAGE_SCHEMA, AttemptUsage, UsageFile, UsageSource, UsageStage
+from ..records._usage import (
+    USAGE_SCHEMA,
+    AttemptUsage,
+    UsageFile,
+    UsageSource,
+    UsageStage,
+    usage_problem,
+)
 from ._readers import READERS, TAIL_BYTES, Reading
 
 __all__ = [
@@ -210,10 +217,11 @@ def _parse_usage(data: bytes) -> tuple[Reading | None, str | None]:
     """The reading of a usage file's bytes, or None with why they are not one."""
     try:
         written = UsageFile.model_validate(json.loads(data))
-    except (ValueError, ValidationError) as exc:
-        first = str(exc).splitlines()
-        said = first[1].strip() if isinstance(exc, ValidationError) and len(first) > 1 else ""
-        return None, f"$RHO_USAGE_FILE is not a {USAGE_SCHEMA} object{': ' + said if said else ''}"
+    except ValidationError as exc:
+        return None, f"$RHO_USAGE_FILE is not a {USAGE_SCHEMA} object: {usage_problem(exc)}"
+    except (ValueError, RecursionError) as exc:  # RecursionError: '[' nested past the parser
+        why = "nested too deeply" if isinstance(exc, RecursionError) else "not JSON"
+        return None, f"$RHO_USAGE_FILE is not a {USAGE_SCHEMA} object: {why}"
     cost = None if written.cost_usd is None else float(written.cost_usd)
     reading = Reading(
         input_tokens=written.input_tokens,

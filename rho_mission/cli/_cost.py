@@ -4,12 +4,14 @@ and ``--budget-usd``, ``--budget-tokens``, ``--budget-hard`` (``engine._budget``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ..agents import PROFILES
+from ..records._usagelimits import MAX_COST_USD, MAX_TOKENS
 
 if TYPE_CHECKING:
     from ..records._document import MissionConfig
@@ -45,19 +47,31 @@ def agent_options(command: F) -> F:
     return command
 
 
+class _Dollars(click.FloatRange):
+    """A dollar budget: a number above 0 and at most ``MAX_COST_USD``. click's range lets
+    ``nan`` through (it compares false with both ends): a budget nothing ever reaches."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """*value* as a float in the range, or the usage error that says why not."""
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value} is not a number in the range 0<x<={MAX_COST_USD}.", param, ctx)
+        return number
+
+
 def budget_options(command: F) -> F:
     """Add ``--budget-usd``, ``--budget-tokens`` and ``--budget-hard`` to *command*."""
     options = [
         click.option(
             "--budget-usd",
-            type=click.FloatRange(min=0, min_open=True),
+            type=_Dollars(min=0, min_open=True, max=MAX_COST_USD),
             metavar="X",
             help="Start no attempt once the recorded spend reaches X dollars; the mission ends "
             "partial, resumable with a higher budget.",
         ),
         click.option(
             "--budget-tokens",
-            type=click.IntRange(min=1),
+            type=click.IntRange(min=1, max=MAX_TOKENS),
             metavar="N",
             help="The same for N tokens (read and written).",
         ),

@@ -55,8 +55,11 @@ def next_commands(target: MissionDocument) -> list[str]:
 
 
 def _higher_budget(target: MissionDocument) -> str:
-    """Twice the budget that stopped *target*: a value to edit, not a guess at what is left."""
+    """Twice the budget that stopped *target*: a value to edit, not a guess at what is left
+    (at most the largest budget the option takes)."""
+    from ..records._usagelimits import MAX_COST_USD, MAX_TOKENS
+
     config = target.config
     if config.budget_usd is not None:
-        return f"{config.budget_usd * 2:g}"
-    return str((config.budget_tokens or 0) * 2)
+        return f"{min(config.budget_usd * 2, MAX_COST_USD):g}"
+    return str(min((config.budget_tokens or 0) * 2, MAX_TOKENS))

@@ -32,8 +32,18 @@ def _seconds(start: str | None, end: str | None) -> str:
         return ""
     from datetime import datetime  # here: the lane's other views need no datetime
 
-    delta = datetime.fromisoformat(end) - datetime.fromisoformat(start)
+    try:
+        delta = datetime.fromisoformat(end) - datetime.fromisoformat(start)
+    except (TypeError, ValueError):  # a time edited by hand: no duration, never a crash
+        return "?"
     return f"{delta.total_seconds():.1f}s"
+
+
+def _took_ms(milliseconds: object) -> str:
+    # A count of milliseconds as mission.json holds it; one no float holds (edited by hand) is "?".
+    if isinstance(milliseconds, int) and 0 <= milliseconds < 10**15:
+        return f"{milliseconds / 1000:.1f}s"
+    return "?"
 
 
 def _log_line(mission: JsonMission, name: str) -> str:
@@ -328,7 +338,7 @@ def _verification_lines(mission: JsonMission, join: JsonMission) -> list[str]:
     if checked["fix_attempts"]:
         head += f", {checked['fix_attempts']} fix attempt(s)"
     if checked["status"] != "running":
-        head += f", {checked['duration_ms'] / 1000:.1f}s"
+        head += f", {_took_ms(checked['duration_ms'])}"
     head += f": {checked['error']}" if checked["error"] and checked["status"] == "failed" else ""
     lines = [shown(head)]
     if checked["fix_error"]:

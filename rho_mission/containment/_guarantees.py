@@ -104,7 +104,14 @@ def _read(path: Path) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     with os.fdopen(fd, "rb") as handle:
-        data = json.loads(handle.read())
+        raw = handle.read()
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):  # RecursionError: '[' nested past the parser's depth
+        data = None
     if not isinstance(data, dict):
-        raise InvalidMissionError(f"{path} holds no mission guarantees")
+        raise InvalidMissionError(
+            f"{path} holds no mission guarantees (it is not the JSON object rho wrote); "
+            "refusing to run the mission"
+        )
     return data

@@ -8,7 +8,9 @@
 - ``_graphcache``: the mission graph rewritten in time proportional to what changed;
 - ``_journal``: journal.jsonl, append-only, metadata and digests only;
 - ``_logs``: reading task logs and the journal without following a link;
-- ``_clock``: timestamps (RFC 3339, milliseconds, UTC).
+- ``_clock``: timestamps (RFC 3339, milliseconds, UTC);
+- ``_usage``: what an attempt spent, and the sums; ``_usagelimits``: the bounds of a figure
+  of usage (the standard library only, for the CLI's quick lane too).
 
 Direction: imports ``rho_mission._errors``, ``containment`` (its folders and files that never
 follow a link), ``taskstore`` and ``graph``; never git, the executors, the engine or the mission.

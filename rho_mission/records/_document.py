@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._places import mission_ref_prefix
 from ._usage import AttemptUsage, UsageTotal, add_usage, sum_usage
+from ._usagelimits import MAX_COST_USD, MAX_TOKENS
 
 if TYPE_CHECKING:
     from taskstore import Task
@@ -385,9 +386,10 @@ class MissionConfig(BaseModel):
     planner_agent: str | None = None
     resolve_agent: str | None = None
     # Budgets (``engine._budget``): no attempt starts once the recorded spend reaches one;
-    # with ``budget_hard`` running attempts are stopped too.
-    budget_usd: float | None = Field(default=None, gt=0)
-    budget_tokens: int | None = Field(default=None, gt=0)
+    # with ``budget_hard`` running attempts are stopped too. Bounded as what one attempt may
+    # report (``records._usagelimits``): nan or inf would never be reached.
+    budget_usd: float | None = Field(default=None, gt=0, le=MAX_COST_USD, allow_inf_nan=False)
+    budget_tokens: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
     budget_hard: bool = False
     # A worktree ready to work in (``setup``): the command run once per pooled worktree before
     # the first attempt that uses it, again only when its key changes (the command and the

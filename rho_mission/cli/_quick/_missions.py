@@ -5,7 +5,9 @@ what the views read, in the types mission.json has them (``_readable``); a folde
 a file that does not parse, or a missing or mistyped field leaves the command to the full CLI,
 which loads each mission through its model (and skips, or names, the ones it cannot read).
 The fields the views do not read are not checked here: a mission.json edited by hand in those
-may be listed by this lane where the full CLI would leave it out.
+may be listed by this lane where the full CLI would leave it out. A figure of usage out of its
+bounds (``records._usagelimits``) leaves the command to the full CLI too: its model reads
+that figure as unknown, and both lanes print the same.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ...records._places import missions_folder
+from ...records._usagelimits import budgets_within, figures_within
 from .._paths import find_repo_root
 from ._argv import Call
 
@@ -140,7 +143,25 @@ def _readable(data: Any) -> bool:
     joins = data["wave_joins"]
     if not all(_shaped(j, _JOIN) and _shaped(j["verification"], _VERIFICATION) for j in joins):
         return False
-    return all(_shaped(held, _HELD) for held in data["held"])
+    return all(_shaped(held, _HELD) for held in data["held"]) and _figures_within(data)
+
+
+def _figures_within(data: dict[str, Any]) -> bool:
+    """Whether every figure of usage the views read, and the budgets, are within bounds."""
+    config = data.get("config")
+    if type(config) is dict and not budgets_within(config):
+        return False
+    totals = [data.get("usage"), *(part.get("usage") for part in data["features"])]
+    totals += [join.get("usage") for join in data["wave_joins"]]
+    records = [*_listed(data.get("stage_usage"))]
+    records += [r for f in data["features"] for r in _listed(f.get("attempt_usage"))]
+    return all(figures_within(t, total=True) for t in totals) and all(
+        figures_within(r, total=False) for r in records
+    )
+
+
+def _listed(value: object) -> list[object]:
+    return value if type(value) is list else []
 
 
 def _shaped(value: Any, fields: Mapping[str, tuple[type, ...]]) -> bool:
