@@ -552,7 +552,7 @@ def _print_plan(planned: Mission, as_json: bool) -> int:
 
 
 def _print_held(planned: Mission, *, err: bool = False) -> None:
-    from ._plain import natural_key
+    from ._plain import natural_key, shown
 
     if planned.held:
         click.echo(
@@ -560,7 +560,7 @@ def _print_held(planned: Mission, *, err: bool = False) -> None:
             err=err,
         )
         for held in sorted(planned.held, key=lambda h: natural_key(h.id)):
-            click.echo(f"  {held.id}: {held.reason}", err=err)
+            click.echo(f"  {held.id}: {shown(held.reason)}", err=err)
 
 
 def _execute(
@@ -569,6 +569,7 @@ def _execute(
     import anyio
 
     from ..engine._budget import budget_warnings
+    from ._plain import shown
     from ._progress import LiveProgress, progress_for
 
     # Said before the run, where it can still change it (Ctrl-C, name the agent), not after.
@@ -597,7 +598,7 @@ def _execute(
     else:
         _run_event_loop(main)
     for problem in target.warnings:
-        click.echo(f"warning: {problem}", err=True)
+        click.echo(f"warning: {shown(problem)}", err=True)  # it may name a task's file
     return _finish(target, as_json)
 
 
