@@ -94,12 +94,13 @@ def log(name: str, task: str, follow: bool) -> int:
 
 
 def _print_resolve_log(target: Mission, feature_id: str) -> None:
-    from ..engine._resolve import resolve_log
+    from ..records._places import stage_log_found
     from ._logs import print_log
 
-    path = Path(target.dir) / resolve_log(feature_id)
+    features = {feature.id for feature in target.features}
+    path = stage_log_found(target.dir, "resolve", feature_id, features)
     if path.exists():
-        click.echo(f"== the resolve stage of {feature_id}: {path} ==")
+        click.echo(f"== the resolve stage of {feature_id}: {shown(str(path))} ==")
         print_log(path)
 
 
