@@ -43,8 +43,9 @@ TAIL_LINES = 10
 TAIL_BYTES = 64 * 1024
 _LINE_CHARS = 500
 # Terminal escapes and control characters (tab kept) of a task's output: shown, they could
-# repaint or hide the rest of rho's output.
-_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
+# repaint or hide the rest of rho's output. The C1 controls too (U+009B is a CSI of its own to
+# a terminal that takes 8-bit controls).
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # The log names of a join's stages (feature ids never take them: they are reserved).
 _STAGE = re.compile(r"(?:verify|fix)-([1-9][0-9]{0,5})")
 

@@ -181,3 +181,15 @@ def _read_until_closed(master: int) -> list[bytes]:
             break
         chunks.append(chunk)
     return chunks
+
+
+def test_a_failed_tasks_last_lines_hold_no_8_bit_control(project: Path) -> None:
+    # U+009B is a CSI of its own to a terminal that takes 8-bit controls.
+    import_tasks(project, [spec("a", "printf 'out\\302\\2332J\\033[2Jend\\n'; exit 3")])
+
+    ran = run_rho("mission", "--from-tasks", cwd=project)
+
+    assert ran.code == 1, _both(ran)
+    assert "  | out2Jend" in ran.stdout_lines
+    assert "\x9b" not in _both(ran)
+    _assert_inert(_both(ran), "the progress lines")
