@@ -25,7 +25,7 @@ from ..records._logs import (
     read_tail,
     stage_wave,
 )
-from ._plain import terminal_text
+from ._plain import shown, terminal_text
 
 if TYPE_CHECKING:
     from ..mission._mission import Mission
@@ -76,17 +76,18 @@ def failure_lines(mission: MissionDocument, feature_id: str) -> list[str]:
 
 def _log_lines(mission: MissionDocument, feature_id: str) -> list[str]:
     path = log_path(mission, feature_id)
+    where = shown(str(path))
     try:
         tail = read_tail(path, output_only=True)
     except UnsafePathError as exc:
-        return [f"  log: {path} ({exc})"]
+        return [f"  log: {where} ({shown(str(exc))})"]
     except OSError as exc:
-        return [f"  log: {path} (unreadable: {exc.strerror or exc})"]
+        return [f"  log: {where} (unreadable: {shown(str(exc.strerror or exc))})"]
     if tail is None:
         return []
     if not tail:
-        return [f"  log: {path} (the task printed nothing)"]
-    return [f"  log: {path} (last {len(tail)} line(s)):", *(f"  | {row}" for row in tail)]
+        return [f"  log: {where} (the task printed nothing)"]
+    return [f"  log: {where} (last {len(tail)} line(s)):", *(f"  | {row}" for row in tail)]
 
 
 # -- rho mission log --follow -------------------------------------------------------------------

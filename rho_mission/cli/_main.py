@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from ._errors import describe
+from ._plain import shown
 
 __all__ = ["cli", "main"]
 
@@ -119,6 +120,7 @@ def _usage_hint(exc: click.UsageError) -> str | None:
 def _report(exc: BaseException, debug: bool, line: str, hint: str | None) -> None:
     if debug:
         traceback.print_exception(exc, file=sys.stderr)
-    click.echo(line.splitlines()[0] if line else "error", err=True)
+    # One line, nothing obeyed: a message may quote what a task chose (a file's name).
+    click.echo(shown(line.rstrip("\n")) if line else "error", err=True)
     if hint:
         click.echo(f"hint: {hint}", err=True)

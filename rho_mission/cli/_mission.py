@@ -541,7 +541,7 @@ def _print_plan(planned: Mission, as_json: bool) -> int:
 
 
 def _print_held(planned: Mission, *, err: bool = False) -> None:
-    from ._plain import natural_key
+    from ._plain import natural_key, shown
 
     if planned.held:
         click.echo(
@@ -549,7 +549,7 @@ def _print_held(planned: Mission, *, err: bool = False) -> None:
             err=err,
         )
         for held in sorted(planned.held, key=lambda h: natural_key(h.id)):
-            click.echo(f"  {held.id}: {held.reason}", err=err)
+            click.echo(f"  {held.id}: {shown(held.reason)}", err=err)
 
 
 def _execute(
@@ -557,6 +557,7 @@ def _execute(
 ) -> int:
     import anyio
 
+    from ._plain import shown
     from ._progress import LiveProgress, progress_for
 
     _warn_of_budget(target)
@@ -583,7 +584,7 @@ def _execute(
     else:
         _run_event_loop(main)
     for problem in target.warnings:
-        click.echo(f"warning: {problem}", err=True)
+        click.echo(f"warning: {shown(problem)}", err=True)  # it may name a task's file
     return _finish(target, as_json)
 
 

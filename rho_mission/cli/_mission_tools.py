@@ -20,6 +20,7 @@ import click
 from ._errors import CliError
 from ._mission import mission
 from ._mission_names import load_mission, mission_folder, next_commands
+from ._plain import shown
 
 if TYPE_CHECKING:
     from ..mission._cleanup import CleanReport
@@ -82,7 +83,7 @@ def log(name: str, task: str, follow: bool) -> int:
         why = "it has not run yet" if feature.status == "pending" else "its worker wrote none"
         raise CliError(f"task {feature.id} of mission {target.id} has no log: {why}")
     elif printed_nothing(log_path(target, feature.id)):
-        ended = f": {feature.error}" if feature.error else f"; it is {feature.status}"
+        ended = f": {shown(feature.error)}" if feature.error else f"; it is {feature.status}"
         click.echo(f"(task {feature.id} printed nothing{ended})")
     advice = conflict_advice(target, feature.id)
     if advice is not None:
@@ -93,12 +94,13 @@ def log(name: str, task: str, follow: bool) -> int:
 
 
 def _print_resolve_log(target: Mission, feature_id: str) -> None:
-    from ..engine._resolve import resolve_log
+    from ..records._places import stage_log_found
     from ._logs import print_log
 
-    path = Path(target.dir) / resolve_log(feature_id)
+    features = {feature.id for feature in target.features}
+    path = stage_log_found(target.dir, "resolve", feature_id, features)
     if path.exists():
-        click.echo(f"== the resolve stage of {feature_id}: {path} ==")
+        click.echo(f"== the resolve stage of {feature_id}: {shown(str(path))} ==")
         print_log(path)
 
 
@@ -152,7 +154,9 @@ def conflicts(name: str, into: str | None, as_json: bool) -> int:
         return 0
     click.echo(f"mission {target.id}: {len(found)} overlap(s) between {tasks} task(s){against}")
     for overlap in found:
-        click.echo(f"{overlap.one.name} and {overlap.other.name}: {', '.join(overlap.paths)}")
+        # The paths are a task's names for its files: shown, never obeyed by the terminal.
+        pair = f"{overlap.one.name} and {overlap.other.name}: {', '.join(overlap.paths)}"
+        click.echo(shown(pair))
     return 0
 
 
@@ -322,7 +326,7 @@ def _print_clean(report: CleanReport, verbose: bool) -> None:
     if verbose:
         _print_clean_items(report)
     for problem in report.problems:
-        click.echo(f"warning: {problem}", err=True)
+        click.echo(f"warning: {shown(problem)}", err=True)
     click.echo(_clean_summary(report))
 
 

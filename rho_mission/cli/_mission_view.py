@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..records._missionwords import (
@@ -20,6 +21,7 @@ from ..records._missionwords import (
     usage_words,
     what_words,
 )
+from ..records._places import feature_log, stage_log_found
 from ._plain import Cell, columns, natural_key, naturally, painted, shown
 
 __all__ = ["merge_words", "mission_list_text", "mission_rows", "mission_text", "mission_what"]
@@ -46,9 +48,13 @@ def _took_ms(milliseconds: object) -> str:
     return "?"
 
 
-def _log_line(mission: JsonMission, name: str) -> str:
-    path = os.path.join(mission["dir"], "logs", f"{name}.log")
-    return f"  log: {shown(path)}" + ("" if os.path.lexists(path) else " (none written)")
+def _log_line(path: Path) -> str:
+    return f"  log: {shown(str(path))}" + ("" if os.path.lexists(path) else " (none written)")
+
+
+def _stage_log(mission: JsonMission, stage: str, name: str) -> Path:
+    features = {feature["id"] for feature in mission["features"]}
+    return stage_log_found(mission["dir"], stage, name, features)
 
 
 def mission_text(mission: JsonMission, state: str) -> str:
@@ -150,7 +156,7 @@ def _planning_lines(mission: JsonMission) -> list[str]:
     spent = _stage_usage(mission, "plan")
     if spent:
         lines.append(f"  usage: {shown(spent)}")
-    return [*lines, _log_line(mission, "plan")]
+    return [*lines, _log_line(feature_log(mission["dir"], "plan"))]
 
 
 def _stage_usage(mission: JsonMission, stage: str, wave: int | None = None) -> str | None:
@@ -235,7 +241,7 @@ def _feature_details(mission: JsonMission) -> list[str]:
         head += f": {feature['error']}" if feature["error"] else ""
         lines += [
             shown(head),
-            _log_line(mission, feature["id"]),
+            _log_line(feature_log(mission["dir"], feature["id"])),
             *_feature_usage_lines(feature),
             *_setup_lines(mission, feature),
             *_conflict_lines(mission, feature),
@@ -259,7 +265,7 @@ def _setup_lines(mission: JsonMission, feature: JsonMission) -> list[str]:
     words = _SETUP_WORDS[setup["outcome"]].format(worktree)
     lines = [f"  setup: {shown(words)}, key {shown(str(setup.get('key')))}"]
     if setup["outcome"] != "reused":
-        lines.append("  setup " + _log_line(mission, f"setup-{worktree}").lstrip())
+        lines.append("  setup " + _log_line(_stage_log(mission, "setup", worktree)).lstrip())
     return lines
 
 
@@ -325,7 +331,7 @@ def _conflict_lines(mission: JsonMission, feature: JsonMission) -> list[str]:
     if conflict.get("reason") and conflict["outcome"] == "failed":
         lines.append(shown(f"  why: {conflict['reason']}"))
     if conflict.get("resolve_attempts"):
-        lines.append(_log_line(mission, f"{feature['id']}.resolve"))
+        lines.append(_log_line(_stage_log(mission, "resolve", feature["id"])))
     return lines
 
 
@@ -350,7 +356,7 @@ def _verification_lines(mission: JsonMission, join: JsonMission) -> list[str]:
     names = [f"verify-{join['wave']}"] + (
         [f"fix-{join['wave']}"] if checked["fix_attempts"] else []
     )
-    return lines + [_log_line(mission, name) for name in names]
+    return lines + [_log_line(feature_log(mission["dir"], name)) for name in names]
 
 
 def mission_what(mission: JsonMission) -> str:

@@ -1,4 +1,9 @@
-"""Progress of a running mission: a live rich table on a terminal, plain lines otherwise."""
+"""Progress of a running mission: a live rich table on a terminal, plain lines otherwise.
+
+A feature's error, a stage's and the paths of a conflicted merge hold what a task chose (its
+files' names, its output): each is printed through ``_plain.shown``, one line with every
+control character written as an escape, never obeyed by the terminal.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from rich.text import Text
 
 from ..records._missionwords import conflict_words
 from ._logs import failure_lines
+from ._plain import shown
 from ._render import status_text
 
 if TYPE_CHECKING:
@@ -44,7 +50,7 @@ class PlainProgress:
         """
         line = f"{feature.id} {feature.status}"
         if feature.status in ("failed", "cancelled") and feature.error:
-            line += f": {feature.error}"
+            line += f": {shown(feature.error)}"
         kept = conflict_kept(feature)
         if kept is not None:
             line += f" ({kept})"
@@ -110,7 +116,7 @@ class LiveProgress:
             self.live.console.print(Text(f"{feature.id} {feature.status} ({kept})"))
         if feature.status != "failed":
             return
-        lines = [f"{feature.id} failed: {feature.error or 'no error recorded'}"]
+        lines = [f"{feature.id} failed: {shown(feature.error or 'no error recorded')}"]
         lines += failure_lines(mission, feature.id)
         self.live.console.print(Text("\n".join(lines)), soft_wrap=True)
 
@@ -147,7 +153,7 @@ def _feature_rows(table: Table, waves: list[list[str]], by_id: dict[str, Feature
                 escape(feature.id),
                 status_text(feature.status),
                 str(feature.attempts),
-                escape(feature.description),
+                escape(shown(feature.description)),
             )
 
 
@@ -168,7 +174,7 @@ def conflict_kept(feature: Feature) -> str | None:
     conflict = feature.conflict
     if feature.status != "completed" or conflict is None or conflict.outcome == "failed":
         return None
-    return f"{conflict_words(conflict.paths, conflict.with_)}, {conflict.outcome}"
+    return shown(f"{conflict_words(conflict.paths, conflict.with_)}, {conflict.outcome}")
 
 
 def stage_line(run: StageRun) -> str:
@@ -178,7 +184,7 @@ def stage_line(run: StageRun) -> str:
     else:
         count = f"attempt {run.attempt} of {run.max_attempts}"
     line = f"{run.name} {run.status} ({count})"
-    return line + f": {run.error}" if run.error else line
+    return line + f": {shown(run.error)}" if run.error else line
 
 
 def progress_for(mission: MissionDocument, as_json: bool) -> LiveProgress | PlainProgress:

@@ -53,6 +53,7 @@ from ..records._document import (
 from ..records._journal import Journal
 from ..records._missionwords import dollars
 from ..records._persist import note_feature_end, save_mission, save_mission_after
+from ..records._places import feature_log
 from ..records._usage import AttemptUsage, UsageTotal, add_usage, sum_usage
 from ._budget import BudgetKeeper, budget_note
 from ._joins import (
@@ -444,7 +445,7 @@ class _WaveRunner:
             base_commit=head,
             number=feature.attempts,
             branch_head=self.branch_heads.get(feature.id),
-            log_path=self.folder / "logs" / f"{feature.id}.log",
+            log_path=feature_log(self.folder, feature.id),
             on_process_start=started,
             note_ref=self.history.note,
             ready=ready,

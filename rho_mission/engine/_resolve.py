@@ -5,8 +5,10 @@ a worktree of the stages' pool (``_stage_runner``) on ``rho-mission/<m>/resolve`
 and runs ``git merge --no-commit`` of the feature's commit there: git's own markers in the
 files, the unmerged paths in the index. The resolver (``--resolve CMD``, or a library worker)
 runs in it like a task (supervisor, timeout, sandbox, log cap), told what met what by a JSON
-brief (``RHO_CONFLICT_FILE``) and a Markdown prompt (``RHO_TASK_PROMPT_FILE``), its output in
-``logs/<feature>.resolve.log``.
+brief (``RHO_CONFLICT_FILE``, ``prompts/resolve/<feature>.conflict.json``) and a Markdown prompt
+(``RHO_TASK_PROMPT_FILE``, ``prompts/resolve/<feature>.md``), its output in
+``logs/resolve/<feature>.log``: a stage's folder, where no task's id can name a file
+(``records._places``).
 
 A resolution is taken when the resolver succeeded, its index lists no unmerged path, and no
 conflicted path holds a line that is one of git's conflict markers. rho then stages what the
@@ -40,6 +42,7 @@ from ..git._commit import path_text
 from ..records._clock import now_rfc3339
 from ..records._document import Feature, MissionDocument
 from ..records._journal import Journal
+from ..records._places import resolve_brief, resolve_log, resolve_prompt
 from ..records._usage import AttemptUsage
 from ._stage_runner import StageRunner
 
@@ -47,18 +50,12 @@ __all__ = [
     "ConflictResolver",
     "Resolution",
     "resolve_environment",
-    "resolve_log",
     "resolve_shell_worker",
 ]
 
 # Lines git writes around a conflict (diff3's base marker too); a line of seven "=" is one only
 # when nothing but blanks follows.
 _MARKERS = ("^(<{7}|>{7}|[|]{7})( |$)", "^={7}[[:space:]]*$")
-
-
-def resolve_log(feature_id: str) -> str:
-    """Where the resolve stage of *feature_id* writes, relative to the mission folder."""
-    return f"logs/{feature_id}.resolve.log"
 
 
 @dataclass(frozen=True)
@@ -105,7 +102,7 @@ class ConflictResolver:
         runner, feature = self.runner, at.feature
         started = time.monotonic()
         branch = runner.branch("resolve")
-        log = self.folder / resolve_log(feature.id)
+        log = resolve_log(self.folder, feature.id)
         note_in_log(log, f"{feature.id} resolve attempt {at.attempt}: started {now_rfc3339()}")
         try:
             worktree = await runner.acquire(branch, at.head)
@@ -241,7 +238,7 @@ class ConflictResolver:
             "theirs": at.commit,
         }
         text = json.dumps(brief, indent=2, ensure_ascii=False) + "\n"
-        return self._write(f"{feature.id}.conflict.json", text)
+        return _write(resolve_brief(self.folder, feature.id), text)
 
     def _write_prompt(self, at: ConflictAt) -> Path:
         feature = at.feature
@@ -260,14 +257,14 @@ class ConflictResolver:
             "meant, leave no conflict markers (<<<<<<<, =======, >>>>>>>), and mark each file "
             "resolved with `git add`. Do not commit: rho commits the merge.\n"
         )
-        return self._write(f"{feature.id}.resolve.md", text)
+        return _write(resolve_prompt(self.folder, feature.id), text)
 
-    def _write(self, name: str, text: str) -> Path:
-        path = self.folder / "prompts" / name
-        fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        return path
+
+def _write(path: Path, text: str) -> Path:
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
 
 
 async def resolve_shell_worker(ctx: WorkerContext) -> None:

@@ -40,6 +40,7 @@ from ..records._clock import now_rfc3339
 from ..records._document import Feature, MissionDocument, Verification, VerificationStatus
 from ..records._journal import Journal
 from ..records._persist import save_mission
+from ..records._places import feature_log
 from ..records._usage import AttemptUsage
 from ._stage_runner import StageRunner
 from ._stage_workers import StageObserver, StageRun, Stages, StageStatus
@@ -211,7 +212,7 @@ class JoinChecks:
 
     def _log(self, stage: StageRun, text: str) -> None:
         note_in_log(
-            self.folder / "logs" / f"{stage.name}.log",
+            feature_log(self.folder, stage.name),
             f"{stage.name} attempt {stage.attempt} {text}",
         )
 
@@ -262,7 +263,7 @@ class JoinChecks:
             worktree=worktree,
             base_commit=run.head,
             attempt=number,
-            log_path=self.folder / "logs" / f"{feature.id}.log",
+            log_path=feature_log(self.folder, feature.id),
             on_process_start=lambda pgid: runner.started(feature.id, pgid),
             wave=run.wave,
             verify_log=verify_log,

@@ -26,6 +26,7 @@ from .._errors import DaskUnavailableError, InvalidMissionError, MissionError
 from ..containment._process import open_log
 from ..git._repo import GitRepo
 from ..records._document import Handoff, MissionDocument
+from ..records._places import dask_log
 from ..records._usage import AttemptUsage
 from ._contract import Attempt, AttemptResult
 from ._dasklog import DaskLog
@@ -70,7 +71,7 @@ class DaskExecutor:
         self.remote = remote
         self._client: Any = None  # a distributed.Client once open
         self._cluster: Any = None  # the LocalCluster this executor started, if it did
-        self._log: DaskLog | None = None  # Dask's logging, kept in logs/dask.log while open
+        self._log: DaskLog | None = None  # Dask's logging, kept in its log while open
         self._repo: GitRepo | None = None
         self._mission_id = ""
         self._url = ""
@@ -88,7 +89,7 @@ class DaskExecutor:
         await anyio.to_thread.run_sync(_check_reachable, self._repo, self._url)
         # Recorded with the mission (saved before any push): clean deletes its branches there.
         mission.config = mission.config.model_copy(update={"remote": self._url})
-        self._log = DaskLog(Path(mission.dir) / "logs" / "dask.log")
+        self._log = DaskLog(dask_log(mission.dir))
         self._log.open()
         self._client = await self._connect()
 

@@ -1,10 +1,11 @@
-"""Dask's own words during a mission: kept in ``logs/dask.log``, not on the terminal.
+"""Dask's own words during a mission: kept in ``logs/executor/dask.log``, not on the terminal.
 
 distributed logs warnings and tracebacks (a worker that died, a closed comm, a task retried) to
 the terminal, where they tear through the mission's progress. While a Dask executor is open, the
 records of the ``distributed`` and ``tornado`` loggers and Python warnings go to the mission's
-``logs/dask.log`` instead (opened like every log under ``.rho``, never through a link); closing
-puts the loggers back as they were. A lost worker is told once, on the line of the task it was
+``logs/executor/dask.log`` instead (opened like every log under ``.rho``, never through a
+link; in a folder of its own, where no task's log can be: ``records._places``); closing puts
+the loggers back as they were. A lost worker is told once, on the line of the task it was
 running (``task_1 failed: dask: WorkerLostError: the dask worker running this attempt died``).
 
 The worker processes of a ``--local-cluster`` log in their own processes: they are started with

@@ -2,9 +2,10 @@
 
 The setup runs like a task (``_shell.run_in_worktree``): ``/bin/sh -c CMD`` in the worktree,
 under its supervisor, with the task timeout, the log cap and ``--sandbox``, its output in
-``logs/setup-<worktree>.log``; a library's setup is a worker (``run_staged(setup=...)``). What
-it leaves git ignores becomes the worktree's kept outputs (``rho_mission.setup``). A failed
-setup fails the attempt, with its log's last lines; the next attempt sets up again.
+``logs/setup/<worktree>.log`` (a stage's folder: ``records._places``); a library's setup is a
+worker (``run_staged(setup=...)``). What it leaves git ignores becomes the worktree's kept
+outputs (``rho_mission.setup``). A failed setup fails the attempt, with its log's last lines;
+the next attempt sets up again.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..git._worktrees import KeptOutputs
 from ..records._clock import now_rfc3339
 from ..records._document import Feature, FeatureSetup, MissionDocument
 from ..records._logs import read_tail
+from ..records._places import setup_log as setup_log_of
 from ..setup import WorktreeSetup
 from ._contract import Attempt, SetupStep, WorkerContext
 from ._shell import context_variables, run_in_worktree
@@ -104,8 +106,8 @@ async def kept_for(
 
 
 def setup_log(mission: MissionDocument, worktree: Path) -> Path:
-    """``logs/setup-<worktree>.log`` of *mission*."""
-    return Path(mission.dir) / "logs" / f"setup-{worktree.name}.log"
+    """``logs/setup/<worktree>.log`` of *mission*."""
+    return setup_log_of(mission.dir, worktree.name)
 
 
 async def prepare_worktree(
@@ -138,7 +140,7 @@ async def prepare_worktree(
             return None
     await anyio.to_thread.run_sync(setup.forget, worktree)
     asked.note(FeatureSetup(worktree=name, outcome="failed", key=key[:16]))
-    return _failure(name, error, log)
+    return _failure(name, error, log, asked.mission.dir)
 
 
 async def _run_setup(asked: SetupFor, step: SetupStep, worktree: Path, log: Path) -> str | None:
@@ -178,11 +180,14 @@ def _kept_for(mission_only: str | None) -> str:
     )
 
 
-def _failure(name: str, error: str, log: Path) -> str:
+def _failure(name: str, error: str, log: Path, mission_dir: str) -> str:
+    """Why the setup in worktree *name* failed: where its log is in the mission folder, and the
+    last lines of its output."""
     try:
         tail = read_tail(log, _TAIL, output_only=True) or []
     except (OSError, MissionError):
         tail = []
     last = [line.strip() for line in tail if line.strip()]
     shown = f"; its output ends: {' | '.join(last)}" if last else ""
-    return f"setup failed in worktree {name} (logs/{log.name}): {error}{shown}"
+    where = log.relative_to(mission_dir)
+    return f"setup failed in worktree {name} ({where}): {error}{shown}"

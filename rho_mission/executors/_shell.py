@@ -26,7 +26,7 @@ from ..containment._quarantine import Quarantine, admit, discard, open_quarantin
 from ..containment._wrapper import TaskPlace, task_wrapper
 from ..git._repo import GitRepo
 from ..records._clock import now_rfc3339
-from ..records._places import rho_folder
+from ..records._places import feature_prompt, rho_folder
 
 if TYPE_CHECKING:
     from ..records._document import Handoff
@@ -228,7 +228,7 @@ def _write_prompt(ctx: WorkerContext) -> Path:
 
 def write_prompt(ctx: WorkerContext, text: str) -> Path:
     """Write *text* as ``prompts/<feature>.md`` of the mission folder (0600), following no link."""
-    path = Path(ctx.mission.dir) / "prompts" / f"{ctx.feature.id}.md"
+    path = feature_prompt(ctx.mission.dir, ctx.feature.id)
     fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)

@@ -17,6 +17,7 @@ the message is cleaned here the way git cleans it (``cleaned_message``).
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -416,21 +417,29 @@ def _changed_files(repo: Repository, start: str, head: str) -> list[str]:
 
 # C escapes git itself uses when it quotes a path (``core.quotePath``).
 _ESCAPES = {0x07: "a", 0x08: "b", 0x09: "t", 0x0A: "n", 0x0B: "v", 0x0C: "f", 0x0D: "r"}
+# What git quotes in a path even with core.quotePath off (the C0 controls and DEL), and what a
+# terminal would not show as written: the C1 controls, the line and paragraph separators, the
+# bidirectional overrides and isolates (the characters ``cli._plain.shown`` escapes).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def path_text(name: str) -> str:
     """A path from git's output (undecodable bytes kept as surrogates) as text JSON can hold.
 
-    A path that is UTF-8 stays as it is; one that is not (any bytes git accepts), or one that
-    starts with a double quote, is written the way git quotes it: in double quotes, with C
-    escapes (``"bad\\377.txt"``). So every stored path is valid UTF-8 and names one file.
+    A path that is UTF-8 stays as it is; one that is not (any bytes git accepts), one that
+    starts with a double quote, or one that holds a control character (a line break, an
+    escape sequence, a right-to-left override) is written the way git quotes it (with
+    ``core.quotePath`` on: every byte outside printable ASCII): in double quotes, with C escapes
+    (``"bad\\377.txt"``, ``"x\\033[2J\\n.txt"``). So every stored path is valid UTF-8, names
+    one file, and is one line that no terminal obeys: a task chooses its files' names, and
+    they reach rho's lines (a feature's error, a log's notes, a resolver's prompt).
     """
     raw = name.encode("utf-8", "surrogateescape")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return _quoted(raw)
-    return _quoted(raw) if text.startswith('"') else text
+    return _quoted(raw) if text.startswith('"') or _CONTROL.search(text) else text
 
 
 def _quoted(raw: bytes) -> str:

@@ -53,7 +53,7 @@ from ..records._document import (
 )
 from ..records._journal import Journal
 from ..records._persist import save_mission
-from ..records._places import RHO_PATTERN, mission_ref_prefix, mission_worktrees
+from ..records._places import RHO_PATTERN, feature_log, mission_ref_prefix, mission_worktrees
 
 __all__ = ["PLAN_FILE_NAME", "PLAN_ID", "Planner", "run_planning", "shell_planner"]
 
@@ -212,7 +212,7 @@ async def _call(
         worktree=worktree,
         base_commit=mission.base_commit,
         attempt=1,
-        log_path=folder / "logs" / f"{PLAN_ID}.log",
+        log_path=feature_log(folder, PLAN_ID),
         on_process_start=lambda pgid: journal.record(
             "process", now_rfc3339(), feature_id=PLAN_ID, pgid=pgid
         ),

@@ -2,10 +2,12 @@
 
 Logs are ``<mission dir>/logs/<task>.log``, appended to by every attempt; the verify and fix
 stages of a verified join write ``logs/verify-<wave>.log`` and ``logs/fix-<wave>.log``, the
-planning stage ``logs/plan.log``. They are read with ``O_NOFOLLOW`` below a ``logs/`` folder that
-is checked not to be a link, like rho writes them: a link planted there is refused, never
-followed. The path comes from the feature's id (a safe file name) or the stage's name, never
-from the ``log`` field of mission.json, which a hand edit could point anywhere.
+planning stage ``logs/plan.log``; the other stages one folder down (``logs/resolve/<task>.log``,
+``logs/setup/<worktree>.log``: the rule is ``records._places``'s). They are read with
+``O_NOFOLLOW`` below folders that are checked not to be links from the mission folder down,
+like rho writes them: a link planted there is refused, never followed. The path comes from the
+feature's id (a safe file name) or the stage's name, never from the ``log`` field of
+mission.json, which a hand edit could point anywhere.
 
 The CLI (``cli._logs``: printing, following), the server and the MCP tools all read through
 here, so none of them imports another's module.
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from .._errors import UnsafePathError
 from ..containment._folders import check_own_folder, open_unfollowed
+from ._places import LOGS, feature_log
 
 if TYPE_CHECKING:
     from ._document import MissionDocument
@@ -40,8 +43,9 @@ TAIL_LINES = 10
 TAIL_BYTES = 64 * 1024
 _LINE_CHARS = 500
 # Terminal escapes and control characters (tab kept) of a task's output: shown, they could
-# repaint or hide the rest of rho's output.
-_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
+# repaint or hide the rest of rho's output. The C1 controls too (U+009B is a CSI of its own to
+# a terminal that takes 8-bit controls).
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # The log names of a join's stages (feature ids never take them: they are reserved).
 _STAGE = re.compile(r"(?:verify|fix)-([1-9][0-9]{0,5})")
 
@@ -54,16 +58,19 @@ def stage_wave(name: str) -> int | None:
 
 def log_path(mission: MissionDocument, feature_id: str) -> Path:
     """Where the log of *feature_id* of *mission* is (it may not exist yet)."""
-    return Path(mission.dir) / "logs" / f"{feature_id}.log"
+    return feature_log(mission.dir, feature_id)
 
 
 def open_log(path: Path) -> int | None:
     """A read-only descriptor of the file at *path* (a log, the journal), or None when missing.
 
     Raises:
-        UnsafePathError: its folder (below the mission folder) or the file is a symbolic link.
+        UnsafePathError: its folders (below the mission folder) or the file is a symbolic link.
     """
-    check_own_folder(path.parent, path.parent.parent)
+    top = path.parent.parent
+    if top.name == LOGS:  # a stage's log, one folder below logs/: checked from the mission's
+        top = top.parent
+    check_own_folder(path.parent, top)
     try:
         return open_unfollowed(path, os.O_RDONLY)
     except FileNotFoundError:

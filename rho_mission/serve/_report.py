@@ -96,6 +96,7 @@ def report_payload(
 
 def _tails(mission: MissionDocument, folder: Path) -> dict[str, list[str]]:
     from ..records._logs import read_tail
+    from ..records._places import feature_log
 
     tails: dict[str, list[str]] = {}
     # The path comes from the feature id (a safe file name), never from its `log` field; a
@@ -104,7 +105,7 @@ def _tails(mission: MissionDocument, folder: Path) -> dict[str, list[str]]:
     stages = [f"verify-{j.wave}" for j in mission.wave_joins if j.verification.status == "failed"]
     for name in failed + stages:
         # A feature's tail is its task's output (rho's lines around each attempt left out).
-        path = folder / "logs" / f"{name}.log"
+        path = feature_log(folder, name)
         lines = read_tail(path, REPORT_TAIL_LINES, output_only=name not in stages)
         if lines is not None:
             tails[name] = lines

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..containment._folders import check_own_folder
 from ..records._document import FEATURE_STATUSES
 from ..records._missionwords import merged_words, what_words
-from ..records._places import missions_folder
+from ..records._places import feature_log, missions_folder
 from ._errors import BadRequestError, NotFoundError, ServeError
 
 if TYPE_CHECKING:
@@ -229,7 +229,7 @@ class Repository:
             raise NotFoundError(f"mission {mission_id} has no such feature")
         # name comes from the document (a checked feature id, or a stage and a wave number);
         # the request's text is only compared with it.
-        path = self.mission_folder(mission_id) / "logs" / f"{name}.log"
+        path = feature_log(self.mission_folder(mission_id), name)
         # A feature's tail is its task's output; rho's lines around each attempt are left out
         # (a stage's lines, which say why its checks failed, are kept).
         return read_tail(path, lines, output_only=name in features)

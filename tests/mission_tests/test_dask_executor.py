@@ -294,7 +294,7 @@ def test_dasks_own_warnings_stay_out_of_the_missions_output(
         "doomed failed: dask: WorkerLostError: the dask worker running this attempt died "
         "(lost, killed or crashed)"
     ]
-    log = mission_dir(repo) / "logs" / "dask.log"
+    log = mission_dir(repo) / "logs" / "executor" / "dask.log"
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
 
 

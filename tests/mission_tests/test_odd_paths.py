@@ -30,6 +30,11 @@ pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
         (b'"quoted".txt', '"\\"quoted\\".txt"'),
         (b"tab\there\xfe", '"tab\\there\\376"'),
         (b'in"side', 'in"side'),
+        (b"x\x1b[2J\x1b]0;t\x07\nFAKE", '"x\\033[2J\\033]0;t\\a\\nFAKE"'),
+        ("tab\tcafé".encode(), '"tab\\tcaf\\303\\251"'),
+        (b"del\x7f", '"del\\177"'),
+        ("csi\u009b2J".encode(), '"csi\\302\\2332J"'),
+        ("rtl\u202etxt.exe".encode(), '"rtl\\342\\200\\256txt.exe"'),
     ],
 )
 def test_a_path_is_kept_as_text_git_would_quote(raw: bytes, shown: str) -> None:

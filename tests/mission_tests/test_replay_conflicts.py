@@ -240,5 +240,5 @@ def test_the_resolver_runs_in_the_sandbox(project: Path) -> None:
     assert (project / "file0000.txt").read_bytes() == before
     assert run_git(project, "rev-parse", "--verify", "main").strip()
     assert tree_files(project, integration_branch(project))["pkg/__init__.py"] == REGISTRY
-    log = (mission_dir(project) / "logs" / "add_b.resolve.log").read_text()
+    log = (mission_dir(project) / "logs" / "resolve" / "add_b.log").read_text()
     assert "Read-only file system" in log

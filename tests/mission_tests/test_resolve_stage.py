@@ -115,7 +115,7 @@ def test_show_and_log_say_what_the_resolver_did(overlapping: Path) -> None:
     assert shown.code == 0, shown.stderr
     line = "merge conflict in pkg/__init__.py with add_a, add_b: resolved (1 resolve attempt(s)"
     assert any(line in row for row in shown.stdout_lines), shown.stdout
-    assert any(row.strip().endswith("add_c.resolve.log") for row in shown.stdout_lines)
+    assert any(row.strip().endswith("logs/resolve/add_c.log") for row in shown.stdout_lines)
 
     log = run_rho("mission", "log", "latest", "add_c", cwd=overlapping)
     assert log.code == 0, log.stderr
@@ -178,7 +178,7 @@ def test_the_resolver_is_told_what_met_what(overlapping: Path, tmp_path: Path) -
         "ours": head_before,
         "theirs": by_id["add_c"]["handoff"]["commit_id"],
     }
-    prompt = (seen / "add_c.resolve.md").read_text()
+    prompt = (seen / "add_c.md").read_text()  # prompts/resolve/add_c.md
     assert prompt.startswith("# Resolve a merge conflict: add c\n")
     assert "- pkg/__init__.py\n" in prompt
     assert "- add_a: add a\n- add_b: add b\n" in prompt

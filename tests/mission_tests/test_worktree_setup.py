@@ -183,7 +183,7 @@ def test_a_failed_setup_fails_its_features_with_its_log_tail_and_resume_tries_ag
     assert "command failed: exit code 3" in t1["error"]
     assert t1["error"].endswith("its output ends: no toolchain on this machine")
     assert "\n" not in t1["error"]
-    log = Path(mission["dir"]) / "logs" / f"setup-{t1['setup']['worktree']}.log"
+    log = Path(mission["dir"]) / "logs" / "setup" / f"{t1['setup']['worktree']}.log"
     assert "no toolchain on this machine" in log.read_text()
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     shown = run_rho("mission", "show", "latest", cwd=app).stdout
@@ -403,8 +403,8 @@ def test_the_checks_and_the_fix_of_a_join_run_in_a_set_up_worktree(app: Path, ma
     assert files["fixed.txt"] == "ok\n"
     assert ".env" not in files  # the fix's commit leaves the copy out
     assert not any(name.startswith(".venv") for name in files)
-    logs = {path.name for path in (Path(mission["dir"]) / "logs").iterdir()}
-    stage_setups = {name for name in logs if name.startswith("setup-") and "pool" not in name}
+    logs = {path.name for path in (Path(mission["dir"]) / "logs" / "setup").iterdir()}
+    stage_setups = {name for name in logs if not name.startswith("pool-")}
     assert stage_setups, logs  # the checks' worktree (not pooled) was set up too
     assert _setups(marks) == 2  # the task's worktree and the checks' worktree: once each
     # The checks' worktree went with the mission, and so did the record of its setup.
