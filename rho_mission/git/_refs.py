@@ -15,6 +15,10 @@ Before a run, ``settle_refs`` compares every ref of the mission with that record
   holds a commit rho wrote, or a descendant of the recorded head left by an attempt that a
   crash interrupted; commits of anyone else on it are refused, never discarded;
 - a mission that never ran must find no ref under its prefix: an id in use is refused.
+
+A feature branch whose last move rho journaled was the end of an attempt, and which still holds
+that commit, holds that attempt's work: what a resume adopts when the attempt finished before a
+crash (``attempt_ended_at``, ``engine._adopt``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Each line is one JSON object: ``seq``, ``at``, ``event`` (``mission``, ``dispatch``, ``finish``,
 ``join``) and counts, statuses, ids and ``*_sha256`` digests. Prompts, descriptions, commands,
 branch names, paths, errors and output never appear in clear. Lines are flushed as they are
-written and fsynced at every join, when mission.json becomes durable too.
+written and fsynced at every join, when mission.json becomes durable too. Between two joins the
+journal alone knows what ended: a resume reads it back (``git._refs``, ``engine._adopt``).
 """
 
 from __future__ import annotations

@@ -178,3 +178,48 @@ def test_a_branch_given_commits_after_its_task_finished_is_refused_never_adopted
     assert _lines(marks / "a.runs") == ["a"]
     assert _git(project, "rev-parse", branch) == planted
     assert journal_events(folder, "adopt") == []
+
+
+def test_lines_a_task_appends_to_the_journal_neither_hide_a_spend_nor_adopt_unfinished_work(
+    project: Path, marks: Path, runs: RhoRuns
+) -> None:
+    # Without --sandbox a task can write the journal (it is the user): a's attempt 1 spent
+    # nothing, says b, and b finished.
+    forged = [
+        {"event": "usage", "feature_id": "a", "stage": "task", "attempt": 1, "cost_usd": 0},
+        {"event": "finish", "feature_id": "b", "status": "completed", "attempts": 1},
+    ]
+    appends = "; ".join(
+        f'echo {shlex.quote(json.dumps(line))} >> "$RHO_MISSION_DIR/journal.jsonl"'
+        for line in forged
+    )
+    import_tasks(
+        project,
+        [
+            spec("a", f"echo a >> {_q(marks / 'a.runs')}; echo a > a.txt; {_usage(0.6, 100)}"),
+            spec(
+                "b",
+                f"echo b >> {_q(marks / 'b.runs')}; {wait_file_cmd(marks / 'a-finished')}; "
+                f"{appends}; touch {_q(marks / 'forged')}; {wait_file_cmd(marks / 'go')}; "
+                "echo b > b.txt",
+            ),
+        ],
+    )
+    first = runs.start("mission", "--from-tasks", cwd=project)
+    wait_until(lambda: _journal_has(project, "finish", "a"), "a to finish")
+    (marks / "a-finished").touch()
+    wait_until((marks / "forged").exists, "b to append to the journal")
+    first.kill()
+    assert runs.wait(first).code == -signal.SIGKILL
+    folder = mission_dir(project)
+    (marks / "go").touch()
+
+    done = run_rho("mission", "resume", str(folder), cwd=project)
+
+    assert done.code == 0, done.stderr
+    assert (_lines(marks / "a.runs"), _lines(marks / "b.runs")) == (["a"], ["b", "b"])
+    assert [event["feature_id"] for event in journal_events(folder, "adopt")] == ["a"]
+    a = _features(folder)["a"]
+    assert [(r["attempt"], r["cost_usd"]) for r in a["attempt_usage"]] == [(1, 0.6)]
+    files = tree_files(project, _mission(folder)["integration_branch"])
+    assert (files["a.txt"], files["b.txt"]) == ("a\n", "b\n")
