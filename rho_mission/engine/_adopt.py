@@ -82,24 +82,33 @@ def adopt_finished(
     usage records and attempt numbers; the features adopted, now ``completed``."""
     entries = journal_entries(journal.path)
     _take_usage(mission, entries)
+    mission.usage = mission.total_usage()
     runs = _runs(entries)
     for feature in mission.features:
         if (run := runs.get(feature.id)) is not None:
             feature.attempts = max(feature.attempts, run.attempts)
-    mission.usage = mission.total_usage()
-    candidates = [
+    finished = [
         (feature, run)
         for feature in mission.features
         if feature.status != "completed"
         and (run := runs.get(feature.id)) is not None
         and _finished(run.last)
     ]
-    if not candidates:
-        return []
+    return _adopt_checked(repo, mission, journal, history, finished) if finished else []
+
+
+def _adopt_checked(
+    repo: GitRepo,
+    mission: MissionDocument,
+    journal: Journal,
+    history: RefHistory,
+    finished: list[tuple[Feature, _Run]],
+) -> list[Feature]:
+    """Adopt those of the *finished* features whose branch holds their work (`_work`)."""
     heads = repo.refs_under(mission_ref_prefix(mission.id))
     start = mission.integration_head or mission.base_commit
     adopted = []
-    for feature, run in candidates:
+    for feature, run in finished:
         handoff = _work(repo, history, feature, heads, start, run.last)
         if handoff is not None:
             _adopt(mission, feature, run, handoff)
@@ -109,6 +118,7 @@ def adopt_finished(
 
 
 def _runs(entries: Iterable[dict[str, Any]]) -> dict[str, _Run]:
+    """Each feature's `_Run`, by id, from the journal's entries in order."""
     runs: dict[str, _Run] = {}
     for entry in entries:
         feature_id, event = entry.get("feature_id"), entry.get("event")
