@@ -10,6 +10,7 @@
 - ``_stage_runner``: one run of a stage's worker in the stages' worktree pool (verify, fix,
   resolve);
 - ``_stage_workers``: which workers run the verify and fix stages, and what they are told;
+- ``_adopt``: what a crashed run finished and spent, taken from its journal at a resume;
 - ``_storesync``: the task store kept in step with a ``--from-tasks`` mission at each join;
 - ``_leases``: the store's tasks a mission holds until it ends;
 - ``_carryover``: where a completed task's work is, so that the next mission starts from it.

@@ -55,6 +55,7 @@ from ..records._missionwords import dollars
 from ..records._persist import note_feature_end, save_mission, save_mission_after
 from ..records._places import feature_log
 from ..records._usage import AttemptUsage, UsageTotal, add_usage, sum_usage
+from ._adopt import adopt_finished
 from ._budget import BudgetKeeper, budget_note
 from ._joins import (
     blocked_downstream,
@@ -268,6 +269,8 @@ class _WaveRunner:
             if first_run:
                 # Recorded before any ref exists: a kill from here on leaves a mission to resume.
                 self._mark_executing(waves)
+            else:
+                await self._adopt_finished()
             with self.repo.locked():
                 self.branch_heads = settle_refs(self.repo, mission, self.history)
         except BaseException:
@@ -289,6 +292,18 @@ class _WaveRunner:
             first_wave=first + 1,
             prompt_sha256=digest(mission.prompt),
         )
+
+    async def _adopt_finished(self) -> None:
+        """Take what a crashed run finished, as its journal says (``_adopt``): its attempts
+        completed in the store too, their spend in the budget."""
+        mission = self.mission
+        with self.repo.locked():  # its branches are read where no other move is under way
+            adopted = adopt_finished(self.repo, mission, self.journal, self.history)
+        self.budget = BudgetKeeper(mission)
+        for feature in adopted:
+            await self.store.set_status(
+                feature.id, "completed", attempts=feature.attempts, wait=False
+            )
 
     def _mark_executing(self, waves: list[list[str]]) -> None:
         mission = self.mission
@@ -482,6 +497,7 @@ class _WaveRunner:
             wave=record.wave,
             attempt=record.attempt,
             source=record.source,
+            agent=record.agent,
             cost_usd=record.cost_usd,
             input_tokens=record.input_tokens,
             output_tokens=record.output_tokens,

@@ -186,13 +186,7 @@ async def _commit(
         return done
 
     result = await anyio.to_thread.run_sync(commit)
-    count = len(result.files_changed)
-    handoff = Handoff(
-        commit_id=result.commit_id,
-        files_changed=result.files_changed,
-        summary=f"{count} file(s) changed" if count else "no changes",
-    )
-    return handoff, result
+    return Handoff.of_work(result.commit_id, result.files_changed), result
 
 
 async def _settle(

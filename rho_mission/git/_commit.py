@@ -30,6 +30,7 @@ __all__ = [
     "Repository",
     "WorktreeResult",
     "WorktreeStatus",
+    "changed_files",
     "cleaned_message",
     "commit_worktree",
     "listed_entries",
@@ -323,7 +324,7 @@ def commit_worktree(
         # The commit holds what the status listed, on top of the start: no diff to run.
         files = sorted({path_text(name) for name in status.unstaged})
     else:
-        files = _changed_files(repo, start, head)
+        files = changed_files(repo, start, head)
     return WorktreeResult(head, files, head, known, tidy)
 
 
@@ -410,7 +411,9 @@ def _staged(repo: Repository, worktree: Path) -> bool:
     return repo.run_status("diff", "--cached", "--quiet", cwd=worktree)[0] == 1
 
 
-def _changed_files(repo: Repository, start: str, head: str) -> list[str]:
+def changed_files(repo: Repository, start: str, head: str) -> list[str]:
+    """The paths that differ between commits *start* and *head* (added, modified, deleted),
+    sorted, as a feature's handoff lists them."""
     out = repo.run("diff", "--name-only", "--no-renames", "-z", start, head)
     return sorted({path_text(name) for name in out.split("\0") if name})
 

@@ -15,21 +15,22 @@ Before a run, ``settle_refs`` compares every ref of the mission with that record
   holds a commit rho wrote, or a descendant of the recorded head left by an attempt that a
   crash interrupted; commits of anyone else on it are refused, never discarded;
 - a mission that never ran must find no ref under its prefix: an id in use is refused.
+
+A feature branch whose last move rho journaled was the end of an attempt, and which still holds
+that commit, holds that attempt's work: what a resume adopts when the attempt finished before a
+crash (``attempt_ended_at``, ``engine._adopt``).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graph import sha256_hex as digest
 
 from .._errors import InvalidMissionError, RefMovedError
 from ..records._clock import now_rfc3339
-from ..records._journal import Journal
+from ..records._journal import Journal, journal_entries
 from ..records._places import mission_ref_prefix
 
 if TYPE_CHECKING:
@@ -48,17 +49,19 @@ __all__ = [
 
 @dataclass
 class RefHistory:
-    """What rho wrote to each ref of one mission, as digests, and why it last moved it."""
+    """What rho wrote to each ref of one mission, as digests, and where and why it last
+    moved it."""
 
     journal: Journal
     seen: dict[str, set[str]] = field(default_factory=dict)
     last_why: dict[str, str] = field(default_factory=dict)
+    last_head: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, journal: Journal) -> RefHistory:
         """Read the ``ref`` events of *journal* (torn lines of a crash are skipped)."""
         history = cls(journal)
-        for entry in _entries(journal.path):
+        for entry in journal_entries(journal.path):
             if entry.get("event") == "ref":
                 history._remember(str(entry["ref_sha256"]), str(entry["head_sha256"]), entry["why"])
         return history
@@ -79,9 +82,17 @@ class RefHistory:
         """Whether rho's last move of feature branch *ref* started an attempt that never ended."""
         return self.last_why.get(digest(ref)) == "start"
 
+    def attempt_ended_at(self, ref: str, commit: str) -> bool:
+        """Whether rho's last move of feature branch *ref* was the end of an attempt, there at
+        *commit*: nothing has moved it since, as far as rho knows."""
+        ref_digest = digest(ref)
+        ended = self.last_why.get(ref_digest) == "end"
+        return ended and self.last_head.get(ref_digest) == digest(commit)
+
     def _remember(self, ref_digest: str, head_digest: str, why: object) -> None:
         self.seen.setdefault(ref_digest, set()).add(head_digest)
         self.last_why[ref_digest] = str(why)
+        self.last_head[ref_digest] = head_digest
 
 
 def settle_refs(
@@ -193,17 +204,3 @@ def branch_to_move(
         f"them with 'git branch <name> {branch}', delete it with 'git branch -D {branch}', "
         "then resume",
     )
-
-
-def _entries(path: Path) -> Iterable[dict[str, object]]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            continue  # a line torn by a crash (or not rho's)
-        if isinstance(entry, dict):
-            yield entry

@@ -96,6 +96,14 @@ class Handoff(BaseModel):
     summary: str = ""
     tests_passed: bool | None = None
 
+    @classmethod
+    def of_work(cls, commit_id: str | None, files_changed: list[str]) -> Handoff:
+        """What rho's commit step hands on: the commit (None: nothing changed), the files it
+        changed, and their count as the summary."""
+        count = len(files_changed)
+        summary = f"{count} file(s) changed" if count else "no changes"
+        return cls(commit_id=commit_id, files_changed=files_changed, summary=summary)
+
 
 ConflictOutcome = Literal["resolved", "replayed", "failed"]
 

@@ -3,7 +3,8 @@
 Each line is one JSON object: ``seq``, ``at``, ``event`` (``mission``, ``dispatch``, ``finish``,
 ``join``) and counts, statuses, ids and ``*_sha256`` digests. Prompts, descriptions, commands,
 branch names, paths, errors and output never appear in clear. Lines are flushed as they are
-written and fsynced at every join, when mission.json becomes durable too.
+written and fsynced at every join, when mission.json becomes durable too. Between two joins the
+journal alone knows what ended: a resume reads it back (``git._refs``, ``engine._adopt``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..containment._folders import open_private
+from ._logs import open_log
 
-__all__ = ["Journal"]
+__all__ = ["Journal", "journal_entries"]
 
 
 class Journal:
@@ -51,3 +53,27 @@ def _count_lines(path: Path) -> int:
             return sum(1 for _ in handle)
     except FileNotFoundError:
         return 0
+
+
+def journal_entries(path: Path) -> list[dict[str, Any]]:
+    """The observations of the journal at *path*, in order, read following no link; a line
+    torn by a crash (or not rho's: not one JSON object) is skipped, and a missing journal has
+    none.
+
+    Raises:
+        UnsafePathError: the journal or the mission folder is a symbolic link.
+    """
+    fd = open_log(path)
+    if fd is None:
+        return []
+    with os.fdopen(fd, "rb") as handle:
+        lines = handle.read().decode("utf-8", "replace").splitlines()
+    entries = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries
