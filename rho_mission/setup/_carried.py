@@ -40,10 +40,21 @@ __all__ = ["carried_copy", "carried_text", "refuse_carried"]
 # Every parent of a merge is followed, and a merge is listed when it differs from any one of
 # them at the paths: git's default would skip a merge that matches one parent, and with it the
 # side branch whose commit added the file.
-_TOUCHING = ("rev-list", "--full-history", "--reverse")
+# History as its objects say (a replace ref, which a task without --sandbox could write with
+# "git replace", would show another commit in its place).
+_TOUCHING = ("--no-replace-objects", "rev-list", "--full-history", "--reverse")
 # The change of one commit against each of its parents (a root commit: against nothing), every
 # entry: ":<old mode> <new mode> <old id> <new id> <status>\0<path>\0".
-_CHANGES = ("diff-tree", "-m", "-r", "--root", "--no-renames", "--no-commit-id", "-z")
+_CHANGES = (
+    "--no-replace-objects",
+    "diff-tree",
+    "-m",
+    "-r",
+    "--root",
+    "--no-renames",
+    "--no-commit-id",
+    "-z",
+)
 
 
 def carried_copy(

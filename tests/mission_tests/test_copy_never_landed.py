@@ -88,6 +88,18 @@ def test_a_task_that_commits_the_copy_fails_naming_it_and_lands_nothing(app: Pat
     _merged_into_rel(app)
 
 
+@pytest.mark.usefixtures("bwrap")
+def test_a_sandboxed_task_that_commits_the_copy_fails_the_same(app: Path) -> None:
+    # Its commit reaches the store through the quarantine; it is refused all the same.
+    import_tasks(app, [spec("t1", COMMITS)])
+    done = run_rho("mission", "--from-tasks", "--copy", ".env", "--sandbox", cwd=app)
+    assert done.code == 1, done.stderr + done.stdout
+    feature = _features(app)["t1"]
+    kept = run_git(app, "rev-parse", feature["branch"]).strip()
+    assert re.fullmatch(rf"commit {kept[:12]} {REASON}", feature["error"]), feature["error"]
+    assert not _history_holds(app, integration_branch(app), ".env")
+
+
 def test_a_secret_committed_then_dropped_from_the_tip_still_fails(app: Path) -> None:
     dropped = f"{COMMITS} && git rm -q --cached .env && git commit -qm unwip"
     import_tasks(app, [spec("t1", dropped)])
