@@ -21,6 +21,11 @@ What "carries" means, decided once for every stage:
 The cost is one ``git rev-list`` limited to the copied paths, whatever the number of commits;
 only when it lists a commit (the path was touched) does one ``git diff-tree`` per listed
 commit, oldest first, tell an addition from a removal.
+
+Only the copied paths are looked at: the secret's content written under another name, or into
+a commit message, is not recognised (a task can read the file, with ``--sandbox`` too). The
+walk reads history as its objects say (no replace refs); a graft or ``shallow`` file, which only
+a task without ``--sandbox`` can write (``.git`` is read-only in the sandbox), can still cut it.
 """
 
 from __future__ import annotations
