@@ -14,8 +14,10 @@ A resolution is taken when the resolver succeeded, its index lists no unmerged p
 conflicted path holds a line that is one of git's conflict markers. rho then stages what the
 worktree holds from its own index (the one its merge wrote: a resolver's index may lie about
 what changed, as a task's may), writes the tree and makes the merge commit of the head and the
-feature's commit itself; HEAD, refs and any commit the resolver made are not taken. Anything
-else is a failed resolution with its reason in one line.
+feature's commit itself; HEAD, refs and any commit the resolver made are not taken. A merge
+that would land a ``--copy`` file (which the resolve worktree never gets: one there is the
+resolver's doing) is refused, as a feature's commits are (``setup._carried``). Anything else
+is a failed resolution with its reason in one line.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from ..records._document import Feature, MissionDocument
 from ..records._journal import Journal
 from ..records._places import resolve_brief, resolve_log, resolve_prompt
 from ..records._usage import AttemptUsage
+from ..setup import carried_copy, carried_text
 from ._stage_runner import StageRunner
 
 __all__ = [
@@ -206,7 +209,23 @@ class ConflictResolver:
         if marked:
             raise FeatureFailedError(f"conflict markers left in {', '.join(marked)}")
         message = f"rho-mission {self.mission.id}: merge {at.feature.id} (resolved)"
-        return repo.commit_tree(tree, (at.head, at.commit), message)
+        merge = repo.commit_tree(tree, (at.head, at.commit), message)
+        self._refuse_carried(at, merge)
+        return merge
+
+    def _refuse_carried(self, at: ConflictAt, merge: str) -> None:
+        """Refuse a resolution that would land a ``--copy`` file (``setup.carried_copy``): the
+        resolve worktree gets no copies, so one there is the resolver's (or its commits').
+
+        Raises:
+            FeatureFailedError: the merge, or a commit it brings, holds one.
+        """
+        paths = self.mission.config.copy_paths
+        found = carried_copy(self.runner.repo, paths, at.head, merge)
+        if found is not None:
+            commit, path = found
+            where = "its resolution" if commit == merge else f"commit {commit[:12]}"
+            raise FeatureFailedError(carried_text(where, path))
 
     def _marked(self, tree: str, paths: Sequence[str]) -> list[str]:
         """The conflicted *paths* whose blob in *tree* holds a conflict marker line.

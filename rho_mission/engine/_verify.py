@@ -10,7 +10,8 @@ engine (``_loop``) hands the join to `JoinChecks`:
 2. otherwise, with a fix stage, the fix runs in a worktree on ``rho-mission/<m>/fix-<wave>`` from
    the integration head, ``RHO_VERIFY_LOG`` naming the failed output; what it leaves is committed
    there, merged into the integration branch (journaled first, then moved by compare-and-swap,
-   like every join), and the checks run again; at most ``max_fix_attempts`` fixes;
+   like every join), and the checks run again; at most ``max_fix_attempts`` fixes; a fix
+   whose commits would land a ``--copy`` file fails (``setup._carried``);
 3. still failing, the verification fails: the engine stops the mission after that wave, its
    merged work kept on the integration branch for a fix to build on.
 
@@ -42,6 +43,7 @@ from ..records._journal import Journal
 from ..records._persist import save_mission
 from ..records._places import feature_log
 from ..records._usage import AttemptUsage
+from ..setup import refuse_carried
 from ._stage_runner import StageRunner
 from ._stage_workers import StageObserver, StageRun, Stages, StageStatus
 
@@ -288,6 +290,8 @@ class JoinChecks:
             worktree, base = context.worktree, context.base_commit
             spared = self.runner.spared(worktree)  # the setup's outputs and the copies
             done = self.repo.commit_all(worktree, message, base=base, branch=branch, spared=spared)
+            if done.commit_id is not None:  # the fix's own commits may hold a copy
+                refuse_carried(self.repo, self.mission.config.copy_paths, base, done.commit_id)
             return done.commit_id
 
         try:

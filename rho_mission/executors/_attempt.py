@@ -2,7 +2,9 @@
 
 Shared by the local executor (the pool of the user's repository) and the Dask executor's remote
 side (the pool of a worker's cache clone). A failure of the worker or of git is a result (an
-error text); a cancellation releases the worktree and propagates.
+error text); a cancellation releases the worktree and propagates. Work whose own commits (the
+worker's, not rho's) hold a ``--copy`` file is such a failure: no commit rho lands carries one
+(``setup._carried``).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 import anyio
 
@@ -20,7 +23,7 @@ from ..git._repo import GitRepo
 from ..git._worktrees import KeptOutputs, WorktreePool
 from ..records._document import Feature, Handoff
 from ..records._usage import AttemptUsage
-from ..setup import WorktreeSetup
+from ..setup import WorktreeSetup, refuse_carried
 from ._contract import Attempt, AttemptResult, WorkerContext
 from ._setup import for_attempt, kept_for, prepare_worktree
 from ._worker_call import call_worker, failure_text
@@ -69,7 +72,9 @@ async def attempt_in_pool(
             outcome: Handoff | str = problem
         else:
             spared = setup.spared(worktree) if setup is not None else ()
-            outcome, result = await _work(repo, pool, worktree, attempt, usage_file, spared)
+            copied = tuple(copy.path for copy in setup.copies) if setup is not None else ()
+            kept_out = _KeptOut(spared, copied)
+            outcome, result = await _work(repo, pool, worktree, attempt, usage_file, kept_out)
     finally:
         with anyio.CancelScope(shield=True):
             found = await _settle(repo, branch, head, attempt, result)
@@ -111,6 +116,14 @@ def _read_then_release(
         release()
 
 
+class _KeptOut(NamedTuple):
+    """What stays out of a feature's work: *spared* paths rho's commit never stages (kept
+    setup outputs and copies), *copied* paths no commit of the feature may hold."""
+
+    spared: tuple[str, ...]
+    copied: tuple[str, ...]
+
+
 def _branch(feature: Feature) -> str:
     assert feature.branch is not None  # given by Mission.add_feature
     return feature.branch
@@ -122,7 +135,7 @@ async def _work(
     worktree: Path,
     attempt: Attempt,
     usage_file: Path | None,
-    spared: tuple[str, ...],
+    kept_out: _KeptOut,
 ) -> tuple[Handoff | str, WorktreeResult | None]:
     """Run the worker, then commit what it left: its handoff, or the error text; and what the
     commit step found (None when it did not run or failed)."""
@@ -148,7 +161,7 @@ async def _work(
             return failure_text(exc, attempt.log_path), None
         if scope.cancelled_caught:
             return f"timed out after {timeout:g}s", None
-        committed, result = await _commit(repo, pool, worktree, attempt, spared)
+        committed, result = await _commit(repo, pool, worktree, attempt, kept_out)
     except MissionError as exc:  # committing what the worker left: git refused
         return str(exc), None
     if handoff is None:
@@ -160,7 +173,7 @@ async def _work(
 
 
 async def _commit(
-    repo: GitRepo, pool: WorktreePool, worktree: Path, attempt: Attempt, spared: tuple[str, ...]
+    repo: GitRepo, pool: WorktreePool, worktree: Path, attempt: Attempt, kept_out: _KeptOut
 ) -> tuple[Handoff, WorktreeResult]:
     feature = attempt.feature
     message = f"rho-mission {attempt.mission.id}: {feature.id} {feature.description}".strip()
@@ -178,11 +191,14 @@ async def _commit(
             message,
             base=attempt.base_commit,
             branch=feature.branch,
-            spared=spared,
+            spared=kept_out.spared,
             write_back=pool.index_unwritten(worktree),
         )
         if done.branch_head is not None:  # the worktree's HEAD, whose index rho just wrote
             pool.note_index(worktree, done.branch_head)
+        if done.worker_committed and done.commit_id is not None:
+            # rho's own commit never stages a copy; the worker's own commits may hold one.
+            refuse_carried(repo, kept_out.copied, attempt.base_commit, done.commit_id)
         return done
 
     result = await anyio.to_thread.run_sync(commit)

@@ -137,7 +137,10 @@ class WorktreeResult:
 
     ``branch_head`` is what the feature branch holds afterwards, trustworthy when
     ``branch_known`` (False when the worker left the branch and rho did not move it);
-    ``spotless``: the worktree held nothing beyond HEAD (no change, untracked or ignored file).
+    ``spotless``: the worktree held nothing beyond HEAD (no change, untracked or ignored file);
+    ``worker_committed``: HEAD had moved past the start commit before rho's commit, so the
+    result holds commits rho did not make (a worker's own ``git commit``, or history it
+    brought); False when the only new commit, if any, is rho's own, made from its own index.
     """
 
     commit_id: str | None
@@ -145,6 +148,7 @@ class WorktreeResult:
     branch_head: str | None
     branch_known: bool
     spotless: bool
+    worker_committed: bool = False
 
     def commit_result(self) -> CommitResult:
         """The public part: the commit and the changed files."""
@@ -325,7 +329,7 @@ def commit_worktree(
         files = sorted({path_text(name) for name in status.unstaged})
     else:
         files = changed_files(repo, start, head)
-    return WorktreeResult(head, files, head, known, tidy)
+    return WorktreeResult(head, files, head, known, tidy, status.head != start)
 
 
 def _commit_changes(

@@ -8,13 +8,15 @@
 - ``_state``: each pooled worktree's last setup, in ``.rho/worktrees/setup/<name>.json``;
 - ``_trust``: whether the commit a setup ran on is the user's own (the setup may serve later
   missions) or holds tasks' work (it serves its own mission alone);
-- ``_keeper``: ``WorktreeSetup``, what the executor asks before and after each attempt.
+- ``_keeper``: ``WorktreeSetup``, what the executor asks before and after each attempt;
+- ``_carried``: whether commits about to land carry a ``--copy`` file (none rho lands may).
 
 Direction: uses ``git``, ``records`` and ``containment``; the executors run the setup itself.
 """
 
 from __future__ import annotations
 
+from ._carried import carried_copy, carried_text, refuse_carried
 from ._inputs import CopiedFile, check_setup_inputs, read_copies, repository_path
 from ._keeper import SetupLeftFilesError, WorktreeSetup
 from ._state import drop_orphan_states, read_state
@@ -23,9 +25,12 @@ __all__ = [
     "CopiedFile",
     "SetupLeftFilesError",
     "WorktreeSetup",
+    "carried_copy",
+    "carried_text",
     "check_setup_inputs",
     "drop_orphan_states",
     "read_copies",
     "read_state",
+    "refuse_carried",
     "repository_path",
 ]
