@@ -216,7 +216,11 @@ def test_a_mission_json_holding_impossible_figures_reads_them_as_unknown(
     _every_view_answers(project, f"$RHO_USAGE_FILE reported out of bounds: {wrong}")
     resumed = run_rho("mission", "resume", "latest", cwd=project)
     assert resumed.code == 0, resumed.stderr
-    assert _the_record(project)["problem"].endswith(f"out of bounds: {wrong}")
+    # A resume reads the journal back (engine/_adopt): its record of the attempt, made when
+    # the usage was read and the larger spend, replaces the unknown one the edit left.
+    [feature] = _mission(project)["features"]
+    [record] = feature["attempt_usage"]
+    assert (record["source"], record["cost_usd"], record["input_tokens"]) == ("usage_file", 0.5, 10)
 
 
 def test_a_mission_json_holding_a_count_no_parser_reads_is_one_error_line(project: Path) -> None:
