@@ -21,7 +21,8 @@ start it does not answer, or a supervisor's end it does not report in time ends 
 (``OSError``: the attempt fails) if that one misses too. A supervisor's end is seen on its
 pidfd, not through the zygote; when the zygote does not tell how it ended, rho reaps it
 itself: it is rho's child once its zygote is gone (rho is the subreaper above). The tasks of
-an ended zygote end by their supervisors' parent-death signal, and rho waits for them.
+an ended zygote end by their supervisors' parent-death signal, and rho waits for them. A
+supervisor a task stopped is continued (nothing of rho's ever stops one).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from signal import SIGKILL
+from signal import SIGCONT, SIGKILL, pidfd_send_signal
 
 import anyio
 
@@ -166,7 +167,30 @@ def _exit_watch(pid: int) -> int | None:
 
 
 async def _exited(pid: int, watch: int | None) -> None:
-    """Wait until the process *pid* has ended (a zombie, or gone)."""
+    """Wait until the supervisor *pid* has ended (a zombie, or gone); continue it whenever it
+    is found stopped (at each deadline's end).
+
+    Nothing of rho's stops a supervisor: a task did (``kill -STOP $PPID``), which would hold
+    the task's end, and rho, until a timeout; and one stopped when rho ends would stay so.
+    """
+    while True:
+        with anyio.move_on_after(HELPER_DEADLINE):
+            await _ended(pid, watch)
+            return
+        _continue_if_stopped(pid, watch)
+
+
+def _continue_if_stopped(pid: int, watch: int | None) -> None:
+    fields = stat_fields(f"/proc/{pid}")
+    if fields is not None and fields[0] == "T":
+        with contextlib.suppress(ProcessLookupError):
+            if watch is not None:  # no pid reused meanwhile can be signalled through it
+                pidfd_send_signal(watch, SIGCONT)
+            else:
+                os.kill(pid, SIGCONT)
+
+
+async def _ended(pid: int, watch: int | None) -> None:
     if watch is not None:
         await anyio.wait_readable(watch)
         return

@@ -83,14 +83,23 @@ def _statuses(repo: Path) -> dict[str, str]:
     return {task_id: task["status"] for task_id, task in store_tasks(repo).items()}
 
 
-@pytest.mark.parametrize("helper", ["zygote", "ref stream"])
+def _stop_supervisor(record: Path) -> str:
+    """A task's command that stops its own supervisor and writes its pid to *record*."""
+    return f"kill -STOP $PPID && echo $PPID > {q(record)}"
+
+
+_STOPS = {"zygote": _stop_zygote, "ref stream": _stop_ref_stream, "supervisor": _stop_supervisor}
+
+
+@pytest.mark.parametrize("helper", _STOPS)
 def test_a_task_that_stops_a_helper_and_exits_leaves_a_mission_that_completes(
     project: Path, runs: RhoRuns, marks: Path, helper: str
 ) -> None:
     # The zygote: its report of the task's end never comes; the ref stream: wave 2's move of
     # b's branch is never answered. Each is ended after the deadline, and a new one serves b.
+    # The task's own supervisor would never see its task end: it is continued.
     record = marks / "helper"
-    stop = _stop_zygote(record) if helper == "zygote" else _stop_ref_stream(record)
+    stop = _STOPS[helper](record)
     import_tasks(project, [spec("a", f"{stop}; echo a > a.txt"), spec("b", "echo b > b.txt", "a")])
     running = runs.start("mission", "--from-tasks", cwd=project)
     result = runs.wait(running)
