@@ -37,11 +37,11 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from signal import SIGCONT, SIGKILL, pidfd_send_signal
+from signal import SIGKILL
 
 import anyio
 
-from ._helpers import HELPER_DEADLINE, end_helper
+from ._helpers import HELPER_DEADLINE, continue_if_stopped, end_helper
 from ._pids import stat_fields
 from ._reaper import MARKS_ROOM, MARKS_VARIABLE
 
@@ -177,17 +177,7 @@ async def _exited(pid: int, watch: int | None) -> None:
         with anyio.move_on_after(HELPER_DEADLINE):
             await _ended(pid, watch)
             return
-        _continue_if_stopped(pid, watch)
-
-
-def _continue_if_stopped(pid: int, watch: int | None) -> None:
-    fields = stat_fields(f"/proc/{pid}")
-    if fields is not None and fields[0] == "T":
-        with contextlib.suppress(ProcessLookupError):
-            if watch is not None:  # no pid reused meanwhile can be signalled through it
-                pidfd_send_signal(watch, SIGCONT)
-            else:
-                os.kill(pid, SIGCONT)
+        continue_if_stopped(pid, watch)
 
 
 async def _ended(pid: int, watch: int | None) -> None:

@@ -15,11 +15,15 @@ from __future__ import annotations
 import os
 import shlex
 import signal
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from rho_mission.git._repo import GitRepo
+
 from ._cli_helpers import (
+    WAIT,
     RhoRuns,
     import_tasks,
     mission_dir,
@@ -145,3 +149,25 @@ def test_a_stopped_zygote_never_holds_a_stop_past_its_grace(
     assert f"mission {folder.name} {status}: {folder}" in result.stdout_lines
     wait_until(lambda: pid_gone(zygote), "the stopped zygote to be gone")
     assert _left_by(running.pid, project) == []
+
+
+def test_a_git_call_of_rhos_that_a_task_stopped_is_continued(repo: GitRepo, marks: Path) -> None:
+    # A task beside the feature rho commits may stop one of rho's own git processes; one
+    # stopped for good would hold rho past every timeout and signal (the call runs in a worker
+    # thread, which no cancellation reaches). rho continues it at the deadline's end. Here the
+    # git call runs an alias, whose shell waits for a file: the git above it is stopped first.
+    shell, go = marks / "shell", marks / "go"
+    alias = f"!echo $$ > {q(shell)}; {wait_file_cmd(go)}"
+    pool = ThreadPoolExecutor(1)
+    call = pool.submit(repo.run, "-c", f"alias.held={alias}", "held")
+    git = 0
+    try:
+        git = int(Path(f"/proc/{read_pid(shell)}/stat").read_text().rpartition(")")[2].split()[1])
+        os.kill(git, signal.SIGSTOP)
+        wait_until(lambda: _stopped(git), "rho's git to be stopped")
+        go.touch()
+        assert call.result(timeout=WAIT) == ""
+    finally:
+        pool.shutdown(wait=False)
+        if git and not pid_gone(git):  # a hang: what holds it ends
+            os.kill(git, signal.SIGCONT)
