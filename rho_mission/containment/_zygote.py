@@ -243,7 +243,8 @@ async def _start(zygote: _Zygote, request: bytes, cwd: Path, log_fd: int) -> Sup
     time, or is gone.
 
     Raises:
-        OSError: the supervisor could not enter *cwd* (its errno).
+        OSError: the supervisor could not enter *cwd* (its errno), or ended before it told
+            its pid.
     """
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
@@ -259,7 +260,9 @@ async def _start(zygote: _Zygote, request: bytes, cwd: Path, log_fd: int) -> Sup
     if answer.startswith(b"e"):  # the supervisor could not enter *cwd*: its errno
         code = int(answer[1:])
         raise OSError(code, os.strerror(code), os.fspath(cwd))
-    return None
+    if answer:  # the zygote's report of its end: it ended before it told its pid
+        raise OSError("the supervisor could not be started")
+    return None  # no answer in time, or none at all (the zygote is gone)
 
 
 async def _send(zygote: _Zygote, request: bytes, fds: list[int]) -> bool:
