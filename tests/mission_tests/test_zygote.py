@@ -270,7 +270,9 @@ def _runs(tmp_path: Path, *commands: str, stop: bool) -> tuple[list[int | None],
     and the return codes of the zygotes that served them (None: still running)."""
     zygotes: list[subprocess.Popen[bytes]] = []
 
-    async def main() -> list[int | None]:
+    async def main() -> tuple[list[int | None], list[int | None]]:
+        if _zygote._ZYGOTE is not None:  # another thread's: it ends when that thread does
+            _zygote._ZYGOTE.end()
         assert await _supervised(tmp_path, "true") == 0
         _note_zygote(zygotes)
         if stop:
@@ -279,11 +281,11 @@ def _runs(tmp_path: Path, *commands: str, stop: bool) -> tuple[list[int | None],
         for command in commands:
             codes.append(await _supervised(tmp_path, command))
             _note_zygote(zygotes)
-        return codes
+        # Before this thread ends: the zygotes it started end with it.
+        return codes, [process.poll() for process in zygotes]
 
     try:
-        codes = _bounded(main)
-        return codes, [process.poll() for process in zygotes]
+        return _bounded(main)
     finally:
         for process in zygotes:
             process.kill()  # after a hang: what holds it ends
