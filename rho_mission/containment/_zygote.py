@@ -146,13 +146,17 @@ class Supervised:
         return code
 
     async def _status(self) -> int:
-        # The zygote tells it as soon as it reaped the supervisor. One that does not tell in
-        # time (stopped, hung) or at all (dead) is ended; the supervisor, rho's child then
-        # (rho is the subreaper above), is reaped here.
-        with anyio.move_on_after(HELPER_DEADLINE):
-            answer = await _answer(self._answers)
-            if answer:
-                return _returncode(answer)
+        # The zygote tells it as soon as it reaped the supervisor (often before rho looks: no
+        # wait). One that does not tell in time (stopped, hung) or at all (dead) is ended; the
+        # supervisor, rho's child then (rho is the subreaper above), is reaped here.
+        answer = b""
+        try:
+            answer = self._answers.recv(64)
+        except BlockingIOError:
+            with anyio.move_on_after(HELPER_DEADLINE):
+                answer = await _answer(self._answers)
+        if answer:
+            return _returncode(answer)
         self._zygote.end()
         return _reap(self.pid)
 
