@@ -5,9 +5,10 @@ them from its own process (its supervisor's parent is the zygote, whose parent i
 stop them: the zygote that forks each task's supervisor (``containment._zygote``) and the
 repository's ``git update-ref --stdin`` that starts each attempt's branch (``git._refstream``).
 Each exchange with either has a deadline (``containment._helpers.HELPER_DEADLINE``); one that
-misses it is ended and replaced. Real missions of the real ``rho``, no ``--sandbox``: the
-mission ends (completed, or as its timeout or signal says), and nothing rho started is left,
-stopped or not.
+misses it is ended and replaced. A task's own supervisor, and rho's one-shot git calls, have
+no deadline but are never stopped by rho: one found stopped is continued. Real missions of
+the real ``rho``, no ``--sandbox``: the mission ends (completed, or as its timeout or signal
+says), and nothing rho started is left, stopped or not.
 """
 
 from __future__ import annotations
