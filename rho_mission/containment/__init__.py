@@ -12,6 +12,8 @@
   that no process of a task outlives it (``setsid``, ``env -i`` and a changed process title
   included); ``_zygote``: one warm process per rho process that forks each supervisor (no
   interpreter start-up per task); ``_wrapper``: a task's supervisor arguments and sandbox;
+  ``_helpers``: the deadline on every exchange with rho's long-lived helpers (the zygote,
+  the ref stream), which a task can stop, and their end even when stopped;
 - ``_mission_processes``: every process of a mission found and ended, journaled or not;
 - ``_guarantees``: what a mission promised when it started (a signed plan, a sandbox), kept
   outside its mission folder, so that a resume never runs it with less;

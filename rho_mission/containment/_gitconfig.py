@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +34,7 @@ from pathlib import Path
 from .._errors import GitConfigChangedError
 from ._environ import child_environ
 from ._folders import FileIdentity, file_identity
+from ._helpers import run_continued
 
 __all__ = ["ConfigSnapshot", "check_config", "config_files", "hold_config"]
 
@@ -131,11 +131,9 @@ def _includes(path: Path) -> list[Path]:
         "--get-regexp",
         r"^include(if\..*)?\.path$",
     ]
-    done = subprocess.run(
-        command, env=child_environ({}), capture_output=True, check=False, stdin=subprocess.DEVNULL
-    )
+    _, out, _ = run_continued(command, child_environ({}))  # continued if a task stops it
     found: list[Path] = []
-    for entry in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
+    for entry in out.decode("utf-8", "surrogateescape").split("\0"):
         _, _, value = entry.partition("\n")
         if value:
             included = Path(os.path.expanduser(value))

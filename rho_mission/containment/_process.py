@@ -152,11 +152,6 @@ async def run_command(
     return _result(process, deadline.cancelled_caught, timeout)
 
 
-async def _group_gone(pgid: int) -> None:
-    # A supervisor whose zygote died: its parent-death signal stops it within its grace.
-    await wait_for_group_exit(pgid, 60.0)
-
-
 async def _end_orphans(process: _Leader, grace: float, started: int) -> None:
     # A leader (a supervisor) that died by a signal ended nothing: what it left came to rho.
     code = process.returncode
@@ -191,7 +186,7 @@ async def _spawn(
     try:
         if supervisor is not None:
             arguments = [*supervisor, *argv]
-            return await start_supervised(arguments, cwd, env, log_fd, _group_gone)
+            return await start_supervised(arguments, cwd, env, log_fd)
         return await anyio.open_process(
             list(argv),
             stdin=DEVNULL,

@@ -49,6 +49,7 @@ from .._errors import QuarantineRefusedError
 from ._environ import child_environ
 from ._folders import open_unfollowed, private_folder
 from ._gitconfig import check_config
+from ._helpers import run_continued
 from ._pids import pid_alive
 
 __all__ = [
@@ -392,14 +393,9 @@ def _index_pack(pack: Path, common_dir: Path) -> None:
     check_config(common_dir)
     fd = open_unfollowed(pack, os.O_RDONLY)
     with os.fdopen(fd, "rb") as source:
-        done = subprocess.run(
-            ["git", "--git-dir", str(common_dir), "index-pack", "--strict", "--stdin"],
-            stdin=source,
-            env=child_environ({}),
-            capture_output=True,
-            check=False,
-        )
+        command = ["git", "--git-dir", str(common_dir), "index-pack", "--strict", "--stdin"]
+        code, _, err = run_continued(command, child_environ({}), source)
     check_config(common_dir)
-    if done.returncode != 0:
-        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    if code != 0:
+        said = err.decode("utf-8", "replace").strip().splitlines()
         raise QuarantineRefusedError(f"{pack.name} was refused by git: {said[-1] if said else ''}")

@@ -499,6 +499,10 @@ def _supervise(
     """The forked child: the task's supervisor (``main``), never returning."""
     global _ENV
     try:
+        # Until ``main`` makes it a stop of the task, the zygote's death kills it: a child a
+        # task stopped before it answered would stay, stopped, once rho ended its zygote.
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != zygote:
+            os._exit(1)
         signal.set_wakeup_fd(-1)
         for signum in (*_STOP_SIGNALS, signal.SIGCHLD, signal.SIGQUIT):
             signal.signal(signum, signal.SIG_DFL)

@@ -15,6 +15,13 @@ memory; only ``--sandbox``'s PID namespace hides them.) git's errors come on the
 The process has a process group of its own (the terminal's Ctrl-C is rho's to handle) in
 rho's session (so it is never taken for a task's orphan, ``containment._orphans``), and ends
 at the end of its input: when the stream is closed, or when rho ends.
+
+A task can still stop it (``kill -STOP``): every send and every answer has a deadline
+(``containment._helpers.HELPER_DEADLINE``). A process that misses it is ended even if stopped
+(``end_helper``); one that had not begun the transaction yet (no ``start: ok``) is replaced at
+once, once; one that had is the move's failure (git may or may not have carried it out: the
+caller reads the branch). A close that does not end the process within the deadline ends it
+too.
 """
 
 from __future__ import annotations
@@ -26,9 +33,9 @@ import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 
-__all__ = ["RefStream"]
+from ..containment._helpers import HELPER_DEADLINE, end_helper
 
-_ENDED_WAIT = 5.0
+__all__ = ["RefStream"]
 
 
 class RefStream:
@@ -50,19 +57,23 @@ class RefStream:
 
     def apply(self, line: str) -> str | None:
         """Apply the one-line command *line* (``create REF NEW`` or ``update REF NEW OLD``) as
-        one transaction: None once git committed it, else what git said.
+        one transaction: None once git committed it, else what git said (or that it did not
+        answer in time).
 
-        A stream found ended before it took the transaction (a process that died, or that
-        someone killed) is started again, once.
+        A stream found ended or stuck before it took the transaction (a process that died,
+        or that someone killed or stopped) is started again, once.
         """
         with self._guard:
             for _ in range(2):
                 if self._started(f"start\n{line}\ncommit\n".encode()):
                     break
-                self._close()
             else:
                 return "git update-ref --stdin ended before it took the change"
-            answer = self._read_line()
+            try:
+                answer = self._read_line()
+            except TimeoutError:
+                self._end()
+                return f"git update-ref --stdin did not answer within {HELPER_DEADLINE:g}s"
             if answer == b"commit: ok\n":
                 return None
             said = (answer + self._rest()).decode(errors="replace").strip()
@@ -75,15 +86,21 @@ class RefStream:
             self._close()
 
     def _started(self, transaction: bytes) -> bool:
-        # Whether git began the transaction (its "start: ok").
+        # Whether git began the transaction (its "start: ok"); the process is ended if not.
         if self._socket is None:
             self._spawn()
         assert self._socket is not None
         try:
             self._socket.sendall(transaction)
-        except OSError:
+            if self._read_line() == b"start: ok\n":
+                return True
+        except TimeoutError:  # stopped, or hung: nothing of the transaction was done
+            self._end()
             return False
-        return self._read_line() == b"start: ok\n"
+        except OSError:
+            pass
+        self._close()
+        return False
 
     def _spawn(self) -> None:
         ours, theirs = socket.socketpair()
@@ -101,13 +118,21 @@ class RefStream:
             raise
         finally:
             theirs.close()
+        ours.settimeout(HELPER_DEADLINE)  # every send and every read on it
         self._socket = ours
         self._answers = ours.makefile("rb")
 
     def _read_line(self) -> bytes:
+        """git's next line; b"" once it ended.
+
+        Raises:
+            TimeoutError: none came within the deadline.
+        """
         assert self._answers is not None
         try:
             return self._answers.readline()
+        except TimeoutError:
+            raise
         except OSError:
             return b""
 
@@ -119,20 +144,32 @@ class RefStream:
             self._socket.shutdown(socket.SHUT_WR)
         try:
             return self._answers.read()
-        except OSError:
+        except OSError:  # a timeout too: the close then ends it
             return b""
 
     def _close(self) -> None:
+        # git reads the end of its input, aborts any open transaction and exits; one that does
+        # not within the deadline (stopped) is ended.
+        process = self._drop()
+        if process is not None:
+            try:
+                process.wait(HELPER_DEADLINE)
+            except subprocess.TimeoutExpired:
+                end_helper(process)
+
+    def _end(self) -> None:
+        # A process that missed the deadline: ended at once, stopped or not.
+        process = self._drop()
+        if process is not None:
+            end_helper(process)
+
+    def _drop(self) -> subprocess.Popen[bytes] | None:
+        # The socket closed; the process, for the caller to end.
         answers, sock, process = self._answers, self._socket, self._process
         self._answers = self._socket = self._process = None
         if answers is not None:
             with contextlib.suppress(OSError):
                 answers.close()
         if sock is not None:
-            sock.close()  # git reads the end of its input, aborts any open transaction, exits
-        if process is not None:
-            try:
-                process.wait(_ENDED_WAIT)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            sock.close()
+        return process

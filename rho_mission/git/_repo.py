@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import tempfile
 import weakref
 from collections.abc import Mapping, Sequence
@@ -39,6 +38,7 @@ from .._errors import (
 from ..containment import PinnedWorktree, pin_worktree, pinned, require_pinned
 from ..containment._environ import child_environ
 from ..containment._gitconfig import check_config
+from ..containment._helpers import run_continued
 from ._commit import CommitResult, commit_worktree, path_text
 from ._exclude import add_exclude_line
 from ._lock import repo_lock
@@ -666,16 +666,12 @@ def _execute(
         GitOperationError: git could not be started at all.
     """
     try:
-        done = subprocess.run(
-            command,
-            env={**child_environ(extra), **(repository or {})},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            check=False,
-        )
+        # Continued if a task stops it (a task beside the feature committed or merged may):
+        # a stopped git would hold rho past every timeout and signal.
+        code, out, err = run_continued(command, {**child_environ(extra), **(repository or {})})
     except OSError as exc:
         raise GitOperationError(command, None, str(exc)) from exc
-    return done.returncode, _text(done.stdout), _text(done.stderr)
+    return code, _text(out), _text(err)
 
 
 def _text(data: bytes) -> str:

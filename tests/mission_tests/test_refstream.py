@@ -6,9 +6,12 @@ or was killed (a task runs as the same user), and the channel no task can write 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +19,7 @@ from rho_mission._errors import GitOperationError, RefMovedError
 from rho_mission.git._repo import GitRepo
 from rho_mission.git._worktrees import WorktreePool
 
+from ._cli_helpers import WAIT
 from .conftest import run_git
 
 
@@ -57,6 +61,33 @@ def test_one_process_serves_every_move_and_a_killed_one_is_replaced(repo: GitRep
     assert repo.branch_stream.pid not in (None, first)
     assert {repo.branch_commit(name) for name in ("m/a", "m/b", "m/c")} == {start}
     repo.close()
+
+
+def test_a_stopped_stream_is_ended_and_the_next_move_goes_to_a_new_one(repo: GitRepo) -> None:
+    start = repo.head_commit()
+    repo.start_branch("m/a", start, None)
+    first = repo.branch_stream.pid
+    assert first is not None
+    # A task of the same user stops it between two moves: the next move's transaction gets no
+    # "start: ok" within the deadline; the process is ended (stopped as it is) and another
+    # takes the move.
+    os.kill(first, signal.SIGSTOP)
+    pool = ThreadPoolExecutor(1)
+    try:
+        pool.submit(repo.start_branch, "m/b", start, None).result(timeout=WAIT)
+    finally:
+        pool.shutdown(wait=False)
+        with contextlib.suppress(ProcessLookupError):  # a hang: what holds it ends
+            os.kill(first, signal.SIGKILL)
+    assert repo.branch_commit("m/b") == start
+    assert repo.branch_stream.pid not in (None, first)
+    assert not Path(f"/proc/{first}").exists()  # ended and reaped: not even a zombie
+    # Stopped again, then closed (the pool's close, rho's end): ended within the deadline.
+    second = repo.branch_stream.pid
+    assert second is not None
+    os.kill(second, signal.SIGSTOP)
+    repo.close()
+    assert not Path(f"/proc/{second}").exists()
 
 
 def test_no_other_process_can_write_to_the_stream_or_answer_for_it(repo: GitRepo) -> None:

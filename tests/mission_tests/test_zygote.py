@@ -4,8 +4,13 @@ same containment as a supervisor started on its own. Real processes, read from /
 from __future__ import annotations
 
 import os
+import re
 import signal
+import subprocess
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import ClassVar, TypeVar
 
 import anyio
 import pytest
@@ -14,9 +19,10 @@ from rho_mission.containment import _zygote
 from rho_mission.containment._process import group_alive, run_command
 from rho_mission.containment._wrapper import supervisor_args
 
-from ._cli_helpers import pid_gone, wait_until
+from ._cli_helpers import WAIT, pid_gone, wait_until
 
 pytestmark = pytest.mark.anyio
+_T = TypeVar("_T")
 
 
 @pytest.fixture
@@ -234,3 +240,100 @@ async def test_the_supervisor_starts_inside_the_tasks_cgroup_with_its_program(
     assert supervisor == program
     assert supervisor.endswith("/" + cgroup.name)
     assert await end_cgroup(cgroup, 1.0) == []
+
+
+# -- a zygote a task stopped (kill -STOP): every exchange has a deadline ------------------------
+
+
+def _bounded(main: Callable[[], Awaitable[_T]]) -> _T:
+    """Run *main* on an event loop of its own, in a thread that outlives it (a zygote ends with
+    the thread that started it: its parent-death signal): a hang fails the test after WAIT
+    seconds instead of holding the suite (the caller then ends what holds it)."""
+    pool = ThreadPoolExecutor(1)
+    try:
+        return pool.submit(anyio.run, main).result(timeout=WAIT)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _note_zygote(zygotes: list[subprocess.Popen[bytes]]) -> None:
+    # The current zygote's process, if new (there is none once rho ended one, until the next
+    # start).
+    zygote = _zygote._ZYGOTE
+    if zygote is not None and zygote.process not in zygotes:
+        zygotes.append(zygote.process)
+
+
+def _runs(tmp_path: Path, *commands: str, stop: bool) -> tuple[list[int | None], list[int | None]]:
+    """Start a supervisor; with *stop*, stop (SIGSTOP) the zygote that forked it, as a task of
+    the same user could; then run each of *commands* under a supervisor. Their exit codes,
+    and the return codes of the zygotes that served them (None: still running)."""
+    zygotes: list[subprocess.Popen[bytes]] = []
+
+    async def main() -> tuple[list[int | None], list[int | None]]:
+        if _zygote._ZYGOTE is not None:  # another thread's: it ends when that thread does
+            _zygote._ZYGOTE.end()
+        assert await _supervised(tmp_path, "true") == 0
+        _note_zygote(zygotes)
+        if stop:
+            os.kill(zygotes[0].pid, signal.SIGSTOP)
+        codes = []
+        for command in commands:
+            codes.append(await _supervised(tmp_path, command))
+            _note_zygote(zygotes)
+        # Before this thread ends: the zygotes it started end with it.
+        return codes, [process.poll() for process in zygotes]
+
+    try:
+        return _bounded(main)
+    finally:
+        for process in zygotes:
+            process.kill()  # after a hang: what holds it ends
+
+
+def test_a_stopped_zygote_is_ended_and_a_new_one_starts_the_next_supervisor(
+    tmp_path: Path,
+) -> None:
+    # The request goes into its queue; no supervisor answers within the deadline: ended (and
+    # reaped by rho), and a new one asked.
+    codes, zygotes = _runs(tmp_path, "exit 3", "exit 4", stop=True)
+    assert (codes, zygotes) == ([3, 4], [-signal.SIGKILL, None])
+
+
+def test_the_end_of_a_supervisor_whose_zygote_a_task_stopped_is_read_by_rho(
+    tmp_path: Path,
+) -> None:
+    # The task stops its supervisor's parent and exits: the zygote never reports the end; rho
+    # ends it and reaps the supervisor itself (rho's child then), with the task's own status.
+    stop = "kill -STOP $(cut -d' ' -f4 /proc/$PPID/stat); exit 5"
+    codes, zygotes = _runs(tmp_path, stop, "exit 4", stop=False)
+    assert (codes, zygotes) == ([5, 4], [-signal.SIGKILL, None])
+
+
+class _StoppedZygote(_zygote._Zygote):
+    """A zygote a task stopped as soon as it started (every one, as a task could in a loop)."""
+
+    started: ClassVar[list[subprocess.Popen[bytes]]] = []
+
+    def __init__(self) -> None:
+        super().__init__()
+        os.kill(self.process.pid, signal.SIGSTOP)
+        self.started.append(self.process)
+
+
+def test_a_start_fails_when_a_new_zygote_does_not_answer_either(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_zygote, "_Zygote", _StoppedZygote)
+    monkeypatch.setattr(_zygote, "_ZYGOTE", None)
+    message = (
+        "the task's supervisor could not be started: rho's zygote did not answer within 3s, "
+        "twice (a process may have stopped it)"
+    )
+    try:
+        with pytest.raises(OSError, match=rf"^{re.escape(message)}$"):
+            _bounded(lambda: _supervised(tmp_path, "true"))
+    finally:
+        for process in _StoppedZygote.started:
+            process.kill()
+    assert [process.returncode for process in _StoppedZygote.started] == [-signal.SIGKILL] * 2
