@@ -1,0 +1,154 @@
+"""Each real agent CLI, run directly (not through rho), lands a scripted edit and reports usage.
+
+FACTS
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ._agents import (
+    Place,
+    aider_printed_usage,
+    aider_usage,
+    base_env,
+    claude_usage,
+    codex_usage,
+    gemini_usage,
+    make_place,
+    run_agent,
+)
+from ._model_server import ModelServer, serve
+from ._turns import Reply, Usage, WriteFile
+
+PROMPT = "Create hello.txt saying hello."
+AgentCli = Callable[[str], Path]
+
+
+@pytest.fixture
+def model_server() -> Iterator[ModelServer]:
+    """The scripted model server on a free loopback port, stopped (hanging answers too) after."""
+    yield from serve()
+
+
+@pytest.fixture
+def place(tmp_path: Path) -> Place:
+    """A fresh home, temporary folder and git repository for one CLI."""
+    return make_place(tmp_path)
+
+
+def test_claude_writes_the_file_and_reports_the_usage_sent(
+    agent_cli: AgentCli, model_server: ModelServer, place: Place
+) -> None:
+    target = place.repo / "hello.txt"
+    model_server.script(
+        WriteFile(str(target), "hello from claude\n", Usage(1200, 40, 100)),
+        Reply("Created hello.txt.", Usage(1300, 10)),
+    )
+    env = {
+        **base_env(place),
+        "ANTHROPIC_BASE_URL": model_server.url,
+        "ANTHROPIC_API_KEY": "sk-ant-scripted",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+    }
+    argv = [str(agent_cli("claude")), "-p", PROMPT, "--output-format", "json"]
+    run = run_agent([*argv, "--permission-mode", "acceptEdits"], env, place.repo)
+    assert run.code == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert (result["is_error"], result["subtype"], result["permission_denials"]) == (
+        False,
+        "success",
+        [],
+    )
+    assert target.read_text(encoding="utf-8") == "hello from claude\n"
+    assert claude_usage(result) == model_server.usage_sent()
+    assert len(model_server.main_requests()) == 2
+
+
+def _codex_config(place: Place, url: str) -> Path:
+    """``$CODEX_HOME/config.toml`` naming the server as the model provider (codex ignores
+    ``OPENAI_BASE_URL``); gpt-5.5 is a model codex knows, so it offers ``apply_patch``."""
+    codex_home = place.home / ".codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(
+        'model = "gpt-5.5"\n'
+        'model_provider = "scripted"\n'
+        "[model_providers.scripted]\n"
+        'name = "scripted"\n'
+        f'base_url = "{url}/v1"\n'
+        'env_key = "OPENAI_API_KEY"\n'
+        'wire_api = "responses"\n'
+        "supports_websockets = false\n",
+        encoding="utf-8",
+    )
+    return codex_home
+
+
+def test_codex_writes_the_file_and_reports_the_usage_sent(
+    agent_cli: AgentCli, model_server: ModelServer, place: Place
+) -> None:
+    model_server.script(
+        WriteFile("hello.txt", "hello from codex\n", Usage(1200, 40, 200)),
+        Reply("Created hello.txt.", Usage(1300, 10)),
+    )
+    codex_home = _codex_config(place, model_server.url)
+    env = {**base_env(place), "CODEX_HOME": str(codex_home), "OPENAI_API_KEY": "sk-scripted"}
+    argv = [str(agent_cli("codex")), "exec", "--json", "--sandbox", "workspace-write", PROMPT]
+    run = run_agent(argv, env, place.repo)
+    assert run.code == 0, run.stderr
+    assert "Refusing to create helper binaries" not in run.stderr
+    assert (place.repo / "hello.txt").read_text(encoding="utf-8") == "hello from codex\n"
+    assert codex_usage(run.stdout) == model_server.usage_sent()
+    assert len(model_server.main_requests()) == 2
+
+
+def test_gemini_writes_the_file_and_reports_the_usage_sent(
+    agent_cli: AgentCli, model_server: ModelServer, place: Place
+) -> None:
+    target = place.repo / "hello.txt"
+    model_server.script(
+        WriteFile(str(target), "hello from gemini\n", Usage(1200, 40, 200)),
+        Reply("Created hello.txt.", Usage(1300, 10)),
+    )
+    settings = place.home / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"security": {"auth": {"selectedType": "gemini-api-key"}}}')
+    env = {
+        **base_env(place),
+        "GEMINI_API_KEY": "scripted",
+        "GOOGLE_GEMINI_BASE_URL": model_server.url,
+    }
+    argv = [str(agent_cli("gemini")), "-p", PROMPT, "--output-format", "json"]
+    run = run_agent([*argv, "--yolo", "--skip-trust"], env, place.repo)
+    assert run.code == 0, run.stderr
+    assert target.read_text(encoding="utf-8") == "hello from gemini\n"
+    assert gemini_usage(json.loads(run.stdout)) == model_server.usage_sent()
+    assert len(model_server.main_requests()) == 2
+
+
+def test_aider_writes_the_file_and_reports_the_usage_sent(
+    agent_cli: AgentCli, model_server: ModelServer, place: Place
+) -> None:
+    # Under 1,000 tokens aider prints exact counts; above, "1.2k".
+    model_server.script(WriteFile("hello.txt", "hello from aider\n", Usage(900, 40)))
+    log = place.tmp / "aider-analytics.jsonl"
+    env = {
+        **base_env(place),
+        "OPENAI_API_KEY": "sk-scripted",
+        "OPENAI_API_BASE": f"{model_server.url}/v1",
+    }
+    argv = [str(agent_cli("aider")), "--model", "openai/scripted", "--edit-format", "diff"]
+    argv += ["--no-stream", "--yes-always", "--no-auto-commits", "--no-gitignore"]
+    argv += ["--no-check-update", "--no-analytics", "--analytics-log", str(log)]
+    argv += ["--no-show-model-warnings", "--message", PROMPT]
+    run = run_agent(argv, env, place.repo)
+    assert run.code == 0, run.stderr
+    assert (place.repo / "hello.txt").read_text(encoding="utf-8") == "hello from aider\n"
+    assert aider_printed_usage(run.stdout) == model_server.usage_sent()
+    assert aider_usage(log) == model_server.usage_sent()
