@@ -30,7 +30,8 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -67,13 +68,15 @@ HANG_LIMIT = 600.0  # the longest a hanging answer waits when nobody stops the s
 
 @dataclass(frozen=True)
 class Exchange:
-    """One request the server received and what it answered (*usage* None: no usage sent)."""
+    """One request the server received and what it answered (*usage* None: no usage sent;
+    *at*: seconds from the server's start to the request, to see a CLI's retries)."""
 
     method: str
     path: str
     body: Any
     answer: str
     usage: Usage | None
+    at: float
 
 
 @dataclass
@@ -87,7 +90,8 @@ class ModelServer:
     """The server's state, shared by its handler threads: the script and the record."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
+        self._started = time.monotonic()
         self._script = _Script()
         self._exchanges: list[Exchange] = []
         self._ids = itertools.count(1)
@@ -132,10 +136,18 @@ class ModelServer:
             script.at += 1
             return (current or Reply("done")), f"turn {script.at}"
 
-    def record(self, exchange: Exchange) -> None:
-        """Keep *exchange* in the record."""
+    def record(self, method: str, path: str, body: Any, answer: str, usage: Usage | None) -> None:
+        """Keep a request and its answer in the record."""
         with self._lock:
-            self._exchanges.append(exchange)
+            at = time.monotonic() - self._started
+            self._exchanges.append(Exchange(method, path, body, answer, usage, at))
+            self._lock.notify_all()
+
+    def wait_for_requests(self, count: int, timeout: float) -> bool:
+        """Wait until *count* requests are recorded (a hanging one as it starts to hang), at
+        most *timeout* seconds; whether they were."""
+        with self._lock:
+            return self._lock.wait_for(lambda: len(self._exchanges) >= count, timeout)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -153,7 +165,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         """Model lists and the like: an empty list."""
-        self.server.state.record(Exchange("GET", self.path, None, "list", None))
+        self.server.state.record("GET", self.path, None, "list", None)
         _wire.send_json(self, 200, {"object": "list", "data": [], "models": []})
 
     def do_POST(self) -> None:
@@ -162,26 +174,29 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length) or b"null")
         api = _wire.api_of(self.path)
         if api is None:
-            self.server.state.record(Exchange("POST", self.path, body, "unknown path", None))
+            self.server.state.record("POST", self.path, body, "unknown path", None)
             _wire.send_json(self, 404, {"error": {"message": f"no such path: {self.path}"}})
             return
         turn, label = self.server.state.answer_for(api.is_main(self.path, body))
-        usage = self._answer(api, body, turn)
-        self.server.state.record(Exchange("POST", self.path, body, label, usage))
-
-    def _answer(self, api: _wire.Api, body: Any, turn: Turn) -> Usage | None:
         if isinstance(turn, Hang):
+            self.server.state.record("POST", self.path, body, label, None)
             self.server.state.stopping.wait(HANG_LIMIT)
             self.close_connection = True
-            return None
+            return
+        # Recorded before the answer is sent: the CLI may read it and exit before this thread
+        # runs again, and the test then reads the record.
+        usage = None if isinstance(turn, Fail) or not _wire.reports_usage(self.path) else turn.usage
+        self.server.state.record("POST", self.path, body, label, usage)
+        self._answer(api, body, turn)
+
+    def _answer(self, api: _wire.Api, body: Any, turn: Turn) -> None:
         if isinstance(turn, Fail):
             _wire.send_json(self, turn.status, api.error(turn.status))
-            return None
+            return
         try:
-            return api.answer(self, body, turn, self.server.state.next_id())
+            api.answer(self, body, turn, self.server.state.next_id())
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the CLI went away mid-answer (killed, timed out)
-            return None
 
 
 class _Server(ThreadingHTTPServer):
@@ -193,7 +208,7 @@ class _Server(ThreadingHTTPServer):
         self.state = state
 
 
-def serve() -> Iterator[ModelServer]:
+def serve() -> Generator[ModelServer, None, None]:
     """Run a server on a free loopback port in a thread; stop it and its hanging answers after."""
     state = ModelServer()
     server = _Server(state)

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from ._turns import Reply, RunCommand, Turn, Usage, WriteFile
 
-__all__ = ["Api", "api_of", "send_json"]
+__all__ = ["Api", "api_of", "reports_usage", "send_json"]
 
 
 class Api(Protocol):
@@ -26,11 +26,8 @@ class Api(Protocol):
     def error(self, status: int) -> dict[str, Any]:
         """The body of an HTTP *status* error in this API's shape."""
 
-    def answer(
-        self, handler: BaseHTTPRequestHandler, body: Any, turn: Turn, n: int
-    ) -> Usage | None:
-        """Write *turn* (a ``WriteFile``, ``RunCommand`` or ``Reply``) as the answer to *body*;
-        return the usage the answer reported."""
+    def answer(self, handler: BaseHTTPRequestHandler, body: Any, turn: Turn, n: int) -> None:
+        """Write *turn* (a ``WriteFile``, ``RunCommand`` or ``Reply``) as the answer to *body*."""
 
 
 def send_json(handler: BaseHTTPRequestHandler, status: int, document: Any) -> None:
@@ -101,13 +98,11 @@ class Anthropic:
         word = _status_word(status)
         return {"type": "error", "error": {"type": word, "message": f"scripted {status}"}}
 
-    def answer(
-        self, handler: BaseHTTPRequestHandler, body: Any, turn: Turn, n: int
-    ) -> Usage | None:
+    def answer(self, handler: BaseHTTPRequestHandler, body: Any, turn: Turn, n: int) -> None:
         """A message whose one block is the turn's text or tool call."""
         if "count_tokens" in handler.path:
             send_json(handler, 200, {"input_tokens": 10})
-            return None
+            return
         assert isinstance(turn, WriteFile | RunCommand | Reply)
         block, stop = self._block(body, turn, n)
         if body.get("stream"):
@@ -115,7 +110,6 @@ class Anthropic:
         else:
             message = self._message(body, [block], stop, turn.usage, n)
             send_json(handler, 200, message)
-        return turn.usage
 
     def _block(self, body: Any, turn: Turn, n: int) -> tuple[dict[str, Any], str]:
         if isinstance(turn, WriteFile):
@@ -214,9 +208,7 @@ class OpenAIResponses:
             "error": {"type": code, "code": code, "message": f"scripted {status}", "param": None}
         }
 
-    def answer(
-        self, handler: BaseHTTPRequestHandler, body: Any, turn: Turn, n: int
-    ) -> Usage | None:
+    def answer(self, handler: BaseHTTPRequestHandler, body: Any, turn: Turn, n: int) -> None:
         """One output item (a message or a tool call), then ``response.completed`` with usage."""
         assert isinstance(turn, WriteFile | RunCommand | Reply)
         item = self._item(body, turn, n)
@@ -245,7 +237,6 @@ class OpenAIResponses:
         }
         stream.event({"type": "response.completed", "response": completed}, "response.completed")
         stream.close()
-        return turn.usage
 
     def _usage(self, usage: Usage) -> dict[str, Any]:
         return {
@@ -325,9 +316,7 @@ class OpenAIChat:
         """OpenAI's error body."""
         return OpenAIResponses().error(status)
 
-    def answer(
-        self, handler: BaseHTTPRequestHandler, body: Any, turn: Turn, n: int
-    ) -> Usage | None:
+    def answer(self, handler: BaseHTTPRequestHandler, body: Any, turn: Turn, n: int) -> None:
         """A ``chat.completion`` (or its chunks when the request streams) with usage."""
         assert isinstance(turn, WriteFile | RunCommand | Reply)
         usage = {
@@ -350,7 +339,6 @@ class OpenAIChat:
                 200,
                 {**head, "object": "chat.completion", "choices": [choice], "usage": usage},
             )
-            return turn.usage
         stream = _Stream(handler)
         chunk = {**head, "object": "chat.completion.chunk"}
         delta = {"role": "assistant", "content": text}
@@ -359,7 +347,6 @@ class OpenAIChat:
         stream.event({**chunk, "choices": [], "usage": usage})
         stream.event("[DONE]")
         stream.close()
-        return turn.usage
 
 
 def _json_for(schema: Any) -> Any:
@@ -387,13 +374,11 @@ class Gemini:
         word = "RESOURCE_EXHAUSTED" if status == 429 else "INTERNAL"
         return {"error": {"code": status, "message": f"scripted {status}", "status": word}}
 
-    def answer(
-        self, handler: BaseHTTPRequestHandler, body: Any, turn: Turn, n: int
-    ) -> Usage | None:
+    def answer(self, handler: BaseHTTPRequestHandler, body: Any, turn: Turn, n: int) -> None:
         """One candidate holding the turn's text or function call, with ``usageMetadata``."""
         if ":countTokens" in handler.path:
             send_json(handler, 200, {"totalTokens": 10})
-            return None
+            return
         assert isinstance(turn, WriteFile | RunCommand | Reply)
         usage = turn.usage
         candidate = {
@@ -414,11 +399,10 @@ class Gemini:
         }
         if ":streamGenerateContent" not in handler.path:
             send_json(handler, 200, document)
-            return usage
+            return
         stream = _Stream(handler)
         stream.event(document)
         stream.close()
-        return usage
 
     def _part(self, body: Any, turn: Turn) -> dict[str, Any]:
         if isinstance(turn, WriteFile):
@@ -432,6 +416,11 @@ class Gemini:
             body.get("generationConfig") or {}
         ).get("responseSchema")
         return {"text": json.dumps(_json_for(schema)) if schema else turn.text}
+
+
+def reports_usage(path: str) -> bool:
+    """Whether the answer to a request on *path* reports usage (token counting does not)."""
+    return "count_tokens" not in path and ":countTokens" not in path
 
 
 def api_of(path: str) -> Api | None:
