@@ -159,6 +159,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_HEAD(self) -> None:
         """Connectivity checks (claude's ``HEAD /``): 200, empty."""
+        self.server.state.record("HEAD", self.path, None, "ok", None)
         self.send_response(200)
         self.send_header("Content-Length", "0")
         self.end_headers()

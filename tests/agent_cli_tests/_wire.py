@@ -358,7 +358,7 @@ def _json_for(schema: Any) -> Any:
     if kind == "object":
         return {k: _json_for(v) for k, v in (schema.get("properties") or {}).items()}
     if kind in ("integer", "number"):
-        return schema.get("minimum", 0)  # gemini's router wants a complexity_score of 1 or more
+        return schema.get("minimum", 1)  # gemini's router wants a complexity_score of 1 or more
     return {"boolean": False, "array": []}.get(kind, "scripted")
 
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ._agents import (
     Place,
+    Run,
     aider_printed_usage,
     aider_usage,
     base_env,
@@ -23,7 +25,7 @@ from ._agents import (
     run_agent,
 )
 from ._model_server import ModelServer, serve
-from ._turns import Reply, Usage, WriteFile
+from ._turns import Fail, Hang, Reply, Usage, WriteFile
 
 PROMPT = "Create hello.txt saying hello."
 AgentCli = Callable[[str], Path]
@@ -41,6 +43,24 @@ def place(tmp_path: Path) -> Place:
     return make_place(tmp_path)
 
 
+def _run_claude(
+    agent_cli: AgentCli, server: ModelServer, place: Place, **more_env: str
+) -> tuple[Run, dict[str, Any]]:
+    """claude in print mode, JSON result, edits accepted, pointed at *server*."""
+    env = {
+        **base_env(place),
+        "ANTHROPIC_BASE_URL": server.url,
+        "ANTHROPIC_API_KEY": "sk-ant-scripted",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        **more_env,
+    }
+    argv = [str(agent_cli("claude")), "-p", PROMPT, "--output-format", "json"]
+    run = run_agent([*argv, "--permission-mode", "acceptEdits"], env, place.repo)
+    return run, json.loads(run.stdout)
+
+
 def test_claude_writes_the_file_and_reports_the_usage_sent(
     agent_cli: AgentCli, model_server: ModelServer, place: Place
 ) -> None:
@@ -49,33 +69,54 @@ def test_claude_writes_the_file_and_reports_the_usage_sent(
         WriteFile(str(target), "hello from claude\n", Usage(1200, 40, 100)),
         Reply("Created hello.txt.", Usage(1300, 10)),
     )
-    env = {
-        **base_env(place),
-        "ANTHROPIC_BASE_URL": model_server.url,
-        "ANTHROPIC_API_KEY": "sk-ant-scripted",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-    }
-    argv = [str(agent_cli("claude")), "-p", PROMPT, "--output-format", "json"]
-    run = run_agent([*argv, "--permission-mode", "acceptEdits"], env, place.repo)
+    run, result = _run_claude(agent_cli, model_server, place)
     assert run.code == 0, run.stderr
-    result = json.loads(run.stdout)
-    assert (result["is_error"], result["subtype"], result["permission_denials"]) == (
-        False,
-        "success",
-        [],
-    )
+    verdict = (result["is_error"], result["subtype"], result["permission_denials"])
+    assert verdict == (False, "success", [])
     assert target.read_text(encoding="utf-8") == "hello from claude\n"
     assert claude_usage(result) == model_server.usage_sent()
     assert len(model_server.main_requests()) == 2
 
 
-def _codex_config(place: Place, url: str) -> Path:
+@pytest.mark.parametrize(
+    ("status", "said"),
+    [
+        (500, "API Error: 500 scripted 500. This is a server-side issue"),
+        (429, "API Error: Request rejected (429) · scripted 429"),
+    ],
+)
+def test_claude_exits_1_with_is_error_when_the_model_fails(
+    agent_cli: AgentCli, model_server: ModelServer, place: Place, status: int, said: str
+) -> None:
+    # Without CLAUDE_CODE_MAX_RETRIES=0 claude tries 11 times over about 175 s.
+    model_server.script(Fail(status))
+    run, result = _run_claude(agent_cli, model_server, place, CLAUDE_CODE_MAX_RETRIES="0")
+    assert run.code == 1
+    verdict = (result["is_error"], result["terminal_reason"], result["api_error_status"])
+    assert verdict == (True, "api_error", status)
+    assert result["result"].startswith(said)
+    assert result["modelUsage"] == {}
+
+
+def test_claude_gives_up_on_a_hanging_model_after_api_timeout_ms(
+    agent_cli: AgentCli, model_server: ModelServer, place: Place
+) -> None:
+    # Without API_TIMEOUT_MS claude waited on a silent model for over 300 s.
+    model_server.script(Hang())
+    more = {"CLAUDE_CODE_MAX_RETRIES": "0", "API_TIMEOUT_MS": "3000"}
+    run, result = _run_claude(agent_cli, model_server, place, **more)
+    assert run.code == 1
+    assert (result["is_error"], result["api_error_status"]) == (True, None)
+    assert result["result"].startswith("Request timed out.")
+
+
+def _codex_config(place: Place, url: str, retries: bool) -> Path:
     """``$CODEX_HOME/config.toml`` naming the server as the model provider (codex ignores
-    ``OPENAI_BASE_URL``); gpt-5.5 is a model codex knows, so it offers ``apply_patch``."""
+    ``OPENAI_BASE_URL``); gpt-5.5 is a model codex knows, so it offers ``apply_patch``.
+    *retries* False: no retry of a failed request or stream."""
     codex_home = place.home / ".codex"
     codex_home.mkdir()
+    no_retries = "request_max_retries = 0\nstream_max_retries = 0\n"
     (codex_home / "config.toml").write_text(
         'model = "gpt-5.5"\n'
         'model_provider = "scripted"\n'
@@ -84,10 +125,18 @@ def _codex_config(place: Place, url: str) -> Path:
         f'base_url = "{url}/v1"\n'
         'env_key = "OPENAI_API_KEY"\n'
         'wire_api = "responses"\n'
-        "supports_websockets = false\n",
+        "supports_websockets = false\n" + ("" if retries else no_retries),
         encoding="utf-8",
     )
     return codex_home
+
+
+def _run_codex(agent_cli: AgentCli, server: ModelServer, place: Place, retries: bool) -> Run:
+    """``codex exec`` with JSON events and its own sandbox (workspace-write), at *server*."""
+    codex_home = _codex_config(place, server.url, retries)
+    env = {**base_env(place), "CODEX_HOME": str(codex_home), "OPENAI_API_KEY": "sk-scripted"}
+    argv = [str(agent_cli("codex")), "exec", "--json", "--sandbox", "workspace-write", PROMPT]
+    return run_agent(argv, env, place.repo)
 
 
 def test_codex_writes_the_file_and_reports_the_usage_sent(
@@ -97,15 +146,30 @@ def test_codex_writes_the_file_and_reports_the_usage_sent(
         WriteFile("hello.txt", "hello from codex\n", Usage(1200, 40, 200)),
         Reply("Created hello.txt.", Usage(1300, 10)),
     )
-    codex_home = _codex_config(place, model_server.url)
-    env = {**base_env(place), "CODEX_HOME": str(codex_home), "OPENAI_API_KEY": "sk-scripted"}
-    argv = [str(agent_cli("codex")), "exec", "--json", "--sandbox", "workspace-write", PROMPT]
-    run = run_agent(argv, env, place.repo)
+    run = _run_codex(agent_cli, model_server, place, retries=True)
     assert run.code == 0, run.stderr
     assert "Refusing to create helper binaries" not in run.stderr
     assert (place.repo / "hello.txt").read_text(encoding="utf-8") == "hello from codex\n"
     assert codex_usage(run.stdout) == model_server.usage_sent()
     assert len(model_server.main_requests()) == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "said"),
+    [
+        (500, "We\u2019re currently experiencing high demand, which may cause temporary errors."),
+        (429, "exceeded retry limit, last status: 429 Too Many Requests"),
+    ],
+)
+def test_codex_exits_1_with_a_failed_turn_when_the_model_fails(
+    agent_cli: AgentCli, model_server: ModelServer, place: Place, status: int, said: str
+) -> None:
+    # With its default retries codex gives up on a 500 after about 25 s (30 requests).
+    model_server.script(Fail(status))
+    run = _run_codex(agent_cli, model_server, place, retries=False)
+    assert run.code == 1
+    last = json.loads(run.stdout.splitlines()[-1])
+    assert last == {"type": "turn.failed", "error": {"message": said}}
 
 
 def test_gemini_writes_the_file_and_reports_the_usage_sent(
