@@ -3,9 +3,10 @@
 No real model is reachable here, and none is needed to test the plumbing between rho and an
 agent: the CLIs only need answers of the right shape. A test gives the server a script of turns
 (``WriteFile``: call the agent's file-writing tool; ``RunCommand``: its shell tool; ``Reply``:
-final text; ``Fail``: answer HTTP 500 or 429 from then on; ``Hang``: answer nothing from then on)
-with the usage each answer reports, runs the real CLI against it and reads back every request
-(``exchanges``) and the usage the server sent (``usage_sent``).
+final text; ``Fail``: answer HTTP 500 or 429 from then on; ``Hang``: answer nothing from then
+on, or stall after a stream's headers) with the usage each answer reports, runs the real CLI
+against it and reads back every request (``exchanges``) and the usage the server sent
+(``usage_sent``).
 
 Four wire formats, each as far as the CLIs need it:
 
@@ -181,6 +182,8 @@ class _Handler(BaseHTTPRequestHandler):
         turn, label = self.server.state.answer_for(api.is_main(self.path, body))
         if isinstance(turn, Hang):
             self.server.state.record("POST", self.path, body, label, None)
+            if turn.streaming:
+                _wire.Stream(self)
             self.server.state.stopping.wait(HANG_LIMIT)
             self.close_connection = True
             return

@@ -73,7 +73,10 @@ class Fail:
 
 @dataclass(frozen=True)
 class Hang:
-    """From here on, answer no request: hold it until the server stops."""
+    """From here on, answer no request: hold it until the server stops (*streaming*: after the
+    headers of an event stream, as a model that stalls mid-answer)."""
+
+    streaming: bool = False
 
 
 Turn = WriteFile | RunCommand | Reply | Fail | Hang

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from ._turns import Reply, RunCommand, Turn, Usage, WriteFile
 
-__all__ = ["Api", "api_of", "reports_usage", "send_json"]
+__all__ = ["Api", "Stream", "api_of", "reports_usage", "send_json"]
 
 
 class Api(Protocol):
@@ -42,7 +42,7 @@ def send_json(handler: BaseHTTPRequestHandler, status: int, document: Any) -> No
     handler.wfile.write(data)
 
 
-class _Stream:
+class Stream:
     """A server-sent event stream in chunked transfer encoding."""
 
     def __init__(self, handler: BaseHTTPRequestHandler) -> None:
@@ -159,7 +159,7 @@ class Anthropic:
         usage: Usage,
         n: int,
     ) -> None:
-        stream = _Stream(handler)
+        stream = Stream(handler)
         start = self._message(body, [], None, usage, n)
         stream.event({"type": "message_start", "message": start}, "message_start")
         self._stream_block(stream, block)
@@ -173,7 +173,7 @@ class Anthropic:
         stream.event({"type": "message_stop"}, "message_stop")
         stream.close()
 
-    def _stream_block(self, stream: _Stream, block: dict[str, Any]) -> None:
+    def _stream_block(self, stream: Stream, block: dict[str, Any]) -> None:
         if block["type"] == "text":
             first, delta = {**block, "text": ""}, {"type": "text_delta", "text": block["text"]}
         else:
@@ -212,7 +212,7 @@ class OpenAIResponses:
         """One output item (a message or a tool call), then ``response.completed`` with usage."""
         assert isinstance(turn, WriteFile | RunCommand | Reply)
         item = self._item(body, turn, n)
-        stream = _Stream(handler)
+        stream = Stream(handler)
         response = {"id": f"resp_{n}", "object": "response", "status": "in_progress", "output": []}
         stream.event({"type": "response.created", "response": response}, "response.created")
         added = {"type": "response.output_item.added", "output_index": 0, "item": item}
@@ -339,7 +339,7 @@ class OpenAIChat:
                 200,
                 {**head, "object": "chat.completion", "choices": [choice], "usage": usage},
             )
-        stream = _Stream(handler)
+        stream = Stream(handler)
         chunk = {**head, "object": "chat.completion.chunk"}
         delta = {"role": "assistant", "content": text}
         stream.event({**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
@@ -400,7 +400,7 @@ class Gemini:
         if ":streamGenerateContent" not in handler.path:
             send_json(handler, 200, document)
             return
-        stream = _Stream(handler)
+        stream = Stream(handler)
         stream.event(document)
         stream.close()
 

@@ -110,13 +110,15 @@ def test_claude_gives_up_on_a_hanging_model_after_api_timeout_ms(
     assert result["result"].startswith("Request timed out.")
 
 
-def _codex_config(place: Place, url: str, retries: bool) -> Path:
+NO_RETRIES = "request_max_retries = 0\nstream_max_retries = 0\n"
+
+
+def _codex_config(place: Place, url: str, provider: str) -> Path:
     """``$CODEX_HOME/config.toml`` naming the server as the model provider (codex ignores
-    ``OPENAI_BASE_URL``); gpt-5.5 is a model codex knows, so it offers ``apply_patch``.
-    *retries* False: no retry of a failed request or stream."""
+    ``OPENAI_BASE_URL``), with the lines *provider* added to its table; gpt-5.5 is a model
+    codex knows, so it offers ``apply_patch``."""
     codex_home = place.home / ".codex"
     codex_home.mkdir()
-    no_retries = "request_max_retries = 0\nstream_max_retries = 0\n"
     (codex_home / "config.toml").write_text(
         'model = "gpt-5.5"\n'
         'model_provider = "scripted"\n'
@@ -125,15 +127,15 @@ def _codex_config(place: Place, url: str, retries: bool) -> Path:
         f'base_url = "{url}/v1"\n'
         'env_key = "OPENAI_API_KEY"\n'
         'wire_api = "responses"\n'
-        "supports_websockets = false\n" + ("" if retries else no_retries),
+        "supports_websockets = false\n" + provider,
         encoding="utf-8",
     )
     return codex_home
 
 
-def _run_codex(agent_cli: AgentCli, server: ModelServer, place: Place, retries: bool) -> Run:
+def _run_codex(agent_cli: AgentCli, server: ModelServer, place: Place, provider: str = "") -> Run:
     """``codex exec`` with JSON events and its own sandbox (workspace-write), at *server*."""
-    codex_home = _codex_config(place, server.url, retries)
+    codex_home = _codex_config(place, server.url, provider)
     env = {**base_env(place), "CODEX_HOME": str(codex_home), "OPENAI_API_KEY": "sk-scripted"}
     argv = [str(agent_cli("codex")), "exec", "--json", "--sandbox", "workspace-write", PROMPT]
     return run_agent(argv, env, place.repo)
@@ -146,7 +148,7 @@ def test_codex_writes_the_file_and_reports_the_usage_sent(
         WriteFile("hello.txt", "hello from codex\n", Usage(1200, 40, 200)),
         Reply("Created hello.txt.", Usage(1300, 10)),
     )
-    run = _run_codex(agent_cli, model_server, place, retries=True)
+    run = _run_codex(agent_cli, model_server, place)
     assert run.code == 0, run.stderr
     assert "Refusing to create helper binaries" not in run.stderr
     assert (place.repo / "hello.txt").read_text(encoding="utf-8") == "hello from codex\n"
@@ -166,10 +168,24 @@ def test_codex_exits_1_with_a_failed_turn_when_the_model_fails(
 ) -> None:
     # With its default retries codex gives up on a 500 after about 25 s (30 requests).
     model_server.script(Fail(status))
-    run = _run_codex(agent_cli, model_server, place, retries=False)
+    run = _run_codex(agent_cli, model_server, place, NO_RETRIES)
     assert run.code == 1
     last = json.loads(run.stdout.splitlines()[-1])
     assert last == {"type": "turn.failed", "error": {"message": said}}
+
+
+def test_codex_gives_up_on_a_stalled_stream_after_its_idle_timeout(
+    agent_cli: AgentCli, model_server: ModelServer, place: Place
+) -> None:
+    # A model that answers no headers at all held codex past 300 s whatever this timeout.
+    model_server.script(Hang(streaming=True))
+    run = _run_codex(agent_cli, model_server, place, NO_RETRIES + "stream_idle_timeout_ms = 2000\n")
+    assert run.code == 1
+    said = "stream disconnected before completion: idle timeout waiting for SSE"
+    assert json.loads(run.stdout.splitlines()[-1]) == {
+        "type": "turn.failed",
+        "error": {"message": said},
+    }
 
 
 def test_gemini_writes_the_file_and_reports_the_usage_sent(
