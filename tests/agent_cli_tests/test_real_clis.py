@@ -188,6 +188,20 @@ def test_codex_gives_up_on_a_stalled_stream_after_its_idle_timeout(
     }
 
 
+def _run_gemini(
+    agent_cli: AgentCli, server: ModelServer, place: Place, *more_args: str, **settings: Any
+) -> Run:
+    """gemini in headless mode, JSON output, every tool allowed, at *server* (gemini ignores
+    its base URL until the settings pick the API-key sign-in)."""
+    settings_file = place.home / ".gemini" / "settings.json"
+    settings_file.parent.mkdir()
+    auth = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+    settings_file.write_text(json.dumps({**auth, **settings}), encoding="utf-8")
+    env = {**base_env(place), "GEMINI_API_KEY": "scripted", "GOOGLE_GEMINI_BASE_URL": server.url}
+    argv = [str(agent_cli("gemini")), "-p", PROMPT, "--output-format", "json"]
+    return run_agent([*argv, "--yolo", "--skip-trust", *more_args], env, place.repo)
+
+
 def test_gemini_writes_the_file_and_reports_the_usage_sent(
     agent_cli: AgentCli, model_server: ModelServer, place: Place
 ) -> None:
@@ -196,20 +210,27 @@ def test_gemini_writes_the_file_and_reports_the_usage_sent(
         WriteFile(str(target), "hello from gemini\n", Usage(1200, 40, 200)),
         Reply("Created hello.txt.", Usage(1300, 10)),
     )
-    settings = place.home / ".gemini" / "settings.json"
-    settings.parent.mkdir()
-    settings.write_text('{"security": {"auth": {"selectedType": "gemini-api-key"}}}')
-    env = {
-        **base_env(place),
-        "GEMINI_API_KEY": "scripted",
-        "GOOGLE_GEMINI_BASE_URL": model_server.url,
-    }
-    argv = [str(agent_cli("gemini")), "-p", PROMPT, "--output-format", "json"]
-    run = run_agent([*argv, "--yolo", "--skip-trust"], env, place.repo)
+    run = _run_gemini(agent_cli, model_server, place)
     assert run.code == 0, run.stderr
     assert target.read_text(encoding="utf-8") == "hello from gemini\n"
+    # The usage includes gemini's side request (its model router), as it should.
+    assert [e.answer for e in model_server.exchanges] == ["side", "turn 1", "turn 2"]
     assert gemini_usage(json.loads(run.stdout)) == model_server.usage_sent()
-    assert len(model_server.main_requests()) == 2
+
+
+@pytest.mark.parametrize(("status", "said"), [(500, "INTERNAL"), (429, "scripted 429")])
+def test_gemini_exits_with_the_http_status_when_the_model_fails(
+    agent_cli: AgentCli, model_server: ModelServer, place: Place, status: int, said: str
+) -> None:
+    # By default gemini tries for about 260 s; one attempt, and a named model (no router
+    # request, which retries on its own), bring that to seconds.
+    model_server.script(Fail(status))
+    no_retries = {"general": {"maxAttempts": 1}}
+    run = _run_gemini(agent_cli, model_server, place, "--model", "gemini-2.5-flash", **no_retries)
+    assert (run.code, run.stdout) == (status % 256, "")
+    error = json.loads(run.stderr[run.stderr.rindex("\n{\n") :])["error"]
+    assert error["code"] == status
+    assert said in error["message"]
 
 
 def test_aider_writes_the_file_and_reports_the_usage_sent(
