@@ -44,7 +44,7 @@ def place(tmp_path: Path) -> Place:
 
 
 def _run_claude(
-    agent_cli: AgentCli, server: ModelServer, place: Place, **more_env: str
+    agent_cli: AgentCli, server: ModelServer, place: Place, *more_args: str, **more_env: str
 ) -> tuple[Run, dict[str, Any]]:
     """claude in print mode, JSON result, edits accepted, pointed at *server*."""
     env = {
@@ -57,7 +57,7 @@ def _run_claude(
         **more_env,
     }
     argv = [str(agent_cli("claude")), "-p", PROMPT, "--output-format", "json"]
-    run = run_agent([*argv, "--permission-mode", "acceptEdits"], env, place.repo)
+    run = run_agent([*argv, "--permission-mode", "acceptEdits", *more_args], env, place.repo)
     return run, json.loads(run.stdout)
 
 
@@ -111,6 +111,24 @@ def test_claude_gives_up_on_a_hanging_model_after_api_timeout_ms(
 
 
 NO_RETRIES = "request_max_retries = 0\nstream_max_retries = 0\n"
+
+
+def test_claude_budget_stop_zeroes_usage_but_model_usage_keeps_the_counts(
+    agent_cli: AgentCli, model_server: ModelServer, place: Place
+) -> None:
+    # $0.84 at claude's list price for its default model: over the $0.50 budget at once.
+    model_server.script(
+        WriteFile(str(place.repo / "a.txt"), "a\n", Usage(200_000, 2000)),
+        Reply("done", Usage(1000, 10)),
+    )
+    run, result = _run_claude(agent_cli, model_server, place, "--max-budget-usd", "0.5")
+    assert run.code == 1
+    verdict = (result["is_error"], result["subtype"], result["terminal_reason"])
+    assert verdict == (True, "error_max_budget_usd", "budget_exhausted")
+    assert (result["usage"]["input_tokens"], result["usage"]["output_tokens"]) == (0, 0)
+    assert claude_usage(result) == model_server.usage_sent() == Usage(200_000, 2000)
+    # Whether the tool call of the answer that crossed the budget still ran (a.txt) varies
+    # from run to run: a budget stop is no proof that nothing changed.
 
 
 def _codex_config(place: Place, url: str, provider: str) -> Path:
