@@ -1,6 +1,118 @@
 """Each real agent CLI, run directly (not through rho), lands a scripted edit and reports usage.
 
-FACTS
+The programs are the ones ``.ci/install-agents`` puts in ``/opt/rho-agents/bin`` (or
+``$RHO_TESTS_AGENTS_BIN``): claude 2.1.332, codex 0.171.0, gemini 0.61.0, aider 0.86.2. Each
+runs with an environment built from nothing (``_agents.base_env``: a fresh HOME and TMPDIR, no
+key of the machine's), no input, in a fresh git repository, against ``_model_server``. What
+follows was seen with those versions, as root, on this machine; timings are wall clock.
+
+claude (Anthropic Messages; follows ``ANTHROPIC_BASE_URL``, any ``ANTHROPIC_API_KEY``)
+  Line: ``claude -p PROMPT --output-format json --permission-mode acceptEdits``, with
+  ``DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1``; no config file.
+  Streams ``POST /v1/messages?beta=true``; offers Agent, Bash, Edit, Read, Write, Skill, ...
+  It sent ``HEAD /`` in some runs; no side (title) request was seen in ``-p`` mode.
+  Permissions: ``acceptEdits`` writes files but denies every Bash command (``git add``,
+  ``python3 ...``: "This command requires approval") and still exits 0 with ``is_error``
+  false, ``subtype`` success and the commands in ``permission_denials``. ``acceptEdits`` with
+  ``--allowedTools "Bash(git add:*) Bash(python3:*)"`` (or ``Bash``) runs them, no denials.
+  ``bypassPermissions`` is refused as root ("--dangerously-skip-permissions cannot be used
+  with root/sudo privileges for security reasons", exit 1, no request) unless ``IS_SANDBOX=1``.
+  Usage: ``modelUsage`` per model (inputTokens uncached, cacheReadInputTokens, outputTokens)
+  equals what the server sent; a ``--max-budget-usd`` stop exits 1 (``is_error``,
+  ``subtype`` error_max_budget_usd) with the result's ``usage`` all zeros, ``modelUsage``
+  full, and the crossing answer's tool call run or not, by chance.
+  Writes: ``~/.claude.json``, ``~/.claude/backups/.claude.json.backup.<ms>``,
+  ``~/.claude/plugins/store/*.json``, ``~/.claude/projects/<cwd, / as ->/<session>.jsonl``
+  and ``.../memory/``, ``~/.claude/session-env/<session>/``, ``~/.claude/sessions/``,
+  ``~/.claude/shell-snapshots/``; and ``$TMPDIR/claude-<uid>/<cwd>/<session>/``,
+  ``$TMPDIR/cc-socks``.
+  Failures: 500 and 429 are retried (11 requests), then exit 1 after ~175 s with
+  ``is_error`` true, ``terminal_reason`` api_error, ``api_error_status`` 500/429, ``result``
+  "API Error: 500 scripted 500. This is a server-side issue, ..." / "API Error: Request
+  rejected (429) · scripted 429", ``modelUsage`` {}. ``CLAUDE_CODE_MAX_RETRIES=0``: the same
+  in ~1 s. A model that never answers: no exit in 300 s; ``API_TIMEOUT_MS=5000`` (retries 0):
+  exit 1 after ~5.5 s, "Request timed out. If the API is slow to answer, ...".
+
+codex (OpenAI Responses; ignores ``OPENAI_BASE_URL``)
+  Config: ``$CODEX_HOME/config.toml`` with ``model = "gpt-5.5"``, ``model_provider =
+  "scripted"`` and ``[model_providers.scripted]`` (``base_url = "<server>/v1"``, ``env_key =
+  "OPENAI_API_KEY"``, ``wire_api = "responses"``, ``supports_websockets = false``). A model
+  codex does not know (gpt-5-codex) works but warns "Model metadata ... not found" and offers
+  no ``apply_patch`` tool. ``CODEX_HOME`` under the temporary folder (``$TMPDIR``, else /tmp)
+  makes it refuse its helper binaries ("Refusing to create helper binaries under temporary
+  dir"); a TMPDIR beside it lifts that. It says "Reading additional input from stdin..."
+  unless stdin is closed (/dev/null).
+  Line: ``codex exec --json --sandbox workspace-write PROMPT``. 0.171 has no ``--full-auto``
+  (exit 2, "unexpected argument"). Tools: exec_command, write_stdin, apply_patch (a custom,
+  freeform tool), view_image, request_user_input, *_goal, tool_search, web_search.
+  Permissions: ``--sandbox workspace-write`` applies patches and runs commands, but ``.git``
+  is read-only (``git add``: "Unable to create '.git/index.lock': Read-only file system",
+  exit 128 to the model, and that command is missing from the --json items); ``read-only``
+  rejects the patch (stderr "patch rejected: writing is blocked by read-only sandbox") and
+  exits 0 having written nothing; ``--dangerously-bypass-approvals-and-sandbox`` runs all,
+  ``git add`` included.
+  Usage: the ``turn.completed`` lines (input_tokens with cached included,
+  cached_input_tokens, output_tokens) equal what the server sent.
+  Writes (all under CODEX_HOME): config.toml (ours), .sandbox_migration, .tmp/, installation_id,
+  goals_1.sqlite, logs_2.sqlite, memories_1.sqlite, queue_1.sqlite, state_5.sqlite(-shm,
+  -wal), thread_history_1.sqlite, thread-writer-locks/, sessions/YYYY/MM/DD/rollout-*.jsonl,
+  shell_snapshots/, skills/.system/ (53 files), tmp/arg0-linux/ (emptied at exit).
+  Failures: 500: "Reconnecting... 1/5 (We're currently experiencing high demand, ...)" events,
+  then ``turn.failed`` with that message, exit 1 after ~25 s (30 requests); 429: "exceeded
+  retry limit, last status: 429 Too Many Requests", exit 1 after ~6 s. With
+  ``request_max_retries = 0`` and ``stream_max_retries = 0`` in the provider table: under 1 s.
+  A model that sends no headers: no exit in 300 s (nor in 120 s with the idle timeout and no
+  retries); one that stalls
+  after a stream's headers: ``stream_idle_timeout_ms = 3000`` ends it in ~3.7 s, exit 1,
+  "stream disconnected before completion: idle timeout waiting for SSE" (default: no exit in
+  100 s).
+
+gemini (Gemini API; follows ``GOOGLE_GEMINI_BASE_URL`` once ``~/.gemini/settings.json`` holds
+``{"security": {"auth": {"selectedType": "gemini-api-key"}}}``, with ``GEMINI_API_KEY``)
+  Line: ``gemini -p PROMPT --output-format json --yolo --skip-trust``. Without
+  ``--skip-trust`` (or ``GEMINI_CLI_TRUST_WORKSPACE=true``): exit 55, "Gemini CLI is not
+  running in a trusted directory ...", no request. First a router side request
+  (``gemini-3.5-flash-lite:generateContent``, JSON schema, complexity_score >= 1; none with
+  ``--model``), then ``gemini-3.1-pro-preview:streamGenerateContent?alt=sse`` with tools
+  write_file, replace, read_file, run_shell_command, glob, grep_search, web_fetch, ...
+  Permissions: ``--yolo`` writes and runs commands (``git add`` included). ``--approval-mode
+  auto_edit`` writes, but run_shell_command is "not found" (not offered) and it exits 0;
+  ``default`` writes nothing and exits 0.
+  Usage: ``stats.models.<model>.tokens`` (prompt, candidates, cached), every model and role
+  (router included), equals what the server sent.
+  Writes: ``~/.gemini/installation_id``, ``projects.json``, ``history/<repo name>/.project_root``,
+  ``tmp/<repo name>/.project_root``, ``tmp/<repo name>/chats/session-*.jsonl``,
+  ``tmp/<repo name>/logs/``; nothing in TMPDIR.
+  Failures: exit status = HTTP status mod 256 (500 -> 244, 429 -> 173), stdout empty, stderr
+  a stack trace then ``{"session_id": ..., "error": {"type": "Error", "message": ...,
+  "code": 500}}``; after ~260 s (15 requests). Settings ``{"general": {"maxAttempts": 1}}``
+  with ``--model``: ~6 s. A model that never answers: no exit in 300 s (4 requests).
+
+aider (OpenAI Chat Completions through litellm; ``OPENAI_API_BASE=<server>/v1``,
+``OPENAI_API_KEY``, a model named ``openai/...``)
+  Line: ``aider --model openai/scripted --edit-format diff --no-stream --yes-always
+  --no-auto-commits --no-gitignore --no-check-update --no-analytics --analytics-log FILE
+  --no-show-model-warnings --message PROMPT``. An unknown model defaults to the ``whole``
+  edit format (the server answers SEARCH/REPLACE blocks, so ``diff`` here). No tools: it
+  asks once and applies the edit from the text. At start and at each cost it tries to fetch
+  litellm's price list from GitHub (fails at once here: no DNS).
+  Permissions: ``--yes-always`` applies edits unasked; shell commands are not run. It
+  ``git add``s a file it creates even with ``--no-auto-commits``; without ``--no-gitignore``
+  it appends ``.aider*`` to ``.gitignore`` (creating it). In the work tree it leaves
+  ``.aider.chat.history.md``, ``.aider.input.history``, ``.aider.tags.cache.v4/``.
+  Usage: with ``--no-stream``, "Tokens: 900 sent, 40 received." is the provider's count, but
+  rounded from 1,000 on ("1.2k sent"); streaming prints its own estimate (766 sent, 18
+  received for 1200/40 sent). ``--analytics-log FILE`` (with ``--no-analytics``, nothing
+  leaves the machine) has one ``message_send`` line per call with exact ``prompt_tokens``,
+  ``completion_tokens`` and ``cost``.
+  Writes: ``~/.aider/analytics.json``, ``~/.aider/installs.json``,
+  ``~/.aider/caches/model_prices_and_context_window.json``.
+  Failures: 500, 429 and a silent model all end in exit 0: 9 tries with backoff 0.2 s to
+  32 s, each 3 requests; 500 after ~82 s ("litellm.InternalServerError: ... The API
+  provider's servers are down or overloaded."), 429 after ~93 s ("litellm.RateLimitError:
+  ... The API provider has rate limited you."); a silent model: no exit in 300 s, with
+  ``--timeout 2`` exit 0 after ~147 s ("The API provider timed out without returning a
+  response."). Nothing tells the caller the task failed but those lines.
 """
 
 from __future__ import annotations
