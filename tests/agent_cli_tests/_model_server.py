@@ -28,6 +28,7 @@ teardown ends every thread.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import threading
@@ -217,7 +218,9 @@ def serve() -> Generator[ModelServer, None, None]:
     state = ModelServer()
     server = _Server(state)
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, name="model-server", daemon=True)
+    # A short poll: shutdown() waits for the loop to look, at every test's teardown.
+    serving = functools.partial(server.serve_forever, poll_interval=0.05)
+    thread = threading.Thread(target=serving, name="model-server", daemon=True)
     thread.start()
     try:
         yield state
