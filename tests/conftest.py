@@ -2,8 +2,10 @@
 
 Some tests need a program of the system: Debian's chromium (a real browser), bubblewrap
 (``--sandbox``), Graphviz's ``dot``, Node with npm, Go; and one a facility of the kernel, cgroup
-v2 folders rho may make. Each has one fixture here (``browser``, ``bwrap``, ``graphviz_dot``,
-``node_and_npm``, ``go_tool``, ``task_cgroups``), and no test module looks for one by itself
+v2 folders rho may make; and the real agent CLIs (claude, codex, gemini, aider) that
+``.ci/install-agents`` puts in one folder. Each has one fixture here (``browser``, ``bwrap``,
+``graphviz_dot``, ``node_and_npm``, ``go_tool``, ``task_cgroups``, ``agent_cli``), and no test
+module looks for one by itself
 (``tests/test_system_fixtures.py`` reads their source to hold that).
 
 On a machine without one, ``make test`` still passes: those tests skip, and pytest's summary
@@ -139,6 +141,33 @@ def node_and_npm() -> tuple[str, str]:
 def go_tool() -> str:
     """The path of ``go``, or the test skips (fails in CI)."""
     return _program("go", "golang-go", "the Go client's suite")
+
+
+AGENTS_BIN = "RHO_TESTS_AGENTS_BIN"
+DEFAULT_AGENTS_BIN = Path("/opt/rho-agents/bin")
+
+
+def agents_bin() -> Path:
+    """The folder holding the agent CLIs the tests run (``.ci/install-agents`` fills it)."""
+    return Path(os.environ.get(AGENTS_BIN) or DEFAULT_AGENTS_BIN)
+
+
+@pytest.fixture
+def agent_cli() -> Callable[[str], Path]:
+    """A lookup: ``agent_cli("claude")`` is the path of that real agent CLI in the agents' bin
+    folder, or the test skips (fails in CI) saying how to install it."""
+
+    def find(name: str) -> Path:
+        path = agents_bin() / name
+        problem = (
+            f"'{name}' is not in {path.parent} ({AGENTS_BIN} names another folder; "
+            ".ci/install-agents installs it)"
+        )
+        usable = path.is_file() and os.access(path, os.X_OK)
+        require_system(f"the real {name} tests", None if usable else problem)
+        return path
+
+    return find
 
 
 def table_rows(text: str, first: str = "id") -> list[list[str]]:

@@ -1,8 +1,9 @@
 """One place decides about system packages: ``tests/conftest.py``.
 
-A test that needs chromium, bubblewrap, Graphviz, Node or Go asks for the suite's fixture
-(``browser``, ``bwrap``, ``graphviz_dot``, ``node_and_npm``, ``go_tool``), which skips where the
-program is missing and fails under ``RHO_TESTS_REQUIRE_SYSTEM=1``. A module that looked for one
+A test that needs chromium, bubblewrap, Graphviz, Node, Go or a real agent CLI asks for the
+suite's fixture (``browser``, ``bwrap``, ``graphviz_dot``, ``node_and_npm``, ``go_tool``,
+``agent_cli``), which skips where the program is missing and fails under
+``RHO_TESTS_REQUIRE_SYSTEM=1``. A module that looked for one
 itself could fail where it should skip (as a browser fixture of its own once did), or skip in CI
 where nothing may. This test reads every test module's source, as ``test_import_direction.py``
 reads imports, and finds none that does.
@@ -28,9 +29,19 @@ FORBIDDEN_NAMES = frozenset(
         "require_system",
         "REQUIRE_SYSTEM",
         "cgroup_support",
+        "agents_bin",
+        "AGENTS_BIN",
     }
 )
-FIXTURES = ("browser", "bwrap", "graphviz_dot", "node_and_npm", "go_tool", "task_cgroups")
+FIXTURES = (
+    "browser",
+    "bwrap",
+    "graphviz_dot",
+    "node_and_npm",
+    "go_tool",
+    "task_cgroups",
+    "agent_cli",
+)
 
 
 def _modules() -> Iterator[Path]:

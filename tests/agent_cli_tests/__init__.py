@@ -1,0 +1,1 @@
+"""Tests of the real agent CLIs (claude, codex, gemini, aider) against a scripted model server."""
