@@ -49,8 +49,11 @@ def q(path: Path) -> str:
 
 
 def _stop_zygote(record: Path) -> str:
-    """A task's command that stops the zygote above it and writes its pid to *record*."""
-    return f"{_ZYGOTE}; kill -STOP $z && echo $z > {q(record)}"
+    """A task's command that stops the zygote above it and writes its pid to *record*, once the
+    zygote is stopped: one the stop reaches only after it reaped the supervisor holds the
+    task's status, which is lost with it when rho ends it (the attempt fails as killed)."""
+    stopped = "until [ \"$(cut -d' ' -f3 /proc/$z/stat)\" = T ]; do :; done"
+    return f"{_ZYGOTE}; kill -STOP $z && {stopped} && echo $z > {q(record)}"
 
 
 def _stop_ref_stream(record: Path) -> str:

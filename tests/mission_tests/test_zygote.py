@@ -305,7 +305,12 @@ def test_the_end_of_a_supervisor_whose_zygote_a_task_stopped_is_read_by_rho(
 ) -> None:
     # The task stops its supervisor's parent and exits: the zygote never reports the end; rho
     # ends it and reaps the supervisor itself (rho's child then), with the task's own status.
-    stop = "kill -STOP $(cut -d' ' -f4 /proc/$PPID/stat); exit 5"
+    # The task exits only once the zygote is stopped: a zygote the stop reaches after it reaped
+    # the supervisor has the status, and it is lost with it (the attempt then fails as killed).
+    stop = (
+        "z=$(cut -d' ' -f4 /proc/$PPID/stat); kill -STOP $z; "
+        "until [ \"$(cut -d' ' -f3 /proc/$z/stat)\" = T ]; do :; done; exit 5"
+    )
     codes, zygotes = _runs(tmp_path, stop, "exit 4", stop=False)
     assert (codes, zygotes) == ([5, 4], [-signal.SIGKILL, None])
 
