@@ -32,13 +32,31 @@ JsonMission = Mapping[str, Any]
 def _seconds(start: str | None, end: str | None) -> str:
     if not start or not end:
         return ""
+    span = _span(start, end)
+    return "?" if span is None else f"{span:.1f}s"
+
+
+def _span(start: str, end: str) -> float | None:
+    """Seconds from *start* to *end*; None for a time edited by hand (never a crash)."""
     from datetime import datetime  # here: the lane's other views need no datetime
 
     try:
-        delta = datetime.fromisoformat(end) - datetime.fromisoformat(start)
-    except (TypeError, ValueError):  # a time edited by hand: no duration, never a crash
-        return "?"
-    return f"{delta.total_seconds():.1f}s"
+        return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
+def _took(mission: JsonMission, started: str | None, completed: str | None) -> str:
+    """The seconds rho ran the mission (summed over its runs), and from start to end beside
+    it when that is longer (after a resume: the time between runs is not work)."""
+    span = _seconds(started, completed) or "-"
+    ran = mission.get("run_seconds")
+    if not isinstance(ran, (int, float)) or isinstance(ran, bool) or not 0 <= ran < 10**9:
+        return span  # written before rho counted it, or edited by hand
+    whole = _span(started, completed) if started and completed else None
+    if whole is not None and whole - ran >= 1.0:
+        return f"{ran:.1f}s ({span} from start to end, over more than one run)"
+    return f"{ran:.1f}s"
 
 
 def _took_ms(milliseconds: object) -> str:
@@ -74,7 +92,7 @@ def mission_text(mission: JsonMission, state: str) -> str:
         f"base {shown(mission['base_commit'][:12])}  "
         f"integration {shown(mission['integration_branch'])}",
         f"started {started or '-'}  completed {completed or '-'}  "
-        f"took {_seconds(started, completed) or '-'}",
+        f"took {_took(mission, started, completed)}",
         *_usage_lines(mission),
         *_setup_summary(mission),
         *_planning_lines(mission),

@@ -205,6 +205,8 @@ class _WaveRunner:
         # The running wave's features (a hard budget stops them), and whether it did.
         self.wave_group: anyio.abc.TaskGroup | None = None
         self.hard_stopped = False
+        # When this run began: what it adds to the mission's run_seconds at its end.
+        self.run_began = time.monotonic()
         # What was left of the dollar budget when each feature's last attempt started.
         self.caps: dict[str, float | None] = {}
         self.checks = None if stages is None else self._join_checks(stages)
@@ -952,6 +954,8 @@ class _WaveRunner:
         )
         mission.usage = mission.total_usage()
         mission.completed_at = now_rfc3339()
+        ran = time.monotonic() - self.run_began
+        mission.run_seconds = round((mission.run_seconds or 0.0) + ran, 3)
         save_mission(mission)
         self.journal.record(
             "mission",

@@ -432,6 +432,9 @@ class MissionDocument(BaseModel):
     status: MissionStatus = "planning"
     started_at: str | None = None
     completed_at: str | None = None
+    # The seconds rho ran it, summed over its runs (a resume adds its own; the idle time
+    # between runs is not in it, and a killed run's is lost). None: written before it existed.
+    run_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     config: MissionConfig = Field(default_factory=MissionConfig)
     # Set once a planning stage starts (a mission made from a prompt), else None.
     planning: Planning | None = None
