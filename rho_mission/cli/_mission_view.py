@@ -358,6 +358,9 @@ def _verification_lines(mission: JsonMission, join: JsonMission) -> list[str]:
     checked = join["verification"]
     if checked["status"] == "skipped":
         return []
+    if checked["status"] == "passed" and checked["attempts"] == 0:
+        # The wave merged nothing: its head is one an earlier join's checks passed.
+        return ["  verification: no check run: its head is unchanged since its checks passed"]
     head = f"  verification: {checked['status']}, {checked['attempts']} check(s)"
     if checked["fix_attempts"]:
         head += f", {checked['fix_attempts']} fix attempt(s)"

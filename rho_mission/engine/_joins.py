@@ -47,6 +47,14 @@ _SUFFIX = {
     "failed": ", verification failed",
     "cancelled": ", verification cancelled",
 }
+# A wave that merged nothing leaves a head an earlier join's checks passed: not checked again.
+_UNCHANGED = ", its head unchanged since its checks passed"
+
+
+def _verification_suffix(checked: Verification) -> str:
+    if checked.status == "passed" and checked.attempts == 0:
+        return _UNCHANGED
+    return _SUFFIX.get(checked.status, "")
 
 
 def first_unfinished(
@@ -192,7 +200,7 @@ def join_record(
         summary += f", {len(blocked)} downstream blocked"
     if conflicted:
         summary += f", {len(conflicted)} conflicted"
-    summary += _SUFFIX.get(checked.status, "")
+    summary += _verification_suffix(checked)
     return WaveJoin(
         wave=number,
         feature_ids=sorted(ids),
