@@ -245,9 +245,10 @@ class WaveJoin(BaseModel):
 
     ``cancelled_ids`` is an addition to the seed's join: a cancelled feature is neither
     completed nor failed, and the join says so. ``blocked_ids`` are the features of later waves
-    downstream of a failure or a cancellation (transitively); ``not_run_ids`` those that did
-    not run only because the mission stopped after this wave (another failure, a failed
-    verification), so that nothing is called blocked by work it does not depend on.
+    downstream of a failure (or of a wave whose checks failed), transitively; ``not_run_ids``
+    those that did not run only because the mission stopped after this wave (a cancellation,
+    another failure, a failed verification, a budget), so that nothing is called blocked by
+    work it does not depend on, nor by work that was only cut short.
     """
 
     model_config = ConfigDict(extra="forbid")
