@@ -317,11 +317,11 @@ def _feature_usage_lines(feature: JsonMission) -> list[str]:
     lines = [f"  usage: {shown(spent)}"]
     records = feature.get("attempt_usage")
     if type(records) is list:
-        why = [
-            r["problem"] for r in records if type(r) is dict and isinstance(r.get("problem"), str)
+        unknown = [r for r in records if type(r) is dict and isinstance(r.get("problem"), str)]
+        lines += [
+            f"  unknown: {shown(_whose(r))}: {shown(r['problem'])}"
+            for r in sorted(unknown, key=_ran_order)
         ]
-        if why:
-            lines.append(f"  unknown: {shown(why[-1])}")
         if any(type(r) is dict and r.get("stopped_by_budget") is True for r in records):
             lines.append("  an attempt was stopped by its agent's own budget cap")
         if any(type(r) is dict and r.get("source") == "usage_file_and_agent" for r in records):
@@ -329,6 +329,35 @@ def _feature_usage_lines(feature: JsonMission) -> list[str]:
                 "  read from both $RHO_USAGE_FILE and the agent's report: each figure the larger"
             )
     return lines
+
+
+# Whose attempt a usage record is, by its stage.
+_WHOSE = {
+    "task": "the task's",
+    "resolve": "the resolver's",
+    "verify": "the checks'",
+    "fix": "the fix's",
+    "plan": "the planner's",
+}
+
+
+def _ran_order(record: JsonMission) -> tuple[int, int]:
+    """Records in the order their attempts ran: the task's, then its resolver's."""
+    stages = list(_WHOSE)
+    stage = str(record.get("stage", "task"))
+    number = record.get("attempt")
+    return (
+        stages.index(stage) if stage in stages else len(stages),
+        number if type(number) is int else 0,
+    )
+
+
+def _whose(record: JsonMission) -> str:
+    """``the resolver's attempt 2``: whose attempt a usage record is (a record edited by hand
+    into another shape: ``an attempt``)."""
+    whose = _WHOSE.get(str(record.get("stage", "task")), "an")
+    number = record.get("attempt")
+    return f"{whose} attempt {number}" if type(number) is int else f"{whose} attempt"
 
 
 def _conflict_lines(mission: JsonMission, feature: JsonMission) -> list[str]:
