@@ -52,6 +52,7 @@ from ..records._document import (
 )
 from ..records._journal import Journal
 from ..records._missionwords import dollars
+from ..records._order import start_order
 from ..records._persist import note_feature_end, save_mission, save_mission_after
 from ..records._places import feature_log
 from ..records._usage import AttemptUsage, UsageTotal, add_usage, sum_usage
@@ -338,7 +339,9 @@ class _WaveRunner:
         try:
             async with anyio.create_task_group() as group:
                 self.wave_group = group
-                for feature_id in ids:
+                # Started by priority, then natural order; merged in the join's own order.
+                priorities = {i: self.mission.feature(i).priority for i in ids}
+                for feature_id in start_order(ids, priorities):
                     feature = self.mission.feature(feature_id)
                     if feature.status != "completed" and feature_id not in blocked:
                         group.start_soon(self._run_feature, feature, head)

@@ -160,6 +160,9 @@ class Feature(BaseModel):
     expected_behavior: str = ""
     command: str | None = None
     blocked_by: list[str] = Field(default_factory=list)
+    # Its task's priority (0 first): a wave starts its tasks by it (``records._order``); None:
+    # not a store's task (the default priority).
+    priority: int | None = Field(default=None, ge=0, le=4)
     branch: str | None = None
     status: FeatureStatus = "pending"
     attempts: int = 0
@@ -505,13 +508,17 @@ class MissionDocument(BaseModel):
 
 
 def feature_from_task(task: Task) -> Feature:
-    """The feature that runs *task*: its id, subject, description, command and blockers."""
+    """The feature that runs *task*: its id, subject, description, command, blockers and
+    priority."""
+    from taskstore import read_priority
+
     feature = Feature(
         task.id,
         task.subject,
         task.description or task.subject,
         command=task.command,
         blocked_by=sorted(set(task.blocker_ids)),
+        priority=read_priority(task.metadata),
     )
     if task.status == "completed":
         feature.status = "completed"

@@ -585,6 +585,28 @@ def test_a_timed_out_attempts_log_ends_with_a_line_saying_so(project: Path, tmp_
 
 def mission_dir_of(done: Result) -> Path:
     """The folder of the mission a run's last line names (``mission ID STATUS: FOLDER``)."""
-    found = re.fullmatch(r"mission [0-9a-f]{8} \w+: (.+)", done.stdout_lines[-3])
-    assert found is not None, done.stdout
-    return Path(found.group(1))
+    said = (re.fullmatch(r"mission [0-9a-f]{8} \w+: (.+)", line) for line in done.stdout_lines)
+    found = [match.group(1) for match in said if match is not None]
+    assert found, done.stdout
+    return Path(found[-1])
+
+
+def test_a_wave_starts_its_tasks_by_priority_then_in_natural_order(
+    project: Path, tmp_path: Path
+) -> None:
+    started = tmp_path / "started"
+    tasks = [spec(i, f"echo $RHO_TASK_ID >> {shlex.quote(str(started))}") for i in _IDS]
+    for task in tasks:
+        if task["id"] in _PRIORITIES:
+            task["metadata"]["priority"] = _PRIORITIES[task["id"]]
+    import_tasks(project, tasks)
+    done = run_rho("mission", "--from-tasks", "--workers", "1", cwd=project)
+    assert done.code == 0, done.stderr
+    # Priority 0 first; then natural order (task_2 before task_10), not the ids' text order.
+    assert started.read_text().split() == ["task_19", "task_1", "task_2", "task_10", "task_3"]
+    record = json.loads((mission_dir_of(done) / "mission.json").read_text())
+    assert record["waves"] == [sorted(_IDS)]  # the join's merge order: fixed, as before
+
+
+_IDS = ["task_1", "task_10", "task_19", "task_2", "task_3"]
+_PRIORITIES = {"task_19": 0, "task_3": 4}
