@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..records._live import with_live_features
 from ..records._missionwords import (
     conflict_words,
     dollars,
@@ -78,8 +79,10 @@ def _stage_log(mission: JsonMission, stage: str, name: str) -> Path:
 def mission_text(mission: JsonMission, state: str) -> str:
     """Header, one table of features by wave, then the joins.
 
-    *state* is the mission's status, or ``interrupted`` (see ``mission_state``).
+    *state* is the mission's status, or ``interrupted`` (see ``mission_state``). A running
+    mission's features are shown as the journal says they are now (``records._live``).
     """
+    mission = _now(mission, state)
     lines = [f"mission {shown(mission['id'])}  {painted(state, state)}"]
     if state == "interrupted":
         lines.append(
@@ -428,6 +431,12 @@ def merge_words(mission: JsonMission) -> str:
     return merged_words(last, bool(mission.get("cleaned_at")))
 
 
+def _now(mission: JsonMission, state: str) -> JsonMission:
+    # Between two joins only the journal says what runs and what ended: read it for a mission
+    # a run is on (an interrupted one is as its file says: nothing of it runs).
+    return with_live_features(mission) if state == "executing" else mission
+
+
 def mission_list_text(missions: Sequence[tuple[JsonMission, str]]) -> str:
     """One row per (mission, state): id, state, counts, where it was merged, start, what it
     is about, folder."""
@@ -437,7 +446,8 @@ def mission_list_text(missions: Sequence[tuple[JsonMission, str]]) -> str:
     if costed:
         headers.insert(4, "cost")
     rows = []
-    for mission, state in missions:
+    for recorded, state in missions:
+        mission = _now(recorded, state)
         done = sum(1 for f in mission["features"] if f["status"] == "completed")
         row: list[Cell] = [
             (shown(mission["id"]), None),
