@@ -1,0 +1,152 @@
+"""A real agent CLI as the resolver of a conflicted merge (``--resolve-agent NAME``), run by
+a real ``rho`` against the scripted model server.
+
+Two tasks of one wave append a line each to ``shared.txt``; the second one's merge conflicts,
+and the resolver's model (scripted) writes the merged file, nothing more. Neither real agent
+may ``git add`` there with rho's profile line outside ``--sandbox``: claude under
+``acceptEdits`` is denied the command, codex's ``workspace-write`` sandbox cannot write the
+worktree's index lock. rho stages what the resolver left, so both land in one run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ._agents import LIMIT, Place, base_env, make_place
+from ._model_server import ModelServer, serve
+from ._turns import Reply, RunCommand, Usage, WriteFile
+
+RHO = Path(sys.executable).parent / "rho"
+MERGED = "base\na\nb\n"
+AgentCli = Callable[[str], Path]
+
+
+@pytest.fixture
+def model_server() -> Iterator[ModelServer]:
+    """The scripted model server on a free loopback port, stopped (hanging answers too) after."""
+    yield from serve()
+
+
+@pytest.fixture
+def place(tmp_path: Path) -> Place:
+    """A fresh home, temporary folder and git repository; two tasks that conflict in it."""
+    place = make_place(tmp_path)
+    (place.repo / "shared.txt").write_text("base\n", encoding="utf-8")
+    _git(place, "add", "shared.txt")
+    _git(place, "commit", "-q", "-m", "shared")
+    tasks = [
+        {"id": f"t_{n}", "subject": f"append {n}", "status": "pending",
+         "metadata": {"command": f"echo {n} >> shared.txt"}}
+        for n in ("a", "b")
+    ]  # fmt: skip
+    source = tmp_path / "tasks.json"
+    source.write_text(json.dumps({"tasks": tasks}), encoding="utf-8")
+    assert _rho(place, {}, "task", "import", str(source)).returncode == 0
+    return place
+
+
+def _git(place: Place, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=place.repo, env=base_env(place), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _rho(place: Place, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``rho ARGS`` in the repository, in the CLI's environment (*env* added), bounded."""
+    whole = {**base_env(place), **env, "COLUMNS": "200", "NO_COLOR": "1"}
+    if "PYTHONPATH" in os.environ:  # the checkout under test, as the console script imports it
+        whole["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return subprocess.run(
+        [str(RHO), *args],
+        cwd=place.repo,
+        env=whole,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=2 * LIMIT,
+    )
+
+
+def _features(place: Place) -> dict[str, dict[str, Any]]:
+    (folder,) = (place.repo / ".rho" / "missions").iterdir()
+    record = json.loads((folder / "mission.json").read_text(encoding="utf-8"))
+    return {feature["id"]: feature for feature in record["features"]}
+
+
+def _landed(place: Place) -> str:
+    (folder,) = (place.repo / ".rho" / "missions").iterdir()
+    branch = json.loads((folder / "mission.json").read_text(encoding="utf-8"))
+    return _git(place, "show", f"{branch['integration_branch']}:shared.txt")
+
+
+def _with_agent(
+    agent_cli: AgentCli, name: str, place: Place, env: dict[str, str]
+) -> dict[str, str]:
+    """*env* with the agents' folder first on PATH: the profile's line names the program."""
+    return {**env, "PATH": f"{agent_cli(name).parent}{os.pathsep}{base_env(place)['PATH']}"}
+
+
+def _assert_resolved(place: Place, done: subprocess.CompletedProcess[str]) -> None:
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _landed(place) == MERGED
+    conflict = _features(place)["t_b"]["conflict"]
+    assert (conflict["outcome"], conflict["with"]) == ("resolved", ["t_a"])
+
+
+def test_claude_as_the_resolver_lands_both_tasks_without_git_add(
+    agent_cli: AgentCli, model_server: ModelServer, place: Place
+) -> None:
+    model_server.script(
+        WriteFile("shared.txt", MERGED, Usage(1200, 40)), Reply("Resolved.", Usage(1300, 10))
+    )
+    env = {
+        "ANTHROPIC_BASE_URL": model_server.url,
+        "ANTHROPIC_API_KEY": "sk-ant-scripted",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }
+    args = ("mission", "--from-tasks", "--resolve-agent", "claude")
+    done = _rho(place, _with_agent(agent_cli, "claude", place, env), *args)
+
+    _assert_resolved(place, done)
+    prompt = json.dumps(model_server.main_requests()[0].body)
+    assert "Resolve a merge conflict: append b" in prompt
+    assert len(model_server.main_requests()) == 2
+
+
+def test_codex_as_the_resolver_lands_both_tasks_though_its_sandbox_cannot_git_add(
+    agent_cli: AgentCli, model_server: ModelServer, place: Place
+) -> None:
+    # Its shell tool writes the file, then tries "git add", which its sandbox refuses.
+    model_server.script(
+        RunCommand(f"printf '{MERGED}' > shared.txt && git add shared.txt"),
+        Reply("Resolved.", Usage(1300, 10)),
+    )
+    codex_home = place.home / ".codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(
+        'model = "gpt-5.5"\nmodel_provider = "scripted"\n[model_providers.scripted]\n'
+        f'name = "scripted"\nbase_url = "{model_server.url}/v1"\nenv_key = "OPENAI_API_KEY"\n'
+        'wire_api = "responses"\nsupports_websockets = false\n'
+        "request_max_retries = 0\nstream_max_retries = 0\n",
+        encoding="utf-8",
+    )
+    env = {"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": "sk-scripted"}
+    args = ("mission", "--from-tasks", "--resolve-agent", "codex")
+    done = _rho(place, _with_agent(agent_cli, "codex", place, env), *args)
+
+    _assert_resolved(place, done)
+    said = json.dumps(model_server.main_requests()[1].body)
+    assert "index.lock" in said  # the model was told its "git add" failed
