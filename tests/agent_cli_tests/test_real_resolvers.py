@@ -1,11 +1,14 @@
-"""A real agent CLI as the resolver of a conflicted merge (``--resolve-agent NAME``), run by
+"""Each real agent CLI as the resolver of a conflicted merge (``--resolve-agent NAME``), run by
 a real ``rho`` against the scripted model server.
 
 Two tasks of one wave append a line each to ``shared.txt``; the second one's merge conflicts,
-and the resolver's model (scripted) writes the merged file, nothing more. Neither real agent
-may ``git add`` there with rho's profile line outside ``--sandbox``: claude under
-``acceptEdits`` is denied the command, codex's ``workspace-write`` sandbox cannot write the
-worktree's index lock. rho stages what the resolver left, so both land in one run.
+and the resolver's model (scripted) writes the merged file, nothing more. With rho's profile
+lines outside ``--sandbox`` none of them can mark the path resolved: claude under
+``acceptEdits`` is denied ``git add``, codex's ``workspace-write`` sandbox cannot write the
+worktree's index lock (its model is told so), gemini under ``auto_edit`` has no shell tool,
+and aider's own commits are refused in a merge ("cannot do a partial commit during a
+merge"; its ``git add`` before them does work). rho stages what the resolver left, so both
+tasks land in one run with each of the four.
 """
 
 from __future__ import annotations
@@ -150,3 +153,61 @@ def test_codex_as_the_resolver_lands_both_tasks_though_its_sandbox_cannot_git_ad
     _assert_resolved(place, done)
     said = json.dumps(model_server.main_requests()[1].body)
     assert "index.lock" in said  # the model was told its "git add" failed
+
+
+def test_aider_as_the_resolver_lands_its_files_never_its_commit(
+    agent_cli: AgentCli, model_server: ModelServer, place: Place
+) -> None:
+    # aider's "whole" edit format: the file's new content. Its profile line commits by itself
+    # (auto-commits), which git refuses in a merge ("cannot do a partial commit during a
+    # merge"); aider says so and exits 0. rho takes the files, never a resolver's commit.
+    model_server.script(
+        Reply(f"shared.txt\n```\n{MERGED}```\n", Usage(900, 40)),
+        Reply("resolve the conflict", Usage(300, 8)),  # its commit message
+    )
+    # aider writes a placeholder identity into the repository's config unless git has one
+    # (a user's own global config does), and rho refuses a config a task changed.
+    identity = place.home / ".gitconfig"
+    identity.write_text("[user]\n\tname = Test Author\n\temail = author@example.com\n")
+    env = {
+        "GIT_CONFIG_GLOBAL": str(identity),
+        "OPENAI_API_KEY": "sk-scripted",
+        "OPENAI_API_BASE": f"{model_server.url}/v1",
+        "AIDER_MODEL": "openai/scripted",
+        "AIDER_EDIT_FORMAT": "whole",
+        "AIDER_CHECK_UPDATE": "false",
+        "AIDER_ANALYTICS": "false",
+        "AIDER_SHOW_MODEL_WARNINGS": "false",
+    }
+    args = ("mission", "--from-tasks", "--resolve-agent", "aider")
+    done = _rho(place, _with_agent(agent_cli, "aider", place, env), *args)
+
+    _assert_resolved(place, done)
+    (folder,) = (place.repo / ".rho" / "missions").iterdir()
+    branch = json.loads((folder / "mission.json").read_text(encoding="utf-8"))
+    head = branch["integration_branch"]
+    parents = _git(place, "rev-list", "--parents", "-n", "1", head).split()
+    assert parents[2] == _features(place)["t_b"]["handoff"]["commit_id"]
+    assert "resolve the conflict" not in _git(place, "log", "--format=%s", head)
+
+
+def test_gemini_as_the_resolver_lands_both_tasks_without_git_add(
+    agent_cli: AgentCli, model_server: ModelServer, place: Place
+) -> None:
+    # Under --approval-mode auto_edit gemini has no shell tool at all: it can only edit.
+    model_server.script(
+        WriteFile("shared.txt", MERGED, Usage(1200, 40)), Reply("Resolved.", Usage(1300, 10))
+    )
+    settings = place.home / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    auth = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+    settings.write_text(json.dumps({**auth, "general": {"maxAttempts": 1}}), encoding="utf-8")
+    env = {
+        "GEMINI_API_KEY": "scripted",
+        "GOOGLE_GEMINI_BASE_URL": model_server.url,
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",  # every rho worktree is new to gemini
+    }
+    args = ("mission", "--from-tasks", "--resolve-agent", "gemini")
+    done = _rho(place, _with_agent(agent_cli, "gemini", place, env), *args)
+
+    _assert_resolved(place, done)
