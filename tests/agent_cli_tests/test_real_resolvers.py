@@ -158,9 +158,9 @@ def test_codex_as_the_resolver_lands_both_tasks_though_its_sandbox_cannot_git_ad
 def test_aider_as_the_resolver_lands_its_files_never_its_commit(
     agent_cli: AgentCli, model_server: ModelServer, place: Place
 ) -> None:
-    # aider's "whole" edit format: the file's new content. Its profile line commits by itself
-    # (auto-commits), which git refuses in a merge ("cannot do a partial commit during a
-    # merge"); aider says so and exits 0. rho takes the files, never a resolver's commit.
+    # aider's "whole" edit format: the file's new content. Where its line lets it commit
+    # (auto-commits), git refuses the commit in a merge ("cannot do a partial commit during
+    # a merge") and aider says so and exits 0; rho takes the files, never a resolver's commit.
     model_server.script(
         Reply(f"shared.txt\n```\n{MERGED}```\n", Usage(900, 40)),
         Reply("resolve the conflict", Usage(300, 8)),  # its commit message

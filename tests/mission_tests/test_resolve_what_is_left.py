@@ -12,7 +12,8 @@ merge. Real ``rho`` runs, real repositories, shell resolvers:
 - one that commits by itself (aider does) lands the files, never its commit;
 - a modify/delete conflict may be resolved by deleting the path;
 - a ``--copy`` file a resolver leaves is never staged;
-- a resolver whose index lies (``assume-unchanged``) cannot hide a marker from rho.
+- a resolver whose index lies (``assume-unchanged``) cannot hide a marker from rho;
+- under ``--sandbox`` the same file-editing resolver lands all three.
 """
 
 from __future__ import annotations
@@ -192,3 +193,14 @@ def test_a_resolver_whose_index_lies_cannot_hide_a_marker(overlapping: Path) -> 
     assert result.code == 1, result.stdout + result.stderr
     reason = features(overlapping)["add_b"]["conflict"]["reason"]
     assert reason == "the resolver failed: conflict markers left in pkg/__init__.py"
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_a_sandboxed_resolver_that_only_edits_the_file_lands_all_three(project: Path) -> None:
+    package(project)
+    registering_tasks(project, None)  # no marks: the sandbox holds no folder of the test's
+    args = ("--sandbox", "--resolve", EDITS_ONLY)
+    result = run_rho("mission", "--from-tasks", *args, cwd=project)
+
+    assert result.code == 0, result.stdout + result.stderr
+    assert tree_files(project, integration_branch(project))["pkg/__init__.py"] == REGISTRY
