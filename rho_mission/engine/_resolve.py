@@ -10,7 +10,7 @@ brief (``RHO_CONFLICT_FILE``, ``prompts/resolve/<feature>.conflict.json``) and a
 ``logs/resolve/<feature>.log``: a stage's folder, where no task's id can name a file
 (``records._places``).
 
-The resolver's last step is rho's: it only edits files. A resolver need not ``git add``
+The resolver's last step is rho's: a resolver need only edit files, not ``git add`` them
 (real agents are often not allowed to: claude under ``acceptEdits`` is denied the command,
 codex's own sandbox cannot write the index lock), and one that does, or that commits (aider),
 changes nothing of what is taken. When the resolver exited 0, rho puts back its own index (the
@@ -212,14 +212,23 @@ class ConflictResolver:
         # The index the merge wrote is rho's own: what is staged after the resolver starts
         # from it, not from what the resolver's git left.
         self.runner.pool().note_index(worktree, at.head)
-        stages: dict[str, set[str]] = {}
-        for line in repo.run("ls-files", "--unmerged", "-z", cwd=worktree).split("\0"):
-            if line:
-                entry, path = line.split("\t", 1)
-                stages.setdefault(path, set()).add(entry.split()[-1])
-        both = tuple(sorted(p for p, held in stages.items() if {_OURS, _THEIRS} <= held))
         base = repo.run("merge-base", at.head, at.commit).strip()
-        return _Merging(base, tuple(sorted(stages)), both)
+        return _Merging(base, *self._unmerged(worktree))
+
+    def _unmerged(self, worktree: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The paths rho's index in *worktree* holds unmerged, and those of them that hold both
+        "ours" and "theirs", each as git names it.
+
+        Raises:
+            GitOperationError: git could not read the index.
+        """
+        stages: dict[str, set[str]] = {}
+        listed = self.runner.repo.run("ls-files", "--unmerged", "-z", cwd=worktree)
+        for line in filter(None, listed.split("\0")):
+            entry, path = line.split("\t", 1)
+            stages.setdefault(path, set()).add(entry.split()[-1])
+        both = [path for path, held in stages.items() if {_OURS, _THEIRS} <= held]
+        return tuple(sorted(stages)), tuple(sorted(both))
 
     def _finish_merge(self, worktree: Path, at: ConflictAt, merging: _Merging) -> str:
         """The merge commit of what the resolver left, staged by rho.
@@ -264,13 +273,14 @@ class ConflictResolver:
             raise FeatureFailedError(carried_text(where, path))
 
     def _gone(self, tree: str, paths: Sequence[str]) -> list[str]:
-        """Those of *paths* that *tree* holds no file at (a folder there is no file)."""
+        """Those of *paths* that *tree* holds no file (or link) at: a folder or a nested
+        repository there is none."""
         if not paths:
             return []
         args = ("ls-tree", "-z", "--full-tree", tree, "--", *paths)
         out = self.runner.repo.run(*args, env=LITERAL_PATHSPECS)
         entries = (line.split("\t", 1) for line in out.split("\0") if line)
-        files = {path for entry, path in entries if entry.split()[1] != "tree"}
+        files = {path for entry, path in entries if entry.split()[1] == "blob"}
         return [path_text(path) for path in paths if path not in files]
 
     def _marked(self, tree: str, at: ConflictAt, paths: Sequence[str]) -> list[str]:

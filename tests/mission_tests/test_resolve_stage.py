@@ -194,6 +194,7 @@ def test_the_resolver_is_told_what_met_what(overlapping: Path, tmp_path: Path) -
     assert "- pkg/__init__.py\n" in prompt
     assert "- add_a: add a\n- add_b: add b\n" in prompt
     assert "Keep both intents" in prompt
+    assert "rho stages what you leave (there is no need to run `git add`)" in prompt
     env = dict(
         line.split("=", 1) for line in (seen / "add_c.env").read_text().splitlines() if "=" in line
     )
