@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -25,7 +26,7 @@ import pytest
 
 from ._agents import LIMIT, Place, base_env, make_place
 from ._model_server import ModelServer, serve
-from ._turns import Reply, RunCommand, Usage, WriteFile
+from ._turns import Reply, RunCommand, Turn, Usage, WriteFile
 
 RHO = Path(sys.executable).parent / "rho"
 MERGED = "base\na\nb\n"
@@ -39,21 +40,35 @@ def model_server() -> Iterator[ModelServer]:
 
 
 @pytest.fixture
-def place(tmp_path: Path) -> Place:
+def bare_place(tmp_path: Path) -> Place:
+    """A fresh home, temporary folder and git repository."""
+    return make_place(tmp_path)
+
+
+@pytest.fixture
+def place(bare_place: Place) -> Place:
     """A fresh home, temporary folder and git repository; two tasks that conflict in it."""
-    place = make_place(tmp_path)
+    place = bare_place
     (place.repo / "shared.txt").write_text("base\n", encoding="utf-8")
-    _git(place, "add", "shared.txt")
-    _git(place, "commit", "-q", "-m", "shared")
-    tasks = [
-        {"id": f"t_{n}", "subject": f"append {n}", "status": "pending",
-         "metadata": {"command": f"echo {n} >> shared.txt"}}
-        for n in ("a", "b")
-    ]  # fmt: skip
-    source = tmp_path / "tasks.json"
-    source.write_text(json.dumps({"tasks": tasks}), encoding="utf-8")
-    assert _rho(place, {}, "task", "import", str(source)).returncode == 0
+    _commit(place, "shared")
+    _import(place, [(f"t_{n}", f"append {n}", f"echo {n} >> shared.txt") for n in ("a", "b")])
     return place
+
+
+def _commit(place: Place, message: str) -> None:
+    _git(place, "add", "--all")
+    _git(place, "commit", "-q", "-m", message)
+
+
+def _import(place: Place, tasks: list[tuple[str, str, str]]) -> None:
+    """Tasks of one wave, each (id, subject, shell command), into the repository's store."""
+    source = place.repo.parent / "tasks.json"
+    listed = [
+        {"id": task_id, "subject": subject, "status": "pending", "metadata": {"command": command}}
+        for task_id, subject, command in tasks
+    ]
+    source.write_text(json.dumps({"tasks": listed}), encoding="utf-8")
+    assert _rho(place, {}, "task", "import", str(source)).returncode == 0
 
 
 def _git(place: Place, *args: str) -> str:
@@ -92,6 +107,15 @@ def _landed(place: Place) -> str:
     return _git(place, "show", f"{branch['integration_branch']}:shared.txt")
 
 
+CLAUDE_ENV = {
+    "ANTHROPIC_API_KEY": "sk-ant-scripted",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_MAX_RETRIES": "0",
+}
+
+
 def _with_agent(
     agent_cli: AgentCli, name: str, place: Place, env: dict[str, str]
 ) -> dict[str, str]:
@@ -112,14 +136,7 @@ def test_claude_as_the_resolver_lands_both_tasks_without_git_add(
     model_server.script(
         WriteFile("shared.txt", MERGED, Usage(1200, 40)), Reply("Resolved.", Usage(1300, 10))
     )
-    env = {
-        "ANTHROPIC_BASE_URL": model_server.url,
-        "ANTHROPIC_API_KEY": "sk-ant-scripted",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_MAX_RETRIES": "0",
-    }
+    env = {**CLAUDE_ENV, "ANTHROPIC_BASE_URL": model_server.url}
     args = ("mission", "--from-tasks", "--resolve-agent", "claude")
     done = _rho(place, _with_agent(agent_cli, "claude", place, env), *args)
 
@@ -127,6 +144,61 @@ def test_claude_as_the_resolver_lands_both_tasks_without_git_add(
     prompt = json.dumps(model_server.main_requests()[0].body)
     assert "Resolve a merge conflict: append b" in prompt
     assert len(model_server.main_requests()) == 2
+
+
+HELPERS = '"""Small helpers."""\n'
+CHANGES = "Changes\n=======\n\n"
+NAMES = ("a", "b", "c")
+
+
+def _helpers_of(names: str) -> dict[str, str]:
+    """What the project's three files hold with the helpers of *names* merged."""
+    return {
+        "app/helpers.py": HELPERS
+        + "".join(f"\n\ndef {n}_helper():\n    return {n!r}\n" for n in names),
+        "app/__init__.py": "".join(f"from .helpers import {n}_helper\n" for n in names),
+        "CHANGELOG.md": CHANGES + "".join(f"- add {n}_helper\n" for n in names),
+    }
+
+
+def test_claude_resolves_three_helpers_exported_and_logged_in_one_run(
+    agent_cli: AgentCli, model_server: ModelServer, bare_place: Place
+) -> None:
+    place = bare_place
+    # The issue's tree: three tasks (shell stand-ins for agents) each add a helper to one
+    # module, export it from __init__.py and add a changelog line; the first merges, the
+    # second and third conflict in all three files. claude only writes files.
+    (place.repo / "app").mkdir()
+    for path, text in _helpers_of("").items():
+        (place.repo / path).write_text(text, encoding="utf-8")
+    _commit(place, "app")
+    tasks = []
+    for n in NAMES:
+        edits = _helpers_of(n)
+        command = " && ".join(
+            f"printf %s {shlex.quote(edits[path][len(base) :])} >> {path}"
+            for path, base in _helpers_of("").items()
+        )
+        tasks.append((f"helper_{n}", f"add {n}_helper", command))
+    _import(place, tasks)
+    turns: list[Turn] = []
+    for merged in ("ab", "abc"):
+        turns += [WriteFile(path, text) for path, text in _helpers_of(merged).items()]
+        turns.append(Reply("Resolved: both helpers kept."))
+    model_server.script(*turns)
+    env = {**CLAUDE_ENV, "ANTHROPIC_BASE_URL": model_server.url}
+
+    args = ("mission", "--from-tasks", "--resolve-agent", "claude")
+    done = _rho(place, _with_agent(agent_cli, "claude", place, env), *args)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    (folder,) = (place.repo / ".rho" / "missions").iterdir()
+    record = json.loads((folder / "mission.json").read_text(encoding="utf-8"))
+    for path, text in _helpers_of("abc").items():
+        assert _git(place, "show", f"{record['integration_branch']}:{path}") == text
+    outcomes = [f["conflict"] and f["conflict"]["outcome"] for f in record["features"]]
+    assert outcomes == [None, "resolved", "resolved"]
+    assert len(model_server.main_requests()) == len(turns)
 
 
 def test_codex_as_the_resolver_lands_both_tasks_though_its_sandbox_cannot_git_add(
