@@ -135,6 +135,7 @@ _NODE_KEYS: Mapping[str, frozenset[str]] = {
             "wave",
             "attempts",
             "fix_attempts",
+            "flaky_count",
             "duration_ms",
             "command_sha256",
             "fix_command_sha256",

@@ -1,5 +1,5 @@
 """What a join does besides merging, shared by ``rho mission`` and ``resume``: ``--verify``,
-``--fix`` and ``--fix-attempts`` (the checks of its head), ``--resolve`` and
+``--fix``, ``--fix-attempts`` and ``--verify-retries`` (the checks of its head), ``--resolve`` and
 ``--replay-conflicts`` (its conflicted merges)."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def check_options(command: F) -> F:
-    """Add ``--verify CMD``, ``--fix CMD``, ``--fix-attempts N``, ``--resolve CMD`` and
-    ``--replay-conflicts N`` to *command*."""
+    """Add ``--verify CMD``, ``--fix CMD``, ``--fix-attempts N``, ``--verify-retries K``,
+    ``--resolve CMD`` and ``--replay-conflicts N`` to *command*."""
     options = [
         click.option(
             "--verify",
@@ -40,6 +40,13 @@ def check_options(command: F) -> F:
             type=click.IntRange(1, 100),
             metavar="N",
             help="Times the fix may run for one wave [default: 3].",
+        ),
+        click.option(
+            "--verify-retries",
+            type=click.IntRange(0, 10),
+            metavar="K",
+            help="Run failing checks again on the same tree, up to K times, before anyone is "
+            "blamed or a fix runs; a pass then is counted flaky [default: 0].",
         ),
         click.option(
             "--resolve",
@@ -69,6 +76,7 @@ def checked_config(
     fix_attempts: int | None,
     resolve_command: str | None = None,
     replay_conflicts: int | None = None,
+    verify_retries: int | None = None,
 ) -> MissionConfig:
     """*config* with the options given (each replaces the mission's own, as at resume).
 
@@ -81,12 +89,15 @@ def checked_config(
         "max_fix_attempts": fix_attempts,
         "resolve_command": resolve_command,
         "replay_conflicts": replay_conflicts,
+        "verify_retries": verify_retries,
     }
     merged = config.model_copy(update={k: v for k, v in changes.items() if v is not None})
     if fix_command is not None and not merged.verify_command:
         raise click.UsageError("--fix needs --verify: the fix repairs what the checks found")
     if fix_attempts is not None and not merged.fix_command:
         raise click.UsageError("--fix-attempts needs --fix")
+    if verify_retries and not merged.verify_command:
+        raise click.UsageError("--verify-retries needs --verify: it runs failing checks again")
     if resolve_command is not None and not resolve_command.strip():
         raise click.UsageError("--resolve needs a command: the resolver's command line")
     return merged

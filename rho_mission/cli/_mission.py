@@ -382,6 +382,7 @@ def _config(options: dict[str, Any], **extra: Any) -> MissionConfig:
         options["fix_attempts"],
         options["resolve_command"],
         options["replay_conflicts"],
+        options["verify_retries"],
     )
 
 
@@ -669,6 +670,7 @@ def resume(
     fix_attempts: int | None,
     resolve_command: str | None,
     replay_conflicts: int | None,
+    verify_retries: int | None,
     budget_usd: float | None,
     budget_tokens: int | None,
     budget_hard: bool | None,
@@ -702,6 +704,7 @@ def resume(
         fix_attempts,
         resolve_command,
         replay_conflicts,
+        verify_retries,
     )
     if run_command is not None:
         config = config.model_copy(update={"run_command": run_command})

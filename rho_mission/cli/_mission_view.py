@@ -396,6 +396,8 @@ def _verification_lines(mission: JsonMission, join: JsonMission) -> list[str]:
     head = f"  verification: {checked['status']}, {checked['attempts']} check(s)"
     if checked["fix_attempts"]:
         head += f", {checked['fix_attempts']} fix attempt(s)"
+    if checked.get("flaky"):
+        head += f", {checked['flaky']} flaky (failed, then passed on the same tree)"
     if checked["status"] != "running":
         head += f", {_took_ms(checked['duration_ms'])}"
     head += f": {checked['error']}" if checked["error"] and checked["status"] == "failed" else ""

@@ -36,6 +36,8 @@ def stage_lines(config: MissionConfig) -> list[str]:
     lines = []
     if config.verify_command:
         lines.append(f"after each wave: {config.verify_command}")
+        if config.verify_retries:
+            lines.append(f"  failing checks run again up to {config.verify_retries} time(s)")
     if config.fix_command:
         fixes = config.max_fix_attempts
         lines.append(f"when it fails: {config.fix_command} (at most {fixes} time(s))")

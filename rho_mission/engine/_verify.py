@@ -68,6 +68,8 @@ class VerificationRun:
     started: float
     checks: int = 0
     fixes: int = 0
+    # Checks that failed and then passed on the same tree (``--verify-retries``).
+    flaky: int = 0
     error: str | None = None
     fix_error: str | None = None
 
@@ -78,6 +80,7 @@ class VerificationRun:
                 "status": status,
                 "attempts": self.checks,
                 "fix_attempts": self.fixes,
+                "flaky": self.flaky,
                 "duration_ms": round((time.monotonic() - self.started) * 1000),
                 "error": self.error,
                 "fix_error": self.fix_error,
@@ -147,7 +150,7 @@ class JoinChecks:
 
     async def verify(self, run: VerificationRun) -> VerificationStatus:
         """Check *run*'s head, fixing it while fixes are left: ``passed`` or ``failed``."""
-        run.error = await self._check(run)
+        run.error = await self._checked(run)
         fix, most = self.stages.fix, self.stages.max_fix_attempts
         while run.error is not None and fix is not None and run.fixes < most:
             stop = self.budget_stop()
@@ -157,10 +160,23 @@ class JoinChecks:
             run.fixes += 1
             run.fix_error = await self._fix(run, fix)
             if run.fix_error is None:  # merged: check again (a failed fix changed nothing)
-                run.error = await self._check(run)
+                run.error = await self._checked(run)
         return "passed" if run.error is None else "failed"
 
     # -- the two stages ----------------------------------------------------------------------
+
+    async def _checked(self, run: VerificationRun) -> str | None:
+        """The checks of *run*'s head, run again on the same tree up to ``verify_retries``
+        times while they fail, before anyone is blamed or a fix runs: a pass after a failure
+        is flaky (counted; both runs are in the stage's log)."""
+        error = await self._check(run)
+        for _ in range(self.mission.config.verify_retries):
+            if error is None:
+                break
+            error = await self._check(run)
+            if error is None:
+                run.flaky += 1
+        return error
 
     async def _check(self, run: VerificationRun) -> str | None:
         run.checks += 1

@@ -234,6 +234,8 @@ class Verification(BaseModel):
     status: VerificationStatus = "skipped"
     attempts: int = Field(default=0, ge=0)
     fix_attempts: int = Field(default=0, ge=0)
+    # Checks that failed, then passed on the same tree (``verify_retries``): flaky.
+    flaky: int = Field(default=0, ge=0)
     log: str | None = None
     duration_ms: int = Field(default=0, ge=0)
     error: str | None = None
@@ -373,6 +375,8 @@ class MissionConfig(BaseModel):
     verify_command: str | None = None
     fix_command: str | None = None
     max_fix_attempts: int = Field(default=3, ge=1, le=100)
+    # Failing checks run again on the same tree up to this many times before anyone is blamed.
+    verify_retries: int = Field(default=0, ge=0, le=10)
     # Each task's command under bubblewrap (``containment._sandbox``); its network kept unless
     # ``sandbox_network`` is False.
     sandbox: bool = False

@@ -434,6 +434,8 @@ def _verification_node(builder: GraphBuilder, mission_id: str, join: WaveJoin, w
         "fix_attempts": checked.fix_attempts,
         "duration_ms": checked.duration_ms,
     }
+    if checked.flaky:  # written only when there were: earlier graphs keep their bytes
+        attributes["flaky_count"] = checked.flaky
     digests = {
         "command_sha256": checked.command_sha256,
         "fix_command_sha256": checked.fix_command_sha256,

@@ -66,7 +66,7 @@ _OWN_JOIN_SUMMARY = re.compile(
     r"|, its head unchanged since its checks passed)?"
 )
 # What a report without text keeps of a join's verification: no head commit, log path or digest.
-_VERIFICATION_KEYS = ("status", "attempts", "fix_attempts", "duration_ms")
+_VERIFICATION_KEYS = ("status", "attempts", "fix_attempts", "flaky", "duration_ms")
 
 
 def report_html(mission: MissionDocument, folder: Path, *, include_text: bool = False) -> str:

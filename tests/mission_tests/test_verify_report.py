@@ -60,6 +60,7 @@ def test_a_report_shows_each_waves_checks_and_only_their_metadata(
     assert join["verification"] == {
         "status": "failed",
         "attempts": 1,
+        "flaky": 0,
         "fix_attempts": 0,
         "duration_ms": join["verification"]["duration_ms"],
         "error": "command failed: exit code 1",
