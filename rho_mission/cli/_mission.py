@@ -417,11 +417,31 @@ def _sandbox_reach(options: dict[str, Any]) -> dict[str, Any]:
     if any(not name or "=" in name for name in names):
         raise click.UsageError("--sandbox-env takes variable names, comma-separated")
     paths = [os.path.abspath(path) for path in allowed]
+    writable = sorted({os.path.abspath(path) for path in write})
+    if writable:
+        _refuse_writing_the_repository(writable, _repo_root())
     return {
         "sandbox_allow": sorted(set(paths)),
-        "sandbox_allow_write": sorted({os.path.abspath(path) for path in write}),
+        "sandbox_allow_write": writable,
         "sandbox_env": sorted(set(names)) if named else None,
     }
+
+
+def _refuse_writing_the_repository(paths: list[str], repo: Path) -> None:
+    """Refuse a ``--sandbox-allow-write`` path that holds the repository or lies in it: its
+    ``.git``, its store and the user's checkout stay out of the tasks' reach.
+
+    Raises:
+        click.UsageError: such a path.
+    """
+    root = Path(os.path.realpath(repo))
+    for path in paths:
+        real = Path(os.path.realpath(path))
+        if root.is_relative_to(real) or real.is_relative_to(root):
+            raise click.UsageError(
+                f"--sandbox-allow-write {path}: the sandbox keeps the repository ({repo}) out "
+                "of the tasks' reach; name a folder outside it"
+            )
 
 
 def _run_from_tasks(store_path: Path | None, options: dict[str, Any]) -> int:

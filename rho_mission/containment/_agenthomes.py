@@ -110,13 +110,16 @@ def _mount_point(where: Path) -> bool:
 
 
 def _copy(source: Path, target: Path) -> None:
-    # The user's file (a dotfiles manager's link followed: the user reads it so too), 0600; a
-    # folder (claude's agents/) whole, its links kept as links.
+    # A link is copied as a link: in the sandbox it leads where the user's does, a dotfiles
+    # folder read-only, a secret (~/.ssh/...) hidden; followed here it would hand the task a
+    # copy of what the sandbox hides. A folder (claude's agents/) whole, links kept as links.
     try:
-        if source.is_dir():
+        if source.is_symlink():
+            os.symlink(os.readlink(source), target)
+        elif source.is_dir():
             shutil.copytree(source, target, symlinks=True)
         elif source.is_file():
-            shutil.copyfile(source, target)
+            shutil.copyfile(source, target, follow_symlinks=False)
             os.chmod(target, 0o600)
     except OSError:
         pass  # unreadable to the user: the task cannot have it either

@@ -130,6 +130,36 @@ def test_sandbox_allow_write_without_a_sandbox_is_one_error_line(project: Path) 
     )
 
 
+def test_sandbox_allow_write_of_the_repository_or_a_parent_is_refused(project: Path) -> None:
+    import_tasks(project, [spec("a", "true")])
+    for path in (project.parent, project / ".git"):
+        flags = ("--sandbox", "--sandbox-allow-write", str(path))
+        result = run_rho("mission", "--from-tasks", *flags, cwd=project)
+        assert (result.code, result.stderr_lines[0]) == (
+            2,
+            f"error: --sandbox-allow-write {path}: the sandbox keeps the repository "
+            f"({project}) out of the tasks' reach; name a folder outside it",
+        )
+    assert not (project / ".rho" / "missions").exists()
+
+
+def test_a_link_in_an_agents_folder_is_copied_as_a_link_and_hides_what_it_hides(
+    project: Path, home: Path
+) -> None:
+    # A link planted where the profile copies from (~/.gemini/settings.json -> ~/.ssh/...)
+    # must not hand the task a copy of a secret the sandbox hides.
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text("SECRET-key\n")
+    (home / ".gemini").mkdir()
+    (home / ".gemini" / "settings.json").symlink_to(home / ".ssh" / "id_ed25519")
+    folder = shlex.quote(str(home / ".gemini"))
+    task = f"cat {folder}/settings.json > seen.txt 2>/dev/null; echo done >> seen.txt"
+    import_tasks(project, [spec("a", task)])
+    result = run_rho("mission", "--from-tasks", "--sandbox", "--agent", "gemini", cwd=project)
+    assert result.code == 0, result.stderr
+    assert tree_files(project, integration_branch(project))["seen.txt"] == "done\n"
+
+
 def test_resume_refuses_a_mission_json_that_lets_the_tasks_write_more(
     project: Path, tmp_path: Path
 ) -> None:
