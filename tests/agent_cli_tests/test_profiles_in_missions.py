@@ -281,3 +281,26 @@ def test_the_covered_versions_are_the_ones_ci_installs() -> None:
     }
     for name, pin in pins.items():
         assert f"{pin}{COVERED[name][-1]}" in text, name
+
+
+def test_rho_agents_says_whether_each_installed_version_was_tested(
+    agent_cli: AgentCli, place: Place
+) -> None:
+    for name in SETUP:
+        agent_cli(name)  # each real CLI here, or the test skips (fails in CI)
+    done = _rho(place, agent_cli, "claude", {}, "agents", "--json")
+    assert done.code == 0, done.stderr
+    rows = {row["name"]: row for row in json.loads(done.stdout)["agents"]}
+    assert {name: row["version_covered"] for name, row in rows.items()} == dict.fromkeys(
+        SETUP, True
+    )
+    # Another version, as a program of the same name says it: not one the tests ran.
+    other = place.tmp / "bin"
+    other.mkdir()
+    (other / "codex").write_text("#!/bin/sh\necho 'codex-cli 0.999.0'\n", encoding="utf-8")
+    (other / "codex").chmod(0o755)
+    text = _rho(place, agent_cli, "claude", {"PATH": f"{other}:/usr/bin:/bin"}, "agents").stdout
+    said = next(line for line in text.splitlines() if line.startswith("codex: "))
+    assert said == (
+        f"codex: {other / 'codex'} (codex-cli 0.999.0; not a version the tests ran: 0.171.0)"
+    )
