@@ -52,6 +52,13 @@ SECRETS = (
     ".cargo/credentials.toml",
     ".local/share/keyrings",
     ".password-store",
+    # The agents' sign-in: a task whose mission names the agent gets it in its private copy
+    # of the agent's folder (``_agenthomes``), no other task.
+    ".claude/.credentials.json",
+    ".codex/auth.json",
+    ".gemini/oauth_creds.json",
+    ".gemini/google_accounts.json",
+    ".aider/oauth-keys.env",
 )
 # Folders of sockets and daemons' state; private and empty in the sandbox.
 RUNTIME = ("/run", "/var/run")

@@ -160,6 +160,20 @@ def test_a_link_in_an_agents_folder_is_copied_as_a_link_and_hides_what_it_hides(
     assert tree_files(project, integration_branch(project))["seen.txt"] == "done\n"
 
 
+@pytest.mark.parametrize(("agent", "seen"), [(None, "done\n"), ("codex", "SIGN-IN\ndone\n")])
+def test_an_agents_sign_in_is_read_only_by_the_tasks_of_a_mission_naming_it(
+    project: Path, home: Path, agent: str | None, seen: str
+) -> None:
+    (home / ".codex").mkdir()
+    (home / ".codex" / "auth.json").write_text("SIGN-IN\n")
+    auth = shlex.quote(str(home / ".codex" / "auth.json"))
+    import_tasks(project, [spec("a", f"cat {auth} > seen.txt; echo done >> seen.txt")])
+    named = ("--agent", agent) if agent else ()
+    result = run_rho("mission", "--from-tasks", "--sandbox", *named, cwd=project)
+    assert result.code == 0, result.stderr
+    assert tree_files(project, integration_branch(project))["seen.txt"] == seen
+
+
 def test_resume_refuses_a_mission_json_that_lets_the_tasks_write_more(
     project: Path, tmp_path: Path
 ) -> None:
