@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, cast
 import anyio
 
 from .._errors import FeatureFailedError
-from ..containment._process import open_log
+from ..containment._process import note_in_log, open_log
 
 if TYPE_CHECKING:
     from ..records._document import Handoff
     from ._contract import Worker, WorkerContext
 
-__all__ = ["call_worker", "failure_text"]
+__all__ = ["call_worker", "failure_text", "timed_out"]
 
 
 async def call_worker(worker: Worker, context: WorkerContext) -> Handoff | None:
@@ -54,6 +54,14 @@ def failure_text(exc: Exception, log_path: Path) -> str:
     _append(log_path, "".join(traceback.format_exception(exc)))
     message = str(exc)
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def timed_out(context: WorkerContext, timeout: float | None) -> str:
+    """The failure of an attempt its time limit ended, its log closed with a line saying so,
+    as a passed or failed attempt's is (a log that stopped mid-line told no one why)."""
+    said = f"timed out after {timeout:g}s" if timeout is not None else "timed out"
+    note_in_log(context.log_path, f"{context.feature.id} attempt {context.attempt} failed: {said}")
+    return said
 
 
 def _is_async(worker: object) -> bool:
