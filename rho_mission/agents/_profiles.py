@@ -14,8 +14,9 @@ agent's own guard allows (``command``). A row also names the folders below the h
 program writes (``home``, a private copy per task inside the sandbox: ``containment
 ._agenthomes``), what of them is copied from the user's (its settings and sign-in: the only
 secrets of them the task can read), and what it leaves in the worktree that is never the
-task's work (``leaves``: git excludes). docs/decisions/ records why each flag is there; the
-versions the tests ran are ``COVERED``, the ones ``.ci/install-agents`` installs.
+task's work (``leaves``: git excludes). The comments on each row say why a flag is there;
+``tests/agent_cli_tests/test_real_clis.py`` records what each flag was seen to do, with the
+versions the tests ran: ``COVERED``, the ones ``.ci/install-agents`` installs.
 """
 
 from __future__ import annotations
