@@ -3,6 +3,24 @@ readers, and the reading of an attempt's usage (``_reading``: ``$RHO_USAGE_FILE`
 agent's output). The package's names are the profiles' (no pydantic: ``rho agents`` stays
 light); the reading is imported from ``_reading`` by the stages that run attempts."""
 
-from ._profiles import PROFILES, AgentProfile, AgentStatus, agent_status, profile
+from ._profiles import (
+    COVERED,
+    PROFILES,
+    AgentHome,
+    AgentProfile,
+    AgentStatus,
+    agent_status,
+    left_by,
+    profile,
+)
 
-__all__ = ["PROFILES", "AgentProfile", "AgentStatus", "agent_status", "profile"]
+__all__ = [
+    "COVERED",
+    "PROFILES",
+    "AgentHome",
+    "AgentProfile",
+    "AgentStatus",
+    "agent_status",
+    "left_by",
+    "profile",
+]

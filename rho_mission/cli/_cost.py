@@ -88,10 +88,11 @@ def budget_options(command: F) -> F:
 
 
 def agent_config(
-    options: dict[str, Any], *, planner: str | None = None
+    options: dict[str, Any], *, planner: str | None = None, sandbox: bool = False
 ) -> tuple[dict[str, object], str | None]:
-    """The config fields of the agent options in *options* (their command lines among them),
-    and the planner's command line (*planner*, or the planner profile's).
+    """The config fields of the agent options in *options* (their command lines among them:
+    each profile's line inside rho's sandbox when *sandbox*, else outside), and the
+    planner's command line (*planner*, or the planner profile's).
 
     Raises:
         click.UsageError: an agent and the command it stands for both given.
@@ -107,13 +108,13 @@ def agent_config(
         if name is not None and command is not None:
             raise click.UsageError(f"{option} and {flag} both name a command: pass one")
     if agent is not None:
-        options["run_command"] = PROFILES[agent].command
+        options["run_command"] = PROFILES[agent].line(sandbox)
         fields["agent"] = agent
     if resolve_agent is not None:
-        options["resolve_command"] = PROFILES[resolve_agent].command
+        options["resolve_command"] = PROFILES[resolve_agent].line(sandbox)
         fields["resolve_agent"] = resolve_agent
     if planner_agent is not None:
-        planner = PROFILES[planner_agent].command
+        planner = PROFILES[planner_agent].line(sandbox)
         fields["planner_agent"] = planner_agent
     return fields, planner
 

@@ -211,6 +211,17 @@ _PROMPT_KEY = "rho.mission.prompt"
     "home folder, a socket, a folder of /run; repeatable.",
 )
 @click.option(
+    "--sandbox-allow-write",
+    "sandbox_allow_write",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help="With --sandbox: let the tasks write PATH, the real one (changes stay after the "
+    "task, and the next task sees them): a cache the tasks share, a tool's state folder. "
+    "The agents rho names (--agent...) get a private copy of their own config folders "
+    "without it; repeatable.",
+)
+@click.option(
     "--sandbox-env",
     "sandbox_env",
     multiple=True,
@@ -264,7 +275,9 @@ def mission(
         return 0
     prompt = ctx.meta.get(_PROMPT_KEY)
     planning = options["planner_agent"] is not None
-    agents, planner_command = agent_config(options, planner=options.pop("planner_command"))
+    sandbox = bool(options["sandbox"] or options["no_network"])
+    planner = options.pop("planner_command")
+    agents, planner_command = agent_config(options, planner=planner, sandbox=sandbox)
     options["agents"] = agents
     options["setup"] = setup_config(options)
     plan_only = options.pop("plan_only")
@@ -387,24 +400,49 @@ def _config(options: dict[str, Any], **extra: Any) -> MissionConfig:
 
 
 def _sandbox_reach(options: dict[str, Any]) -> dict[str, Any]:
-    """``sandbox_allow`` and ``sandbox_env`` from ``--sandbox-allow`` and ``--sandbox-env``.
+    """``sandbox_allow``, ``sandbox_allow_write`` and ``sandbox_env`` from ``--sandbox-allow``,
+    ``--sandbox-allow-write`` and ``--sandbox-env``.
 
     Raises:
-        click.UsageError: either without --sandbox, or a blank or relative name in them.
+        click.UsageError: one without --sandbox, or a blank or relative name in them.
     """
     allowed, named = options["sandbox_allow"], options["sandbox_env"]
+    write = options["sandbox_allow_write"]
     sandbox = options["sandbox"] or options["no_network"]
-    if (allowed or named) and not sandbox:
-        which = "--sandbox-allow" if allowed else "--sandbox-env"
+    if (allowed or named or write) and not sandbox:
+        which = (
+            "--sandbox-allow" if allowed else "--sandbox-allow-write" if write else "--sandbox-env"
+        )
         raise click.UsageError(f"{which} needs --sandbox: it says what the sandbox shows")
     names = [name.strip() for value in named for name in value.split(",")]
     if any(not name or "=" in name for name in names):
         raise click.UsageError("--sandbox-env takes variable names, comma-separated")
     paths = [os.path.abspath(path) for path in allowed]
+    writable = sorted({os.path.abspath(path) for path in write})
+    if writable:
+        _refuse_writing_the_repository(writable, _repo_root())
     return {
         "sandbox_allow": sorted(set(paths)),
+        "sandbox_allow_write": writable,
         "sandbox_env": sorted(set(names)) if named else None,
     }
+
+
+def _refuse_writing_the_repository(paths: list[str], repo: Path) -> None:
+    """Refuse a ``--sandbox-allow-write`` path that holds the repository or lies in it: its
+    ``.git``, its store and the user's checkout stay out of the tasks' reach.
+
+    Raises:
+        click.UsageError: such a path.
+    """
+    root = Path(os.path.realpath(repo))
+    for path in paths:
+        real = Path(os.path.realpath(path))
+        if root.is_relative_to(real) or real.is_relative_to(root):
+            raise click.UsageError(
+                f"--sandbox-allow-write {path}: the sandbox keeps the repository ({repo}) out "
+                "of the tasks' reach; name a folder outside it"
+            )
 
 
 def _run_from_tasks(store_path: Path | None, options: dict[str, Any]) -> int:

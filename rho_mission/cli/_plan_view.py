@@ -92,6 +92,8 @@ def _sandbox(config: MissionConfig) -> str:
     said = ["yes", "network kept" if config.sandbox_network else "no network"]
     if config.sandbox_allow:
         said.append("shown: " + ", ".join(config.sandbox_allow))
+    if config.sandbox_allow_write:
+        said.append("writable: " + ", ".join(config.sandbox_allow_write))
     if config.sandbox_env is not None:
         said.append("environment: " + (", ".join(config.sandbox_env) or "rho's only"))
     return "; ".join(said)

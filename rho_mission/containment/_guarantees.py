@@ -5,8 +5,8 @@
 ``sandbox: false``) would have the resume run unsigned or unsandboxed work. So when a mission
 first runs, before any task does, rho also writes its guarantees to
 ``<git common dir>/rho-mission-<id>.guarantees.json`` (0600), and every later run refuses a
-``mission.json`` that promises less: another plan or other keys, no sandbox, or the network
-back.
+``mission.json`` that promises less: another plan or other keys, no sandbox, the network
+back, more shown or more writable.
 
 What holds: with ``--sandbox`` neither file is within a task's reach (the mission folder is
 hidden, ``.git`` read-only). Without it a task runs as the user and could rewrite both: the
@@ -67,6 +67,7 @@ def _guarantees(config: Any) -> dict[str, Any]:
         "sandbox": config.sandbox,
         "sandbox_network": config.sandbox_network,
         "sandbox_allow": sorted(config.sandbox_allow),
+        "sandbox_allow_write": sorted(config.sandbox_allow_write),
         "sandbox_env": None if config.sandbox_env is None else sorted(config.sandbox_env),
     }
 
@@ -86,6 +87,10 @@ def _weaker(recorded: dict[str, Any], found: dict[str, Any]) -> str:
         recorded.get("sandbox_allow") or []
     ):
         return "with a sandbox that showed less (--sandbox-allow)"
+    if recorded.get("sandbox") and not set(found["sandbox_allow_write"]) <= set(
+        recorded.get("sandbox_allow_write") or []
+    ):
+        return "with a sandbox that let the tasks write less (--sandbox-allow-write)"
     if recorded.get("sandbox") and _passes_more(recorded.get("sandbox_env"), found["sandbox_env"]):
         return "with a sandbox that passed fewer variables (--sandbox-env)"
     return ""

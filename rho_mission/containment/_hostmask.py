@@ -14,7 +14,9 @@ caches). Read-only is not out of reach for two kinds of file:
 
 What a build needs from ``/run`` is shown again: the file ``/etc/resolv.conf`` leads to there
 (``systemd-resolved``), without which no name resolves. ``--sandbox-allow PATH`` shows one
-more path read-only, for the user who knows (an ``~/.npmrc`` with a registry's token).
+more path read-only, for the user who knows (an ``~/.npmrc`` with a registry's token);
+``--sandbox-allow-write PATH`` binds one writable (a cache shared by the tasks: the real
+path, whose changes stay).
 
 Left as they are, and said in the README: abstract UNIX sockets (they live in the network
 namespace, which the sandbox shares unless ``--sandbox-no-network``), and secrets outside the
@@ -50,6 +52,13 @@ SECRETS = (
     ".cargo/credentials.toml",
     ".local/share/keyrings",
     ".password-store",
+    # The agents' sign-in: a task whose mission names the agent gets it in its private copy
+    # of the agent's folder (``_agenthomes``), no other task.
+    ".claude/.credentials.json",
+    ".codex/auth.json",
+    ".gemini/oauth_creds.json",
+    ".gemini/google_accounts.json",
+    ".aider/oauth-keys.env",
 )
 # Folders of sockets and daemons' state; private and empty in the sandbox.
 RUNTIME = ("/run", "/var/run")
@@ -59,18 +68,22 @@ _RESOLV = Path("/etc/resolv.conf")
 @dataclass(frozen=True, slots=True)
 class HostMask:
     """What a sandbox covers: ``folders`` made private (empty, writable tmpfs: ``/run``),
-    ``hidden`` folders (empty, read-only), ``files`` read as ``/dev/null``, and ``shown``
-    again read-only on top of all that."""
+    ``hidden`` folders (empty, read-only), ``files`` read as ``/dev/null``, ``shown`` again
+    read-only on top of all that, and ``writable`` bound read-write on top."""
 
     folders: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
     files: tuple[Path, ...] = ()
     shown: tuple[Path, ...] = ()
+    writable: tuple[Path, ...] = ()
 
 
-def host_mask(home: Path | None, allowed: tuple[Path, ...] = ()) -> HostMask:
+def host_mask(
+    home: Path | None, allowed: tuple[Path, ...] = (), writable: tuple[Path, ...] = ()
+) -> HostMask:
     """The mask for a task whose home folder is *home* (None: no home to cover), with the
-    *allowed* paths shown read-only again."""
+    *allowed* paths shown read-only again and the *writable* ones bound read-write (those
+    that exist)."""
     folders = tuple(Path(path) for path in RUNTIME if _real_folder(Path(path)))
     hidden: list[Path] = []
     files: list[Path] = []
@@ -85,7 +98,8 @@ def host_mask(home: Path | None, allowed: tuple[Path, ...] = ()) -> HostMask:
                 files.append(path)
         files += _sockets_near(home)
     shown = [*_needed_from(folders), *(path for path in allowed if os.path.exists(path))]
-    return HostMask(folders, tuple(hidden), tuple(sorted(set(files))), tuple(shown))
+    bound = tuple(path for path in writable if os.path.exists(path))
+    return HostMask(folders, tuple(hidden), tuple(sorted(set(files))), tuple(shown), bound)
 
 
 def _real_folder(path: Path) -> bool:

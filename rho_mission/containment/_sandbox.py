@@ -16,6 +16,10 @@ its worktree's git dir (``.git/worktrees/X``)  writable: HEAD, index and logs of
 ``/run`` (sockets, daemons' state)            private, empty (``_hostmask``)
 the home's secrets (``~/.ssh``, ``~/.aws``...)  hidden; its sockets read as ``/dev/null``
 ``--sandbox-allow PATH``                      read-only, over all of the above
+``--sandbox-allow-write PATH``                writable (the real one: changes stay), over all
+                                              of the above
+its agents' config folders (``~/.codex``...)  a private writable copy for this task
+                                              (``_agenthomes``), removed after it
 its prompt file (and a fix's failed log)      read-only
 the repository's ``.rho/``, the mission       hidden: an empty read-only folder (the store,
 folder                                        mission records, logs, tokens, other worktrees)
@@ -42,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._errors import InvalidMissionError
+from ._agenthomes import HomeCopy
 from ._hostmask import HostMask
 from ._quarantine import STORE_VIEW
 
@@ -74,6 +79,8 @@ class SandboxSpec:
     objects: tuple[Path, Path] | None = None
     # The host's sockets and the home's secrets covered, what is shown again (``_hostmask``).
     mask: HostMask = field(default_factory=HostMask)
+    # Agents' config folders: each private copy bound writable at the folder's path.
+    homes: Sequence[HomeCopy] = ()
 
 
 def bwrap_argv(spec: SandboxSpec) -> list[str]:
@@ -82,9 +89,10 @@ def bwrap_argv(spec: SandboxSpec) -> list[str]:
     Mounts are made in this order, each later one on top: the whole system read-only, the
     private folders (``/tmp``, ``/run``...), what is visible inside them; the home's secret
     folders hidden, ``/dev/null`` on its secret files and sockets, the paths shown again
-    (``--sandbox-allow``), those hidden folders made read-only; then rho's own: the hidden
-    folders, the writable ones, the object quarantine on the store, the readable files, and
-    last rho's hidden folders made read-only (their mount points made).
+    (``--sandbox-allow``) and bound writable (``--sandbox-allow-write``), those hidden
+    folders made read-only; then rho's own: the hidden folders, the writable ones, the
+    agents' private config folders, the object quarantine on the store, the readable files,
+    and last rho's hidden folders made read-only (their mount points made).
     """
     mask = spec.mask
     hidden = [folder for folder in spec.hidden if os.path.isdir(folder)]
@@ -96,6 +104,8 @@ def bwrap_argv(spec: SandboxSpec) -> list[str]:
     argv += _mask_mounts(mask)
     argv += _mounts("--tmpfs", hidden, twice=False)
     argv += _mounts("--bind", spec.writable)
+    for home in spec.homes:
+        argv += ["--bind", str(home.copy), str(home.path)]
     if spec.objects is not None:
         quarantine, store = spec.objects
         argv += ["--ro-bind", str(store), str(STORE_VIEW), "--bind", str(quarantine), str(store)]
@@ -115,6 +125,7 @@ def _mask_mounts(mask: HostMask) -> list[str]:
     for file in mask.files:
         argv += ["--ro-bind", os.devnull, str(file)]
     argv += _mounts("--ro-bind", mask.shown)
+    argv += _mounts("--bind", mask.writable)
     return argv + _mounts("--remount-ro", mask.hidden, twice=False)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._agenthomes import HomeCopy
 from ._hostmask import host_mask
 from ._pins import require_pinned
 from ._sandbox import SandboxSpec, bwrap_argv
@@ -30,6 +31,9 @@ class TaskPlace:
     allowed: tuple[Path, ...] = ()
     # Folders of rho's the task may write even inside the hidden ones (its usage folder).
     writable: tuple[Path, ...] = ()
+    # Paths the user binds writable (``--sandbox-allow-write``); agents' private folders.
+    allowed_write: tuple[Path, ...] = ()
+    homes: tuple[HomeCopy, ...] = ()
 
 
 def supervisor_args(grace: float, log_limit: int, cgroup: Path | None = None) -> list[str]:
@@ -77,5 +81,7 @@ def _spec(place: TaskPlace, network: bool, quarantine: Path | None) -> SandboxSp
     visible = [place.repo, pin.common_dir]
     store = pin.common_dir / "objects"
     objects = (quarantine, store) if quarantine is not None else None
-    mask = host_mask(place.home, place.allowed)
-    return SandboxSpec(writable, visible, place.hidden, place.readable, network, objects, mask)
+    mask = host_mask(place.home, place.allowed, place.allowed_write)
+    return SandboxSpec(
+        writable, visible, place.hidden, place.readable, network, objects, mask, place.homes
+    )

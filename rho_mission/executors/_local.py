@@ -7,6 +7,7 @@ from pathlib import Path
 import anyio
 
 from .._errors import MissionError
+from ..agents import left_by
 from ..containment._folders import private_folder
 from ..git._repo import GitRepo
 from ..git._worktrees import WorktreePool, pool_limit, prune_pool, prune_stale
@@ -57,6 +58,8 @@ class LocalExecutor:
         worktrees = worktrees_folder(repo.root)
         folder = worktrees / mission.id
         repo.exclude(RHO_PATTERN)
+        for pattern in left_by(config.agent, config.resolve_agent):
+            repo.exclude(pattern)  # an agent's own files (aider's histories) are no work
         private_folder(worktrees, repo.root)
         prune_stale(repo, folder)  # a crashed run's own pool (kept worktrees, or older rho)
         keep = mission.config.keep_worktrees

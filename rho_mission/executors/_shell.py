@@ -17,10 +17,12 @@ import anyio
 from graph import sha256_hex
 
 from .._errors import FeatureFailedError
+from ..agents import PROFILES
 from ..containment import require_pinned
+from ..containment._agenthomes import HomeCopy, copy_agent_homes, remove_agent_homes
 from ..containment._cgroup import end_cgroup, new_cgroup
 from ..containment._environ import child_environ, sandbox_environ
-from ..containment._folders import open_private
+from ..containment._folders import open_private, private_folder
 from ..containment._process import ProcessResult, note_in_log, run_command
 from ..containment._quarantine import Quarantine, admit, discard, open_quarantine
 from ..containment._wrapper import TaskPlace, task_wrapper
@@ -51,6 +53,8 @@ SUBJECT_ENV_LIMIT = 1000
 _READABLE = ("RHO_TASK_PROMPT_FILE", "RHO_VERIFY_LOG", "RHO_PROMPT_FILE", "RHO_CONFLICT_FILE")
 # Where sandboxed attempts' quarantines are made, in the repository's git dir.
 QUARANTINE_FOLDER = "rho-quarantine"
+# Where sandboxed attempts' private agent folders are made, in the mission folder.
+AGENT_HOMES = "agent-homes"
 
 
 async def shell_worker(ctx: WorkerContext) -> Handoff | None:
@@ -91,15 +95,17 @@ async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str])
     """
     config = ctx.mission.config
     quarantine = None
+    homes: tuple[HomeCopy, ...] = ()
     if config.sandbox:
         await anyio.to_thread.run_sync(_detach_head, ctx.worktree)
         env = sandbox_environ({**env, "TMPDIR": "/tmp"}, config.sandbox_env)
         quarantine = await anyio.to_thread.run_sync(_quarantine_for, ctx.worktree)
+        homes = await anyio.to_thread.run_sync(_agent_homes, ctx, env)
     env = {**env, **usage_variables(ctx)}
     cgroup = new_cgroup()
     try:
         supervisor, wrapper = task_wrapper(
-            _place(ctx, env),
+            _place(ctx, env, homes),
             grace=config.grace_period,
             log_limit=config.log_limit,
             sandbox=config.sandbox,
@@ -127,6 +133,8 @@ async def run_in_worktree(ctx: WorkerContext, command: str, env: dict[str, str])
                 await end_cgroup(cgroup, config.grace_period)
             if quarantine is not None:
                 await anyio.to_thread.run_sync(discard, quarantine)
+            if homes:
+                await anyio.to_thread.run_sync(remove_agent_homes, _homes_folder(ctx))
 
 
 def _failure(result: ProcessResult, sandbox: bool) -> str:
@@ -160,15 +168,37 @@ def _quarantine_for(worktree: Path) -> Quarantine:
     return open_quarantine(common_dir / QUARANTINE_FOLDER, common_dir, common_dir / "objects")
 
 
-def _place(ctx: WorkerContext, env: dict[str, str]) -> TaskPlace:
+def _agent_homes(ctx: WorkerContext, env: dict[str, str]) -> tuple[HomeCopy, ...]:
+    """Private copies of the config folders of the agents the mission names (its tasks',
+    its resolver's, its planner's): ``containment._agenthomes``."""
+    config = ctx.mission.config
+    names = {config.agent, config.resolve_agent, config.planner_agent}
+    declared = [home for name in sorted(n for n in names if n) for home in PROFILES[name].home]
+    if not declared:
+        return ()
+    folder = _homes_folder(ctx)
+    private_folder(folder.parent, Path(ctx.mission.dir))
+    return tuple(copy_agent_homes(declared, env, folder))
+
+
+def _homes_folder(ctx: WorkerContext) -> Path:
+    # In the mission folder (hidden in the sandbox), one per feature or stage at a time.
+    return Path(ctx.mission.dir, AGENT_HOMES, ctx.feature.id)
+
+
+def _place(ctx: WorkerContext, env: dict[str, str], homes: tuple[HomeCopy, ...]) -> TaskPlace:
     repo = Path(ctx.mission.repo)
     hidden = [rho_folder(repo), Path(ctx.mission.dir)]
     shown = [Path(path) for path in (env.get(name) for name in _READABLE) if path]
     home = Path(env["HOME"]) if env.get("HOME") else None
-    allowed = tuple(Path(path) for path in ctx.mission.config.sandbox_allow)
+    config = ctx.mission.config
+    allowed = tuple(Path(path) for path in config.sandbox_allow)
+    allowed_write = tuple(Path(path) for path in config.sandbox_allow_write)
     # The attempt's usage folder, in the hidden mission folder, is its to write.
     writable = () if ctx.usage_file is None else (ctx.usage_file.parent,)
-    return TaskPlace(ctx.worktree, repo, hidden, shown, home, allowed, writable)
+    return TaskPlace(
+        ctx.worktree, repo, hidden, shown, home, allowed, writable, allowed_write, homes
+    )
 
 
 def _detach_head(worktree: Path) -> None:

@@ -384,6 +384,8 @@ class MissionConfig(BaseModel):
     # What the sandbox shows besides (absolute paths, read-only: ``containment._hostmask``),
     # and, when set, the only variables of the caller's environment it passes on.
     sandbox_allow: list[str] = Field(default_factory=list)
+    # What it binds writable besides (absolute paths, the real ones: ``--sandbox-allow-write``).
+    sandbox_allow_write: list[str] = Field(default_factory=list)
     sandbox_env: list[str] | None = None
     # Bytes of a task's output its log keeps: the first and the last half of them, with a line
     # saying how much was cut in between (``containment._reaper``).
