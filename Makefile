@@ -13,9 +13,12 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP) lint typecheck unit
 
+# lint-imports: the import contracts of pyproject.toml ([tool.importlinter]); no cache, the
+# graph takes well under a second to build.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache --no-logo
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -1,253 +1,179 @@
-"""The direction of imports between the project's packages, read from the source.
+"""The direction of imports: import-linter's contracts, the map that draws them, and their reach.
 
-Every import counts, the ones inside functions too (a lazy import is still an arrow):
+The rules are contracts in pyproject.toml (``[tool.importlinter]``), checked by ``lint-imports``
+in ``make lint``: rho_mission's packages are layers, the library never imports the CLI, the
+executors never import the engine, ``taskstore`` and ``graph`` are leaves, no circle between the
+parts of a package. Here:
 
-- ``taskstore`` and ``graph`` are leaves: neither imports ``rho_mission`` nor the other;
-- the library never imports the CLI: no module of ``rho_mission`` outside ``rho_mission.cli``
-  (and ``__main__``, its entry point) imports ``rho_mission.cli``. So the server, the MCP tools
-  and the client read logs and build graphs through the library, as the CLI does;
-- the executors never import the engine (``rho_mission.engine``): the engine hands them
-  attempts through the executors' contract (``executors._contract``);
-- the library's packages are layers (``LAYERS``, bottom first, as docs/architecture.md draws
-  them): each imports only the layers below it, and every module of ``rho_mission`` is in one.
-  The packages of one layer never import each other: ``serve``, ``mcp_server`` and ``client``
-  use the library, not one another. The CLI, the top, starts the server and the MCP server.
+- docs/architecture.md's table of layers is the contract's (the newcomer's map stays true);
+- the contracts catch what they forbid, run on a copy of the packages with a wrong import
+  planted (so that a contract matching nothing cannot pass in silence);
+- the one circle the contracts cannot see: a module that imports its own package's
+  ``__init__`` while the ``__init__`` leads back to it (``acyclic_siblings`` compares siblings,
+  and a package is not a sibling of its modules).
 """
 
 from __future__ import annotations
 
-import ast
+import os
 import re
-from collections.abc import Iterator
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
+import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("rho_mission", "taskstore", "graph")
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+def _contracts() -> dict[str, dict[str, Any]]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return {c["id"]: c for c in config["tool"]["importlinter"]["contracts"]}
 
 
-def _imports(path: Path) -> Iterator[tuple[int, str]]:
-    """Every module *path* imports (line, absolute dotted name), relative imports resolved."""
-    name = _module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield node.lineno, alias.name
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = node.module or ""
-            yield node.lineno, target
-            for alias in node.names:  # "from . import x" may name a module
-                yield node.lineno, f"{target}.{alias.name}"
-
-
-def _arrows() -> list[tuple[str, int, str]]:
-    found = []
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            source = _module_name(path)
-            found += [(source, line, target) for line, target in _imports(path)]
-    return found
-
-
-def _within(name: str, package: str) -> bool:
-    return name == package or name.startswith(package + ".")
-
-
-ARROWS = _arrows()
-MODULES = {_module_name(p) for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
-
-
-def _targets(source: str) -> set[str]:
-    return {target for name, _, target in ARROWS if name == source}
-
-
-def test_the_arrows_are_read() -> None:
-    # What the rules rely on: an import inside a function is seen (load_source imports the
-    # graph source lazily), and a relative one resolved ("from ._git import GitRepo").
-    assert "rho_mission.mission._graphsource" in _targets("rho_mission.cli._graph")
-    assert "rho_mission.git._repo.GitRepo" in _targets("rho_mission.engine._loop")
-    assert "rho_mission.cli._errors" in _targets("rho_mission.cli._graph")
-
-
-@pytest.mark.parametrize(
-    ("leaf", "others"),
-    [("taskstore", ("rho_mission", "graph")), ("graph", ("rho_mission", "taskstore"))],
-)
-def test_taskstore_and_graph_are_leaves(leaf: str, others: tuple[str, ...]) -> None:
-    wrong = [
-        f"{source}:{line} imports {target}"
-        for source, line, target in ARROWS
-        if _within(source, leaf) and any(_within(target, other) for other in others)
+def _contract_layers() -> list[set[str]]:
+    """The layers contract's layers, bottom first, ``rho_mission`` (its ``__init__``, the public
+    names) among the peers its own contract names: the lowest layer it may not import."""
+    contracts = _contracts()
+    layers = [
+        {f"rho_mission.{name.strip()}" for name in layer.split("|")}
+        for layer in reversed(contracts["layers"]["layers"])
     ]
-    assert wrong == []
+    above = {m.removesuffix(".**") for m in contracts["public-names"]["forbidden_modules"]}
+    next(layer for layer in layers if layer & above).add("rho_mission")
+    return layers
 
 
-def test_the_library_never_imports_the_cli() -> None:
-    wrong = [
-        f"{source}:{line} imports {target}"
-        for source, line, target in ARROWS
-        if _within(source, "rho_mission")
-        and not _within(source, "rho_mission.cli")
-        and source != "rho_mission.__main__"
-        and _within(target, "rho_mission.cli")
-    ]
-    assert wrong == []
-
-
-def test_the_executors_never_import_the_engine() -> None:
-    wrong = [
-        f"{source}:{line} imports {target}"
-        for source, line, target in ARROWS
-        if _within(source, "rho_mission.executors") and _within(target, "rho_mission.engine")
-    ]
-    assert wrong == []
-
-
-# Bottom first. A module belongs to the longest unit its name is within ("rho_mission" itself:
-# its __init__ only, the public names).
-LAYERS: list[tuple[str, ...]] = [
-    ("rho_mission._errors",),
-    ("rho_mission.containment",),
-    ("rho_mission.records",),
-    ("rho_mission.agents",),
-    ("rho_mission.git",),
-    ("rho_mission.setup",),
-    ("rho_mission.executors",),
-    ("rho_mission.engine",),
-    ("rho_mission.planning",),
-    ("rho_mission.mission",),
-    ("rho_mission", "rho_mission.client", "rho_mission.serve", "rho_mission.mcp_server"),
-    ("rho_mission.cli",),
-    ("rho_mission.__main__",),
-]
-
-
-def _unit(module: str) -> str | None:
-    units = [u for layer in LAYERS for u in layer if u != "rho_mission" and _within(module, u)]
-    if units:
-        return max(units, key=len)
-    return "rho_mission" if module == "rho_mission" else None
-
-
-def _layer(unit: str) -> int:
-    return next(i for i, layer in enumerate(LAYERS) if unit in layer)
-
-
-def _layer_breaches(arrows: list[tuple[str, int, str]]) -> list[str]:
-    """Each arrow to a unit of the same layer or of a higher one, as ``source:line imports x``."""
-    wrong = []
-    for source, line, target in arrows:
-        if not (_within(source, "rho_mission") and _within(target, "rho_mission")):
-            continue
-        mine, theirs = _unit(source), _unit(_owner(target))
-        if mine is None or theirs is None or mine == theirs:
-            continue
-        if _layer(theirs) >= _layer(mine):
-            wrong.append(f"{source}:{line} imports {target}")
-    return wrong
-
-
-def _owner(target: str) -> str:
-    """The module *target* is or is a name inside (``rho_mission.git._repo.GitRepo``: the
-    module ``rho_mission.git._repo``; ``rho_mission.Mission``: the package's public names)."""
-    while target and target not in MODULES:
-        target = target.rpartition(".")[0]
-    return target
-
-
-def test_each_package_imports_only_the_layers_below_it() -> None:
-    assert _layer_breaches(ARROWS) == []
-
-
-def test_every_module_of_the_library_is_in_a_layer() -> None:
-    # A new subpackage must take its place in LAYERS (and in docs/architecture.md).
-    assert sorted(m for m in MODULES if _within(m, "rho_mission") and _unit(m) is None) == []
-
-
-def test_the_architecture_document_draws_these_layers() -> None:
-    # docs/architecture.md is the newcomer's map: its table of layers must be this one.
-    rows = re.findall(r"^\| (\d+) \| ([^|]+) \|", (ROOT / "docs/architecture.md").read_text(), re.M)
-    drawn = [
-        tuple(
-            "rho_mission" if n == "rho_mission" else f"rho_mission.{n}"
-            for n in re.findall(r"`([\w.]+)`", names)
-        )
+def _drawn_layers() -> list[set[str]]:
+    """The table "Packages and their layers" of docs/architecture.md, bottom first."""
+    text = (ROOT / "docs/architecture.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+) \| ([^|]+) \|", text, re.M)
+    return [
+        {n if n == "rho_mission" else f"rho_mission.{n}" for n in re.findall(r"`([\w.]+)`", names)}
         for _, names in rows
     ]
-    assert drawn == [layer for layer in LAYERS if layer != ("rho_mission.__main__",)]
 
 
-def test_the_layer_check_sees_a_wrong_arrow() -> None:
-    upward = ("rho_mission.git._repo", 7, "rho_mission.engine._loop.WaveEngine")
-    sideways = ("rho_mission.serve._app", 9, "rho_mission.mcp_server._server")
-    downward = ("rho_mission.engine._loop", 3, "rho_mission.git._repo.GitRepo")
-    assert _layer_breaches([upward, sideways, downward]) == [
-        "rho_mission.git._repo:7 imports rho_mission.engine._loop.WaveEngine",
-        "rho_mission.serve._app:9 imports rho_mission.mcp_server._server",
-    ]
+def test_the_architecture_document_draws_the_contracts_layers() -> None:
+    # docs/architecture.md is the newcomer's map: its table must be the contract's layers
+    # (__main__, the entry point, is not drawn).
+    layers = [layer for layer in _contract_layers() if layer != {"rho_mission.__main__"}]
+    assert _drawn_layers() == layers
 
 
-def _module_graph() -> dict[str, set[str]]:
-    """Which of the project's modules each one imports (a name inside a module: that module)."""
-    graph: dict[str, set[str]] = {name: set() for name in MODULES}
-    for source, _, name in ARROWS:
-        target = _owner(name)
-        if target and target != source:
-            graph[source].add(target)
-    return graph
+def _lint_copy(tmp_path: Path, planted: dict[str, str]) -> set[str]:
+    """The contracts lint-imports finds broken in a copy of the packages with *planted* lines
+    (path: source) added at the end of their files."""
+    for package in PACKAGES:
+        ignore = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    for path, source in planted.items():
+        with (tmp_path / path).open("a", encoding="utf-8") as file:
+            file.write(source)
+    # A wide terminal: one contract's line is never wrapped.
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "COLUMNS": "500"}
+    run = subprocess.run(
+        [LINT_IMPORTS, "--no-cache", "--no-logo"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    broken = set(re.findall(r"^(.+) BROKEN$", run.stdout, re.M))
+    assert (run.returncode != 0) == bool(broken), run.stdout + run.stderr
+    return broken
 
 
-def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
+# Each planted file, and the contracts it breaks (by id).
+PLANTED = {
+    "nothing": ({}, set()),
+    "an upward import inside a function, relative": (
+        {"rho_mission/git/_planted.py": "def f() -> None:\n    from ..engine import _loop\n"},
+        {"layers", "acyclic"},  # the engine imports git: a circle too
+    ),
+    "one layer-10 package importing another": (
+        {"rho_mission/serve/_planted.py": "import rho_mission.mcp_server\n"},
+        {"layers"},
+    ),
+    "a module in no layer": ({"rho_mission/_planted.py": ""}, {"layers"}),
+    "the public names importing the server": (
+        {"rho_mission/__init__.py": "from .serve import _app\n"},
+        {"public-names"},
+    ),
+    "the library importing its public names": (
+        {"rho_mission/records/_planted.py": "from rho_mission import Mission\n"},
+        {"protected-names", "layers"},  # through the public names, records reaches mission
+    ),
+    "the server importing the CLI": (
+        {"rho_mission/serve/_planted.py": "from rho_mission.cli import _main\n"},
+        {"layers", "no-cli", "acyclic"},
+    ),
+    "an executor importing the engine": (
+        {"rho_mission/executors/_planted.py": "from rho_mission.engine import _loop\n"},
+        {"layers", "executors", "acyclic"},
+    ),
+    "the planning stage importing the engine": (
+        {"rho_mission/planning/_planted.py": "from rho_mission.engine import _loop\n"},
+        {"planning"},
+    ),
+    "containment importing graph": (
+        {"rho_mission/containment/_planted.py": "import graph\n"},
+        {"low-layers-no-graph"},
+    ),
+    "taskstore importing graph": (
+        {"taskstore/_planted.py": "import graph\n"},
+        {"taskstore-leaf"},
+    ),
+    "graph importing rho_mission": (
+        {"graph/_planted.py": "from rho_mission import _errors\n"},
+        {"graph-leaf"},
+    ),
+    "two modules of the engine in a circle": (
+        {
+            "rho_mission/engine/_planted_a.py": "from . import _planted_b\n",
+            "rho_mission/engine/_planted_b.py": "def f() -> None:\n    from . import _planted_a\n",
+        },
+        {"acyclic"},
+    ),
+}
 
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for nxt in sorted(graph[node]):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            group = []
-            while True:
-                member = stack.pop()
-                group.append(member)
-                if member == node:
-                    break
-            if len(group) > 1:
-                found.append(sorted(group))
 
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
+@pytest.mark.parametrize(("planted", "ids"), PLANTED.values(), ids=PLANTED.keys())
+def test_the_contracts_catch_a_wrong_import(
+    tmp_path: Path, planted: dict[str, str], ids: set[str]
+) -> None:
+    contracts = _contracts()
+    assert _lint_copy(tmp_path, planted) == {contracts[i]["name"] for i in ids}
 
 
-def test_no_module_imports_in_a_circle() -> None:
-    # Lazy imports count: a circle broken only by importing inside a function is still one.
-    assert _circles(_module_graph()) == []
+def _circles_through_a_package(graph: grimp.ImportGraph) -> list[str]:
+    """Each import of a package's own ``__init__`` by one of its modules, where the ``__init__``
+    leads back to that module (a circle no contract sees), as ``module -> package``."""
+    return sorted(
+        f"{module} -> {package}"
+        for module in graph.modules
+        for package in graph.find_modules_directly_imported_by(module)
+        if module.startswith(package + ".") and graph.chain_exists(package, module)
+    )
 
 
-def test_the_circle_finder_finds_circles() -> None:
-    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
-    assert _circles(graph) == [["a", "b", "c"]]
+def test_no_module_imports_in_a_circle_with_its_own_package() -> None:
+    # Together with the contracts' acyclic_siblings, layers and leaves: no circle at all. Lazy
+    # imports count (a circle broken only by importing inside a function is still one).
+    assert _circles_through_a_package(grimp.build_graph(*PACKAGES, cache_dir=None)) == []
+
+
+def test_the_circle_finder_finds_a_circle_through_a_package() -> None:
+    graph = grimp.ImportGraph()
+    graph.add_import(importer="p.sub", imported="p.sub._a")  # the __init__'s public names
+    graph.add_import(importer="p.sub._a", imported="p.sub")  # the wrong arrow
+    graph.add_import(importer="p.cli", imported="p")  # no circle: p never imports p.cli
+    assert _circles_through_a_package(graph) == ["p.sub._a -> p.sub"]

@@ -5,8 +5,7 @@ suite's fixture (``browser``, ``bwrap``, ``graphviz_dot``, ``node_and_npm``, ``g
 ``agent_cli``), which skips where the program is missing and fails under
 ``RHO_TESTS_REQUIRE_SYSTEM=1``. A module that looked for one
 itself could fail where it should skip (as a browser fixture of its own once did), or skip in CI
-where nothing may. This test reads every test module's source, as ``test_import_direction.py``
-reads imports, and finds none that does.
+where nothing may. This test reads every test module's source and finds none that does.
 """
 
 from __future__ import annotations
