@@ -4,7 +4,9 @@ A row is data: the non-interactive command line (run by ``/bin/sh -c`` in the ta
 the prompt read from ``$RHO_TASK_PROMPT_FILE``, which the planner and the resolver get too),
 the flag that makes its output machine-readable, and the reader of its usage
 (``_readers``). claude's line also passes on what is left of the mission's budget
-(``$RHO_BUDGET_LEFT_USD``, set only under ``--budget-usd``) as its own ``--max-budget-usd``.
+(``$RHO_BUDGET_LEFT_USD``, set only under ``--budget-usd``) as its own ``--max-budget-usd``;
+aider's has it log each model call's exact counts beside ``$RHO_USAGE_FILE``
+(``--analytics-log``, read by ``_readers.read_aider_analytics``).
 The flags are the agents' documented ones; examples/agents/README.md says what could not be
 checked here.
 """
@@ -68,7 +70,9 @@ PROFILES: dict[str, AgentProfile] = {
         AgentProfile(
             "aider",
             "aider",
-            'aider --yes-always --message-file "$RHO_TASK_PROMPT_FILE"',
+            'aider --yes-always --message-file "$RHO_TASK_PROMPT_FILE" '
+            # The provider's exact counts, one line per call, beside $RHO_USAGE_FILE.
+            '${RHO_USAGE_FILE:+--analytics-log "${RHO_USAGE_FILE%/*}/aider-analytics.jsonl"}',
             "(none: its token and cost lines are read)",
             "cost and tokens",
         ),

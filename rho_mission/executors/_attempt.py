@@ -9,6 +9,7 @@ worker's, not rho's) hold a ``--copy`` file is such a failure: no commit rho lan
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -17,7 +18,9 @@ from typing import NamedTuple
 import anyio
 
 from .._errors import FeatureResultError, MissionError, RefMovedError
-from ..agents._reading import UsageAsk, log_size, read_attempt_usage, usage_ask, usage_place
+from ..agents._reading import UsageAsk, log_size, read_attempt, usage_ask, usage_place
+from ..agents._verdicts import Verdict
+from ..containment._process import note_in_log
 from ..git._commit import WorktreeResult, commit_worktree
 from ..git._repo import GitRepo
 from ..git._worktrees import KeptOutputs, WorktreePool
@@ -81,13 +84,41 @@ async def attempt_in_pool(
             spotless = result is not None and result.spotless
             left_at = result.branch_head if result is not None else None  # the worktree's HEAD
             release = partial(pool.release, worktree, spotless=spotless, head=left_at)
-            read = partial(read_attempt_usage, ask, usage_file, attempt.log_path, log_start)
-            usage = await anyio.to_thread.run_sync(_read_then_release, read, release)
+            read = partial(read_attempt, ask, usage_file, attempt.log_path, log_start)
+            usage, verdict = await anyio.to_thread.run_sync(_read_then_release, read, release)
             if usage is not None:
                 attempt.note_usage(usage)
+    outcome = _judged(attempt, outcome, verdict)
     if isinstance(outcome, Handoff):
         return AttemptResult(handoff=outcome, branch_head=found)
     return AttemptResult(error=outcome, branch_head=found)
+
+
+def _judged(attempt: Attempt, outcome: Handoff | str, verdict: Verdict) -> Handoff | str:
+    """*outcome* as the agent's own verdict and ``require_changes`` leave it: a run its agent
+    reported failed is failed, in the agent's words, whatever its exit code; one that changed
+    nothing is failed under ``require_changes``. Each reason and warning is also a line of
+    the attempt's log, where its output is."""
+    said = f"{attempt.feature.id} attempt {attempt.number}"
+    for warning in verdict.warnings:
+        _note(attempt, f"{said}: warning: {warning}")
+    if verdict.failure is not None:
+        error = verdict.failure if isinstance(outcome, Handoff) else f"{outcome}; {verdict.failure}"
+    elif isinstance(outcome, Handoff) and not outcome.files_changed and _requires(attempt):
+        error = "the agent changed nothing (--require-changes; --no-require-changes allows it)"
+    else:
+        return outcome
+    _note(attempt, f"{said} failed: {error}")
+    return error
+
+
+def _requires(attempt: Attempt) -> bool:
+    return attempt.mission.config.require_changes
+
+
+def _note(attempt: Attempt, line: str) -> None:
+    with contextlib.suppress(MissionError, OSError):  # a log a task made a link: its error
+        note_in_log(attempt.log_path, line)
 
 
 def _acquire(
@@ -105,8 +136,8 @@ def _acquire(
 
 
 def _read_then_release(
-    read: Callable[[], AttemptUsage | None], release: Callable[[], object]
-) -> AttemptUsage | None:
+    read: Callable[[], tuple[AttemptUsage | None, Verdict]], release: Callable[[], object]
+) -> tuple[AttemptUsage | None, Verdict]:
     """What the attempt spent (its usage file, else its output), then the worktree given
     back: one round trip to a worker thread for both; the worktree is given back whatever the
     reading raised."""

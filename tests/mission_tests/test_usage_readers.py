@@ -38,9 +38,22 @@ CLAUDE = json.dumps(
             "output_tokens": 640,
             "service_tier": "standard",
         },
+        # Every call by model, as claude 2.1 writes it: the haiku side call is here only.
         "modelUsage": {
-            "claude-haiku-4-5": {"inputTokens": 300, "costUSD": 0.0011},
-            "claude-sonnet-4-5": {"inputTokens": 12, "costUSD": 0.0331},
+            "claude-haiku-4-5": {
+                "inputTokens": 300,
+                "outputTokens": 20,
+                "cacheReadInputTokens": 0,
+                "cacheCreationInputTokens": 0,
+                "costUSD": 0.0011,
+            },
+            "claude-sonnet-4-5": {
+                "inputTokens": 12,
+                "outputTokens": 640,
+                "cacheReadInputTokens": 18000,
+                "cacheCreationInputTokens": 2000,
+                "costUSD": 0.0331,
+            },
         },
     }
 )
@@ -100,14 +113,22 @@ def test_claude_cost_tokens_and_the_costliest_model() -> None:
     assert reading is not None
     assert (reading.cost_usd, reading.input_tokens, reading.cached_input_tokens) == (
         0.0342,
-        20012,  # fresh, written to the cache and read from it: all the model read
+        20312,  # every model's fresh, cache-written and cache-read input: the side call too
         18000,
     )
     assert (reading.output_tokens, reading.model, reading.stopped_by_budget) == (
-        640,
+        660,
         "claude-sonnet-4-5",
         False,
     )
+
+
+def test_claude_tokens_fall_back_to_usage_without_model_usage() -> None:
+    document = json.loads(CLAUDE)
+    del document["modelUsage"]
+    reading = read_claude(json.dumps(document))
+    assert reading is not None
+    assert (reading.input_tokens, reading.output_tokens, reading.model) == (20012, 640, None)
 
 
 def test_claudes_budget_stop_is_read_as_such() -> None:
