@@ -62,7 +62,10 @@ def read_claude(text: str) -> Verdict:
         if found.get("is_error") is not True:
             return Verdict(None, warnings)
         said = found.get("result")
+        # Its subtype says "success" on an API error: the terminal reason names that one.
         subtype = found.get("subtype")
+        if not isinstance(subtype, str) or subtype == "success":
+            subtype = found.get("terminal_reason")
         kind = f" ({_words(subtype)})" if isinstance(subtype, str) else ""
         words = f": {_words(said)}" if isinstance(said, str) and said.strip() else ""
         return Verdict(f"claude reported an error{kind}{words}", warnings)
