@@ -23,7 +23,7 @@ import pytest
 
 from ._agents import Place, Run, base_env, make_place
 from ._model_server import ModelServer, serve
-from ._turns import Fail, Reply, Usage, WriteFile
+from ._turns import Fail, Reply, RunCommand, Usage, WriteFile
 
 AgentCli = Callable[[str], Path]
 RHO = Path(sys.executable).parent / "rho"
@@ -282,3 +282,23 @@ def test_aiders_usage_is_the_providers_exact_count(
     assert done.code == 0, done.stdout + done.stderr + _log(place)
     assert "Tokens: 1.2k sent, 56 received." in _log(place)
     assert _attempt_usage(place) == model_server.usage_sent() == Usage(1234, 56)
+
+
+def test_claudes_permission_denial_is_a_warning_when_it_did_the_task(
+    agent_cli: AgentCli, model_server: ModelServer, place: Place
+) -> None:
+    # Under acceptEdits claude is denied its own check (python3 ...), then writes the file:
+    # exit 0, is_error false, the command in permission_denials. The work is done.
+    env = _claude_env(agent_cli, model_server, place)
+    _one_task(place, env)
+    model_server.script(
+        RunCommand("python3 -c 'print(1)'"),
+        WriteFile("hello.txt", "hello from claude\n"),
+        Reply("Created hello.txt."),
+    )
+    done = _rho(place, env, "mission", "--from-tasks", "--agent", "claude")
+    assert done.code == 0, done.stdout + done.stderr + _log(place)
+    [feature] = _mission(place)["features"]
+    assert (feature["status"], feature["error"]) == ("completed", None)
+    warning = "t1 attempt 1: warning: claude was denied 1 tool call(s): Bash python3 -c 'print(1)'"
+    assert warning in _log(place)
