@@ -9,7 +9,6 @@ worker's, not rho's) hold a ``--copy`` file is such a failure: no commit rho lan
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -20,7 +19,6 @@ import anyio
 from .._errors import FeatureResultError, MissionError, RefMovedError
 from ..agents._reading import UsageAsk, log_size, read_attempt, usage_ask, usage_place
 from ..agents._verdicts import Verdict
-from ..containment._process import note_in_log
 from ..git._commit import WorktreeResult, commit_worktree
 from ..git._repo import GitRepo
 from ..git._worktrees import KeptOutputs, WorktreePool
@@ -29,7 +27,7 @@ from ..records._usage import AttemptUsage
 from ..setup import WorktreeSetup, refuse_carried
 from ._contract import Attempt, AttemptResult, WorkerContext
 from ._setup import for_attempt, kept_for, prepare_worktree
-from ._worker_call import call_worker, failure_text
+from ._worker_call import call_worker, failure_text, note_line, note_verdict
 
 __all__ = ["attempt_in_pool"]
 
@@ -97,28 +95,18 @@ async def attempt_in_pool(
 def _judged(attempt: Attempt, outcome: Handoff | str, verdict: Verdict) -> Handoff | str:
     """*outcome* as the agent's own verdict and ``require_changes`` leave it: a run its agent
     reported failed is failed, in the agent's words, whatever its exit code; one that changed
-    nothing is failed under ``require_changes``. Each reason and warning is also a line of
-    the attempt's log, where its output is."""
+    nothing is failed under ``require_changes``. Each reason is also a line of its log."""
     said = f"{attempt.feature.id} attempt {attempt.number}"
-    for warning in verdict.warnings:
-        _note(attempt, f"{said}: warning: {warning}")
-    if verdict.failure is not None:
-        error = verdict.failure if isinstance(outcome, Handoff) else f"{outcome}; {verdict.failure}"
-    elif isinstance(outcome, Handoff) and not outcome.files_changed and _requires(attempt):
-        error = "the agent changed nothing (--require-changes; --no-require-changes allows it)"
-    else:
+    error = None if isinstance(outcome, Handoff) else outcome
+    error = note_verdict(error, verdict, attempt.log_path, said)
+    if error is not None:
+        return error
+    assert isinstance(outcome, Handoff)  # no error before, none from its agent
+    if outcome.files_changed or not attempt.mission.config.require_changes:
         return outcome
-    _note(attempt, f"{said} failed: {error}")
+    error = "the agent changed nothing (--require-changes; --no-require-changes allows it)"
+    note_line(attempt.log_path, f"{said} failed: {error}")
     return error
-
-
-def _requires(attempt: Attempt) -> bool:
-    return attempt.mission.config.require_changes
-
-
-def _note(attempt: Attempt, line: str) -> None:
-    with contextlib.suppress(MissionError, OSError):  # a log a task made a link: its error
-        note_in_log(attempt.log_path, line)
 
 
 def _acquire(
