@@ -17,7 +17,7 @@ agent's words when it reported a failure, and lines worth a warning in the log.
   gave up on: aider exits 0 then), with the explanation it prints after it.
 
 The output is a task's writing: a reader never raises on it, and the words are cut to
-``WORDS_LIMIT`` characters of one line.
+``WORDS_LIMIT`` printable characters of one line.
 """
 
 from __future__ import annotations
@@ -48,8 +48,10 @@ _NONE = Verdict()
 
 
 def _words(text: object) -> str:
-    """*text* as one line of at most ``WORDS_LIMIT`` characters."""
-    line = " ".join(str(text).split())
+    """*text* as one line of at most ``WORDS_LIMIT`` characters, printable only (a terminal's
+    escape sequences in a task's output never reach an error rho prints)."""
+    said = str(text)[: WORDS_LIMIT * 4]
+    line = " ".join("".join(c if c.isprintable() else " " for c in said).split())
     return line if len(line) <= WORDS_LIMIT else line[: WORDS_LIMIT - 1] + "…"
 
 

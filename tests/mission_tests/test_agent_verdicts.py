@@ -106,3 +106,10 @@ def test_the_agents_words_are_one_line_and_bounded() -> None:
     assert failure is not None
     assert "\n" not in failure
     assert len(failure) < WORDS_LIMIT * 2 + 100
+
+
+def test_the_agents_words_carry_no_terminal_escape() -> None:
+    text = _claude(
+        is_error=True, terminal_reason="api_error", result="\x1b[2Jgone\x07 \x1b]0;t\x07"
+    )
+    assert read_claude(text).failure == "claude reported an error (api_error): [2Jgone ]0;t"

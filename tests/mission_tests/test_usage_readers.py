@@ -298,3 +298,27 @@ def test_a_link_planted_as_the_usage_folder_is_not_read_through_nor_emptied(
     assert record.problem == "$RHO_USAGE_FILE's folder was replaced by a link"
     assert not folder.is_symlink()  # the link is gone, what it pointed at is not
     assert (elsewhere / "usage.json").read_text() == '{"cost_usd": 99}'
+
+
+def test_aiders_analytics_log_counts_exactly_and_a_planted_one_is_not_followed(
+    tmp_path: Path,
+) -> None:
+    printed = "Tokens: 1.2k sent, 56 received. Cost: $0.01 message, $0.01 session.\n"
+    log = tmp_path / "a.log"
+    log.write_text(printed, encoding="utf-8")
+    line = {"event": "message_send", "properties": {"prompt_tokens": 1234, "completion_tokens": 56}}
+    folder = tmp_path / "usage" / "a.task.1"
+    folder.mkdir(parents=True)
+    (folder / "aider-analytics.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    record = read_attempt_usage(UsageAsk("task", 1, "aider"), folder / "usage.json", log, 0)
+    assert record is not None
+    # Exact tokens from the log; the cost aider printed (its log says $0 for an unpriced model).
+    assert (record.input_tokens, record.output_tokens, record.cost_usd) == (1234, 56, 0.01)
+    # A link where the log goes is not followed: the printed counts count.
+    folder.mkdir()
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    (folder / "aider-analytics.jsonl").symlink_to(elsewhere)
+    record = read_attempt_usage(UsageAsk("task", 1, "aider"), folder / "usage.json", log, 0)
+    assert record is not None
+    assert (record.input_tokens, record.output_tokens) == (1200, 56)
