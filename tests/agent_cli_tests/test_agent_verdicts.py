@@ -186,6 +186,11 @@ FAILURES = [
 ]
 
 
+def _usage_of(record: dict[str, Any]) -> Usage:
+    cached = record["cached_input_tokens"] or 0  # aider's log says none: unknown
+    return Usage(record["input_tokens"], record["output_tokens"], cached)
+
+
 @pytest.mark.parametrize(("name", "status", "said"), FAILURES)
 def test_a_model_error_fails_the_attempt_in_the_agents_words_and_resume_reruns_it(
     agent_cli: AgentCli,
@@ -211,6 +216,9 @@ def test_a_model_error_fails_the_attempt_in_the_agents_words_and_resume_reruns_i
     assert again.code == 0, again.stdout + again.stderr + _log(place)
     mission = _mission(place)
     assert mission["features"][0]["status"] == "completed"
+    # Its usage is what the server sent (the failed answers sent none).
+    last = mission["features"][0]["attempt_usage"][-1]
+    assert (last["attempt"], _usage_of(last)) == (2, model_server.usage_sent())
     shown = subprocess.run(
         ["git", "show", f"{mission['integration_branch']}:hello.txt"],
         cwd=place.repo,
@@ -224,9 +232,7 @@ def test_a_model_error_fails_the_attempt_in_the_agents_words_and_resume_reruns_i
 def _attempt_usage(place: Place) -> Usage:
     [feature] = _mission(place)["features"]
     [record] = feature["attempt_usage"]
-    return Usage(
-        record["input_tokens"], record["output_tokens"], record["cached_input_tokens"] or 0
-    )
+    return _usage_of(record)
 
 
 def test_an_agent_that_exits_0_having_changed_nothing_fails_under_agent(
