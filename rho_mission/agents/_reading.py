@@ -4,7 +4,9 @@
 reads its output, and whether an unread usage is to be recorded as unknown (an agent's
 attempt: a task, a fix, the planner, the resolver) or not at all (a check that wrote no
 file). `usage_place` makes the attempt's usage folder, fresh (the task may write there, even
-in the sandbox); `read_attempt_usage` reads it and removes it.
+in the sandbox; aider's profile line has its analytics log written there too);
+`read_attempt` reads it and removes it, and reads the agent's own verdict of its run
+(``_verdicts``) from the same output.
 
 The file and the log are a task's writing, so read as untrusted: without following a link,
 a regular file only, at most ``USAGE_FILE_LIMIT`` bytes of the file and ``TAIL_BYTES`` of the

@@ -4,7 +4,8 @@ Shared by the local executor (the pool of the user's repository) and the Dask ex
 side (the pool of a worker's cache clone). A failure of the worker or of git is a result (an
 error text); a cancellation releases the worktree and propagates. Work whose own commits (the
 worker's, not rho's) hold a ``--copy`` file is such a failure: no commit rho lands carries one
-(``setup._carried``).
+(``setup._carried``). So is a run whose agent reported a failure (``agents._verdicts``: an
+agent may exit 0 having failed), and, under ``require_changes``, one that changed nothing.
 """
 
 from __future__ import annotations

@@ -327,3 +327,14 @@ def test_the_budgets_stop_line_says_the_spend_recorded_at_the_end(project: Path)
     assert "stopped: budget reached: $0.75 of $0.30" in done.stdout
     [decision] = journal_events(mission_dir(project), "budget")
     assert decision["spent_usd"] == 0.5  # the journal keeps the moment of the decision
+
+
+def test_agent_requires_changes_unless_told_otherwise(project: Path) -> None:
+    import_tasks(project, _chain(1))
+    line = "an attempt that changes no file fails (--require-changes)"
+    args = ("mission", "--from-tasks", "--dry-run")
+    assert line in run_rho(*args, "--agent", "claude", cwd=project).stdout.splitlines()
+    allowed = run_rho(*args, "--agent", "claude", "--no-require-changes", cwd=project)
+    assert line not in allowed.stdout
+    assert line not in run_rho(*args, "--run", "true", cwd=project).stdout
+    assert line in run_rho(*args, "--run", "true", "--require-changes", cwd=project).stdout
