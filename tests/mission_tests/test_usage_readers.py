@@ -4,6 +4,7 @@ reading of one attempt's part of a log (issue 39)."""
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -322,3 +323,23 @@ def test_aiders_analytics_log_counts_exactly_and_a_planted_one_is_not_followed(
     record = read_attempt_usage(UsageAsk("task", 1, "aider"), folder / "usage.json", log, 0)
     assert record is not None
     assert (record.input_tokens, record.output_tokens) == (1200, 56)
+
+
+@pytest.mark.parametrize("planted", ["fifo", "folder", "too long"])
+def test_a_planted_aider_analytics_log_never_hangs_nor_counts(tmp_path: Path, planted: str) -> None:
+    log = tmp_path / "a.log"
+    log.write_text("Tokens: 900 sent, 40 received.\n", encoding="utf-8")
+    folder = tmp_path / "usage" / "a.task.1"
+    folder.mkdir(parents=True)
+    where = folder / "aider-analytics.jsonl"
+    if planted == "fifo":
+        os.mkfifo(where)  # opened without blocking, and not a regular file: not read
+    elif planted == "folder":
+        where.mkdir()
+    else:
+        line = {"event": "message_send", "properties": {"prompt_tokens": 1, "completion_tokens": 1}}
+        where.write_text((json.dumps(line) + "\n") * 20_000, encoding="utf-8")  # over 1 MiB
+    record = read_attempt_usage(UsageAsk("task", 1, "aider"), folder / "usage.json", log, 0)
+    assert record is not None
+    assert (record.input_tokens, record.output_tokens) == (900, 40)
+    assert not folder.exists()
