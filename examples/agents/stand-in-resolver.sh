@@ -6,8 +6,9 @@
 # rho runs it (rho mission --resolve ...) in a worktree holding the conflicted merge: git's
 # markers in the files, the unmerged paths in the index, $RHO_CONFLICT_FILE naming the brief.
 # For every unmerged path it keeps both sides' lines, ours first, drops the markers (and the
-# base's lines of a diff3-style conflict), and marks the path resolved with "git add". It
-# does not commit: rho commits the merge.
+# base's lines of a diff3-style conflict), and marks the path resolved with "git add", which a
+# resolver need not do (rho stages what a resolver leaves; this one shows that one that does
+# still works). It does not commit: rho commits the merge.
 #
 # Called with arguments, as an agent's command line would call it, it checks that one of them
 # is the prompt or the prompt file's path, like stand-in-agent.sh. Exit 0: resolved. Exit 2:

@@ -7,7 +7,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -341,7 +341,7 @@ def _run_planned(
         )
         return 0
     _warn_if_records_tracked(repo)
-    _warn_if_dirty(repo, start)
+    _warn_if_dirty(repo, start, planned.config.copy_paths)
     return _execute(planned, options["as_json"], executor=executor)
 
 
@@ -448,7 +448,7 @@ def _run_from_tasks(store_path: Path | None, options: dict[str, Any]) -> int:
     planned.check_runnable()
     # The warnings a run would print, a dry run too: what it shows is what would happen.
     _warn_if_records_tracked(repo)
-    _warn_if_dirty(repo, start)
+    _warn_if_dirty(repo, start, planned.config.copy_paths)
     if options["dry_run"]:
         _warn_of_budget(planned)
         return _print_plan(planned, as_json)
@@ -464,16 +464,17 @@ def _warn_of_budget(target: Mission) -> None:
         click.echo(f"warning: {problem}", err=True)
 
 
-def _warn_if_dirty(repo: Path, start: str) -> None:
+def _warn_if_dirty(repo: Path, start: str, copied: Sequence[str] = ()) -> None:
     """One line when the checkout holds changes and the mission starts from its HEAD: the
-    tasks' worktrees are made from the commit, without them."""
+    tasks' worktrees are made from the commit, without them. The ``--copy`` files are left
+    out: they reach the worktrees, and are not to be committed (a secret, as a rule)."""
     from ..git._repo import GitRepo
     from ..mission._merge import uncommitted_paths
 
     git = GitRepo.open(repo)
     if start != "HEAD" and git.commit_id(start) != git.commit_id("HEAD"):
         return
-    paths = uncommitted_paths(git)
+    paths = [path for path in uncommitted_paths(git) if path not in copied]
     if paths:
         click.echo(
             f"warning: {len(paths)} file(s) of your checkout hold changes no commit has (such as "

@@ -12,6 +12,7 @@ Importing this module adds the commands to the ``rho mission`` group.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,7 @@ from ._plain import shown
 
 if TYPE_CHECKING:
     from ..mission._cleanup import CleanReport
+    from ..mission._conflicts import Overlap
     from ..mission._merge import MergeOutcome
     from ..mission._mission import Mission
     from ..records._document import Feature
@@ -136,7 +138,7 @@ def conflicts(name: str, into: str | None, as_json: bool) -> int:
     import json
 
     from ..git._repo import GitRepo
-    from ..mission._conflicts import described, overlapping_work
+    from ..mission._conflicts import at_join, described, overlapping_work
     from ..mission._merge import current_branch
 
     target = load_mission(name)
@@ -144,7 +146,7 @@ def conflicts(name: str, into: str | None, as_json: bool) -> int:
     branch = into or current_branch(repo)
     sides, found = overlapping_work(target, repo, branch)
     if as_json:
-        document = {"mission": target.id, "branch": branch, "conflicts": described(found)}
+        document = {"mission": target.id, "branch": branch, "conflicts": described(target, found)}
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return 0
     tasks = sum(1 for side in sides if not side.is_branch)
@@ -152,12 +154,25 @@ def conflicts(name: str, into: str | None, as_json: bool) -> int:
     if not found:
         click.echo(f"mission {target.id}: no overlapping work between {tasks} task(s){against}")
         return 0
-    click.echo(f"mission {target.id}: {len(found)} overlap(s) between {tasks} task(s){against}")
-    for overlap in found:
+    outcomes = [at_join(target, overlap) for overlap in found]
+    head = f"mission {target.id}: {len(found)} overlap(s) between {tasks} task(s){against}"
+    click.echo(shown(head + _overlaps_said(found, outcomes, branch)))
+    for overlap, outcome in zip(found, outcomes, strict=True):
         # The paths are a task's names for its files: shown, never obeyed by the terminal.
         pair = f"{overlap.one.name} and {overlap.other.name}: {', '.join(overlap.paths)}"
-        click.echo(shown(pair))
+        click.echo(shown(pair + (f" ({outcome} at its join)" if outcome else "")))
     return 0
+
+
+def _overlaps_said(found: list[Overlap], outcomes: list[str | None], branch: str | None) -> str:
+    """``: 140 resolved at their joins, 2 failed; none with main``: what came of them."""
+    counts = Counter(outcome for outcome in outcomes if outcome)
+    said = [f"{counts[o]} {o}" for o in ("resolved", "replayed", "failed") if counts[o]]
+    words = f": {', '.join(said)} at their joins" if said else ""
+    if branch:
+        with_branch = sum(1 for overlap in found if overlap.other.is_branch)
+        words += f"{';' if words else ':'} {with_branch or 'none'} with {branch}"
+    return words
 
 
 # -- merge -----------------------------------------------------------------------------------

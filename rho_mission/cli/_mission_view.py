@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..records._live import with_live_features
 from ..records._missionwords import (
     conflict_words,
     dollars,
@@ -32,13 +33,31 @@ JsonMission = Mapping[str, Any]
 def _seconds(start: str | None, end: str | None) -> str:
     if not start or not end:
         return ""
+    span = _span(start, end)
+    return "?" if span is None else f"{span:.1f}s"
+
+
+def _span(start: str, end: str) -> float | None:
+    """Seconds from *start* to *end*; None for a time edited by hand (never a crash)."""
     from datetime import datetime  # here: the lane's other views need no datetime
 
     try:
-        delta = datetime.fromisoformat(end) - datetime.fromisoformat(start)
-    except (TypeError, ValueError):  # a time edited by hand: no duration, never a crash
-        return "?"
-    return f"{delta.total_seconds():.1f}s"
+        return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
+def _took(mission: JsonMission, started: str | None, completed: str | None) -> str:
+    """The seconds rho ran the mission (summed over its runs), and from start to end beside
+    it when that is longer (after a resume: the time between runs is not work)."""
+    span = _seconds(started, completed) or "-"
+    ran = mission.get("run_seconds")
+    if not isinstance(ran, (int, float)) or isinstance(ran, bool) or not 0 <= ran < 10**9:
+        return span  # written before rho counted it, or edited by hand
+    whole = _span(started, completed) if started and completed else None
+    if whole is not None and whole - ran >= 1.0:
+        return f"{ran:.1f}s ({span} from start to end, over more than one run)"
+    return f"{ran:.1f}s"
 
 
 def _took_ms(milliseconds: object) -> str:
@@ -60,8 +79,10 @@ def _stage_log(mission: JsonMission, stage: str, name: str) -> Path:
 def mission_text(mission: JsonMission, state: str) -> str:
     """Header, one table of features by wave, then the joins.
 
-    *state* is the mission's status, or ``interrupted`` (see ``mission_state``).
+    *state* is the mission's status, or ``interrupted`` (see ``mission_state``). A running
+    mission's features are shown as the journal says they are now (``records._live``).
     """
+    mission = _now(mission, state)
     lines = [f"mission {shown(mission['id'])}  {painted(state, state)}"]
     if state == "interrupted":
         lines.append(
@@ -74,7 +95,7 @@ def mission_text(mission: JsonMission, state: str) -> str:
         f"base {shown(mission['base_commit'][:12])}  "
         f"integration {shown(mission['integration_branch'])}",
         f"started {started or '-'}  completed {completed or '-'}  "
-        f"took {_seconds(started, completed) or '-'}",
+        f"took {_took(mission, started, completed)}",
         *_usage_lines(mission),
         *_setup_summary(mission),
         *_planning_lines(mission),
@@ -299,11 +320,11 @@ def _feature_usage_lines(feature: JsonMission) -> list[str]:
     lines = [f"  usage: {shown(spent)}"]
     records = feature.get("attempt_usage")
     if type(records) is list:
-        why = [
-            r["problem"] for r in records if type(r) is dict and isinstance(r.get("problem"), str)
+        unknown = [r for r in records if type(r) is dict and isinstance(r.get("problem"), str)]
+        lines += [
+            f"  unknown: {shown(_whose(r))}: {shown(r['problem'])}"
+            for r in sorted(unknown, key=_ran_order)
         ]
-        if why:
-            lines.append(f"  unknown: {shown(why[-1])}")
         if any(type(r) is dict and r.get("stopped_by_budget") is True for r in records):
             lines.append("  an attempt was stopped by its agent's own budget cap")
         if any(type(r) is dict and r.get("source") == "usage_file_and_agent" for r in records):
@@ -311,6 +332,35 @@ def _feature_usage_lines(feature: JsonMission) -> list[str]:
                 "  read from both $RHO_USAGE_FILE and the agent's report: each figure the larger"
             )
     return lines
+
+
+# Whose attempt a usage record is, by its stage.
+_WHOSE = {
+    "task": "the task's",
+    "resolve": "the resolver's",
+    "verify": "the checks'",
+    "fix": "the fix's",
+    "plan": "the planner's",
+}
+
+
+def _ran_order(record: JsonMission) -> tuple[int, int]:
+    """Records in the order their attempts ran: the task's, then its resolver's."""
+    stages = list(_WHOSE)
+    stage = str(record.get("stage", "task"))
+    number = record.get("attempt")
+    return (
+        stages.index(stage) if stage in stages else len(stages),
+        number if type(number) is int else 0,
+    )
+
+
+def _whose(record: JsonMission) -> str:
+    """``the resolver's attempt 2``: whose attempt a usage record is (a record edited by hand
+    into another shape: ``an attempt``)."""
+    whose = _WHOSE.get(str(record.get("stage", "task")), "an")
+    number = record.get("attempt")
+    return f"{whose} attempt {number}" if type(number) is int else f"{whose} attempt"
 
 
 def _conflict_lines(mission: JsonMission, feature: JsonMission) -> list[str]:
@@ -340,6 +390,9 @@ def _verification_lines(mission: JsonMission, join: JsonMission) -> list[str]:
     checked = join["verification"]
     if checked["status"] == "skipped":
         return []
+    if checked["status"] == "passed" and checked["attempts"] == 0:
+        # The wave merged nothing: its head is one an earlier join's checks passed.
+        return ["  verification: no check run: its head is unchanged since its checks passed"]
     head = f"  verification: {checked['status']}, {checked['attempts']} check(s)"
     if checked["fix_attempts"]:
         head += f", {checked['fix_attempts']} fix attempt(s)"
@@ -378,6 +431,12 @@ def merge_words(mission: JsonMission) -> str:
     return merged_words(last, bool(mission.get("cleaned_at")))
 
 
+def _now(mission: JsonMission, state: str) -> JsonMission:
+    # Between two joins only the journal says what runs and what ended: read it for a mission
+    # a run is on (an interrupted one is as its file says: nothing of it runs).
+    return with_live_features(mission) if state == "executing" else mission
+
+
 def mission_list_text(missions: Sequence[tuple[JsonMission, str]]) -> str:
     """One row per (mission, state): id, state, counts, where it was merged, start, what it
     is about, folder."""
@@ -387,7 +446,8 @@ def mission_list_text(missions: Sequence[tuple[JsonMission, str]]) -> str:
     if costed:
         headers.insert(4, "cost")
     rows = []
-    for mission, state in missions:
+    for recorded, state in missions:
+        mission = _now(recorded, state)
         done = sum(1 for f in mission["features"] if f["status"] == "completed")
         row: list[Cell] = [
             (shown(mission["id"]), None),

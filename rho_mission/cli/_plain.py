@@ -11,9 +11,12 @@ terminal.
 from __future__ import annotations
 
 import os
-import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+
+# One natural order for views and the engine's start order alike (``records._order``).
+from ..records._order import natural_key as natural_key
+from ..records._order import naturally as naturally
 
 __all__ = [
     "Cell",
@@ -26,7 +29,6 @@ __all__ = [
     "terminal_text",
 ]
 
-_DIGITS = re.compile(r"(\d+)")
 # C0 and C1 controls, DEL, the line and paragraph separators, and the bidirectional overrides
 # and isolates (text that reorders what follows it on screen).
 _ESCAPED = [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F)]
@@ -48,19 +50,6 @@ _COLOURS = {
 
 # (text, status to colour it by, or None).
 Cell = tuple[str, str | None]
-
-
-def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
-    """Sort key that reads numbers as numbers: task_2 before task_10 (for people's views;
-    files keep the spec's plain order)."""
-    return tuple(
-        (1, int(part)) if part.isdigit() else (0, part) for part in _DIGITS.split(text) if part
-    )
-
-
-def naturally(ids: Iterable[str]) -> list[str]:
-    """*ids* in `natural_key` order."""
-    return sorted(ids, key=natural_key)
 
 
 def shown(text: str) -> str:

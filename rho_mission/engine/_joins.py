@@ -47,6 +47,14 @@ _SUFFIX = {
     "failed": ", verification failed",
     "cancelled": ", verification cancelled",
 }
+# A wave that merged nothing leaves a head an earlier join's checks passed: not checked again.
+_UNCHANGED = ", its head unchanged since its checks passed"
+
+
+def _verification_suffix(checked: Verification) -> str:
+    if checked.status == "passed" and checked.attempts == 0:
+        return _UNCHANGED
+    return _SUFFIX.get(checked.status, "")
 
 
 def first_unfinished(
@@ -82,16 +90,21 @@ def _clean(join: WaveJoin) -> bool:
 
 
 def blocked_downstream(
-    features: Iterable[Feature], waves: Sequence[Sequence[str]], unverified: Iterable[str] = ()
+    features: Iterable[Feature],
+    waves: Sequence[Sequence[str]],
+    unverified: Iterable[str] = (),
+    *,
+    ended_badly: Sequence[str] = _ENDED_BADLY,
 ) -> set[str]:
     """The features not completed that have a failed, cancelled or blocked blocker.
 
     The features of *unverified* (a wave whose checks failed) count as failed: their merged
     work did not pass. *waves* are in topological order (``mission._waves`` checks it), so one pass
-    settles the closure.
+    settles the closure. *ended_badly*: the statuses that block (a join's words leave a
+    cancellation out: what it left unreached is not run, not blocked).
     """
     by_id = {feature.id: feature for feature in features}
-    bad = {i for i, feature in by_id.items() if feature.status in _ENDED_BADLY}
+    bad = {i for i, feature in by_id.items() if feature.status in ended_badly}
     bad.update(unverified)
     # Features that declare no blocker at all: the caller's waves are the only order there is
     # (a staged pipeline), so each wave waits for the one before it, as in the seed.
@@ -174,7 +187,12 @@ def join_record(
     conflicted = sorted(i for i in ids if by_id[i].conflict is not None)
     waiting = [i for wave in later for i in wave if by_id[i].status != "completed"]
     unverified = checked.status in ("failed", "cancelled")
-    downstream = blocked_downstream(features, waves, ids if unverified else ())
+    # Blocked: downstream of a failure, or of checks that failed. Downstream of a cancellation
+    # (Ctrl-C) is only not reached: it is not run, and a resume runs it.
+    failed_checks = checked.status == "failed"
+    downstream = blocked_downstream(
+        features, waves, ids if failed_checks else (), ended_badly=("failed",)
+    )
     blocked = sorted(i for i in waiting if i in downstream)
     stopped = cancelled or (failed and not keep_going) or unverified or budget_stopped
     # The mission stops after this wave: what is not downstream of a failure did not run only
@@ -192,7 +210,7 @@ def join_record(
         summary += f", {len(blocked)} downstream blocked"
     if conflicted:
         summary += f", {len(conflicted)} conflicted"
-    summary += _SUFFIX.get(checked.status, "")
+    summary += _verification_suffix(checked)
     return WaveJoin(
         wave=number,
         feature_ids=sorted(ids),

@@ -52,6 +52,7 @@ from ..records._document import (
 )
 from ..records._journal import Journal
 from ..records._missionwords import dollars
+from ..records._order import start_order
 from ..records._persist import note_feature_end, save_mission, save_mission_after
 from ..records._places import feature_log
 from ..records._usage import AttemptUsage, UsageTotal, add_usage, sum_usage
@@ -205,6 +206,8 @@ class _WaveRunner:
         # The running wave's features (a hard budget stops them), and whether it did.
         self.wave_group: anyio.abc.TaskGroup | None = None
         self.hard_stopped = False
+        # When this run began: what it adds to the mission's run_seconds at its end.
+        self.run_began = time.monotonic()
         # What was left of the dollar budget when each feature's last attempt started.
         self.caps: dict[str, float | None] = {}
         self.checks = None if stages is None else self._join_checks(stages)
@@ -336,7 +339,9 @@ class _WaveRunner:
         try:
             async with anyio.create_task_group() as group:
                 self.wave_group = group
-                for feature_id in ids:
+                # Started by priority, then natural order; merged in the join's own order.
+                priorities = {i: self.mission.feature(i).priority for i in ids}
+                for feature_id in start_order(ids, priorities):
                     feature = self.mission.feature(feature_id)
                     if feature.status != "completed" and feature_id not in blocked:
                         group.start_soon(self._run_feature, feature, head)
@@ -954,6 +959,8 @@ class _WaveRunner:
         if mission.budget_stop is not None:
             mission.budget_stop = self.budget.final_stop(mission.budget_stop, mission.usage)
         mission.completed_at = now_rfc3339()
+        ran = time.monotonic() - self.run_began
+        mission.run_seconds = round((mission.run_seconds or 0.0) + ran, 3)
         save_mission(mission)
         self.journal.record(
             "mission",

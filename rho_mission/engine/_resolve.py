@@ -10,14 +10,32 @@ brief (``RHO_CONFLICT_FILE``, ``prompts/resolve/<feature>.conflict.json``) and a
 ``logs/resolve/<feature>.log``: a stage's folder, where no task's id can name a file
 (``records._places``).
 
-A resolution is taken when the resolver succeeded, its index lists no unmerged path, and no
-conflicted path holds a line that is one of git's conflict markers. rho then stages what the
-worktree holds from its own index (the one its merge wrote: a resolver's index may lie about
-what changed, as a task's may), writes the tree and makes the merge commit of the head and the
-feature's commit itself; HEAD, refs and any commit the resolver made are not taken. A merge
-that would land a ``--copy`` file (which the resolve worktree never gets: one there is the
-resolver's doing) is refused, as a feature's commits are (``setup._carried``). Anything else
-is a failed resolution with its reason in one line.
+The resolver's last step is rho's: a resolver need only edit files, not ``git add`` them
+(real agents are often not allowed to: claude under ``acceptEdits`` is denied the command,
+codex's own sandbox cannot write the index lock), and one that does, or that commits (aider),
+changes nothing of what is taken. When the resolver exited 0, rho puts back its own index (the
+one its merge wrote, the unmerged entries in it: a resolver's index may lie about what changed,
+as a task's may; after a resolver's commit it is moved to that commit's tree) and stages the
+worktree whole, as it stages a task's work (``git._commit.stage_all``): every conflicted path
+as the resolver left it, and whatever else it changed, but the ``--copy`` paths, which are
+never staged (the resolve worktree gets no copies nor setup: anything there is the
+resolver's). Then it writes the tree and makes the merge commit of the head and the
+feature's commit itself; HEAD, refs and any commit the resolver made are not taken. The
+resolution is refused, with its reason in one line, when:
+
+- a path both sides hold in the conflicted merge (a content or an add/add conflict: the
+  unmerged index holds "ours" and "theirs") is gone: deleting it drops a side's work. A path
+  one side deleted (a modify/delete conflict) may go: deleting it is one side's resolution;
+- a conflicted path holds a line that is one of git's conflict markers at a line's start
+  (``<<<<<<<``, ``>>>>>>>`` or diff3's ``|||||||``, then a blank or the line's end); a line of
+  seven ``=`` and nothing but blanks counts only when neither side's version of the path holds
+  one (a Markdown heading's underline is no marker);
+- the merge would land a ``--copy`` file (a resolver's commit of one), as a feature's commits
+  are (``setup._carried``).
+
+Paths the merge left clean are the resolver's to change like any other file: a resolver that
+deletes one (or throws the merge away with ``git merge --abort``) is not caught here, but by
+the join's checks (``--verify``).
 """
 
 from __future__ import annotations
@@ -40,7 +58,7 @@ from ..containment._folders import open_private
 from ..containment._process import note_in_log
 from ..executors._contract import Worker, WorkerContext
 from ..executors._shell import run_in_worktree, worker_environment
-from ..git._commit import path_text
+from ..git._commit import LITERAL_PATHSPECS, path_text, stage_all
 from ..records._clock import now_rfc3339
 from ..records._document import Feature, MissionDocument
 from ..records._journal import Journal
@@ -57,8 +75,11 @@ __all__ = [
 ]
 
 # Lines git writes around a conflict (diff3's base marker too); a line of seven "=" is one only
-# when nothing but blanks follows.
-_MARKERS = ("^(<{7}|>{7}|[|]{7})( |$)", "^={7}[[:space:]]*$")
+# when nothing but blanks follows, and only where neither side held one (``_marked``).
+_MARKERS = "^(<{7}|>{7}|[|]{7})( |$)"
+_SEPARATOR = "^={7}[[:space:]]*$"
+# The index stages of an unmerged path: 2 is "ours" (the head), 3 "theirs" (the feature).
+_OURS, _THEIRS = "2", "3"
 
 
 @dataclass(frozen=True)
@@ -67,6 +88,16 @@ class Resolution:
 
     merge: str | None
     reason: str | None = None
+
+
+@dataclass(frozen=True)
+class _Merging:
+    """The merge in the resolve worktree as git left it: its base, the paths it left unmerged
+    (as git names them) and those of them both sides hold."""
+
+    base: str
+    unmerged: tuple[str, ...]
+    both: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -120,10 +151,10 @@ class ConflictResolver:
 
     async def _resolve_in(self, worktree: Path, at: ConflictAt, log: Path) -> Resolution:
         try:
-            base = await anyio.to_thread.run_sync(self._start_merge, worktree, at)
+            merging = await anyio.to_thread.run_sync(self._start_merge, worktree, at)
         except MissionError as exc:
             return Resolution(None, str(exc))
-        brief = self._write_brief(at, base)
+        brief = self._write_brief(at, merging.base)
         context = WorkerContext(
             mission=self.mission,
             feature=at.feature,
@@ -143,7 +174,7 @@ class ConflictResolver:
         if error is not None:
             return Resolution(None, error)
         try:
-            merge = await anyio.to_thread.run_sync(self._finish_merge, worktree, at)
+            merge = await anyio.to_thread.run_sync(self._finish_merge, worktree, at, merging)
         except MissionError as exc:
             return Resolution(None, str(exc))
         return Resolution(merge)
@@ -166,8 +197,8 @@ class ConflictResolver:
 
     # -- git in the resolve worktree ---------------------------------------------------------
 
-    def _start_merge(self, worktree: Path, at: ConflictAt) -> str:
-        """Merge the feature's commit into the head, the conflict left in place; the merge base.
+    def _start_merge(self, worktree: Path, at: ConflictAt) -> _Merging:
+        """Merge the feature's commit into the head, the conflict left in place.
 
         Raises:
             GitOperationError: git could not merge at all.
@@ -181,31 +212,45 @@ class ConflictResolver:
         # The index the merge wrote is rho's own: what is staged after the resolver starts
         # from it, not from what the resolver's git left.
         self.runner.pool().note_index(worktree, at.head)
-        return repo.run("merge-base", at.head, at.commit).strip()
+        base = repo.run("merge-base", at.head, at.commit).strip()
+        return _Merging(base, *self._unmerged(worktree))
 
-    def _finish_merge(self, worktree: Path, at: ConflictAt) -> str:
-        """The merge commit of what the resolver left.
+    def _unmerged(self, worktree: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The paths rho's index in *worktree* holds unmerged, and those of them that hold both
+        "ours" and "theirs", each as git names it.
 
         Raises:
-            FeatureFailedError: an unmerged path or a conflict marker is left.
+            GitOperationError: git could not read the index.
+        """
+        stages: dict[str, set[str]] = {}
+        listed = self.runner.repo.run("ls-files", "--unmerged", "-z", cwd=worktree)
+        for line in filter(None, listed.split("\0")):
+            entry, path = line.split("\t", 1)
+            stages.setdefault(path, set()).add(entry.split()[-1])
+        both = [path for path, held in stages.items() if {_OURS, _THEIRS} <= held]
+        return tuple(sorted(stages)), tuple(sorted(both))
+
+    def _finish_merge(self, worktree: Path, at: ConflictAt, merging: _Merging) -> str:
+        """The merge commit of what the resolver left, staged by rho.
+
+        Raises:
+            FeatureFailedError: a path both sides need is gone, or a conflict marker is left.
             MissionError: git refused, or the worktree is not the one rho made.
         """
         repo = self.runner.repo
-        status, out, err = repo.run_status("ls-files", "--unmerged", "-z", cwd=worktree)
-        if status != 0:
-            raise FeatureFailedError(f"its index cannot be read: {err.strip() or status}")
-        unmerged = sorted({path_text(line.split("\t", 1)[-1]) for line in out.split("\0") if line})
-        if unmerged:
-            raise FeatureFailedError(
-                f"unmerged paths left: {', '.join(unmerged)} (mark each resolved with git add)"
-            )
         try:
             self.runner.pool().own_index(worktree)
         except OSError as exc:
             raise FeatureFailedError(f"its index could not be put back: {exc.strerror}") from exc
-        repo.run("add", "--all", cwd=worktree)
+        spared = {*self.runner.spared(worktree), *self.mission.config.copy_paths}
+        stage_all(repo, worktree, tuple(sorted(spared)))
         tree = repo.run("write-tree", cwd=worktree).strip()
-        marked = self._marked(tree, at.paths)
+        gone = self._gone(tree, merging.both)
+        if gone:
+            raise FeatureFailedError(
+                f"conflicted paths deleted that both sides hold: {', '.join(gone)}"
+            )
+        marked = self._marked(tree, at, merging.unmerged)
         if marked:
             raise FeatureFailedError(f"conflict markers left in {', '.join(marked)}")
         message = f"rho-mission {self.mission.id}: merge {at.feature.id} (resolved)"
@@ -227,20 +272,48 @@ class ConflictResolver:
             where = "its resolution" if commit == merge else f"commit {commit[:12]}"
             raise FeatureFailedError(carried_text(where, path))
 
-    def _marked(self, tree: str, paths: Sequence[str]) -> list[str]:
+    def _gone(self, tree: str, paths: Sequence[str]) -> list[str]:
+        """Those of *paths* that *tree* holds no file (or link) at: a folder or a nested
+        repository there is none."""
+        if not paths:
+            return []
+        args = ("ls-tree", "-z", "--full-tree", tree, "--", *paths)
+        out = self.runner.repo.run(*args, env=LITERAL_PATHSPECS)
+        entries = (line.split("\t", 1) for line in out.split("\0") if line)
+        files = {path for entry, path in entries if entry.split()[1] == "blob"}
+        return [path_text(path) for path in paths if path not in files]
+
+    def _marked(self, tree: str, at: ConflictAt, paths: Sequence[str]) -> list[str]:
         """The conflicted *paths* whose blob in *tree* holds a conflict marker line.
 
-        Read by git from the objects it just wrote (no file of the worktree is opened, so no
-        link a resolver left is followed); binary files hold no markers.
+        Read by git from the objects (no file of the worktree is opened, so no link a
+        resolver left is followed); binary files hold no markers.
         """
-        patterns = [option for marker in _MARKERS for option in ("-e", marker)]
-        args = ("grep", "-I", "-l", "-z", "-E", *patterns, tree)
-        status, out, err = self.runner.repo.run_status(*args)
+        if not paths:
+            return []
+        marked = self._grep(_MARKERS, (tree,), paths)[tree]
+        separated = self._grep(_SEPARATOR, (tree, at.head, at.commit), paths)
+        marked |= separated[tree] - separated[at.head] - separated[at.commit]
+        return sorted(path_text(path) for path in marked)
+
+    def _grep(
+        self, pattern: str, trees: Sequence[str], paths: Sequence[str]
+    ) -> dict[str, set[str]]:
+        """For each of *trees*, those of *paths* with a line matching *pattern*.
+
+        Raises:
+            GitOperationError: git could not search.
+        """
+        args = ("grep", "-I", "-l", "-z", "-E", "-e", pattern, *trees, "--", *paths)
+        status, out, err = self.runner.repo.run_status(*args, env=LITERAL_PATHSPECS)
         if status not in (0, 1):
             raise GitOperationError(["git", *args], status, err)
-        prefix = f"{tree}:"
-        found = {path_text(name.removeprefix(prefix)) for name in out.split("\0") if name}
-        return sorted(found & set(paths))
+        found: dict[str, set[str]] = {tree: set() for tree in trees}
+        for name in out.split("\0"):
+            tree, _, path = name.partition(":")
+            if path:
+                found[tree].add(path)
+        return found
 
     # -- what the resolver is told -----------------------------------------------------------
 
@@ -273,8 +346,10 @@ class ConflictResolver:
             f"What task {feature.id} set out to do:\n\n{feature.expected_behavior}\n\n"
             f"Merged before it:\n\n{merged}\n"
             "Keep both intents: edit each conflicted file so that it holds what both sides "
-            "meant, leave no conflict markers (<<<<<<<, =======, >>>>>>>), and mark each file "
-            "resolved with `git add`. Do not commit: rho commits the merge.\n"
+            "meant, and leave no conflict markers (<<<<<<<, =======, >>>>>>>). Editing the "
+            "files is all: rho stages what you leave (there is no need to run `git add`) and "
+            "commits the merge; do not commit, and do not delete a conflicted file that both "
+            "sides hold.\n"
         )
         return _write(resolve_prompt(self.folder, feature.id), text)
 

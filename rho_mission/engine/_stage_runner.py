@@ -26,7 +26,7 @@ from ..containment._folders import private_folder
 from ..executors._contract import SetupStep, Worker, WorkerContext
 from ..executors._local import close_pool
 from ..executors._setup import SetupFor, kept_for, prepare_worktree
-from ..executors._worker_call import call_worker, failure_text, note_verdict
+from ..executors._worker_call import call_worker, failure_text, note_verdict, timed_out
 from ..git._refs import RefHistory, branch_to_move, mission_ref_prefix
 from ..git._repo import GitRepo
 from ..git._worktrees import WorktreePool, prune_stale
@@ -165,7 +165,7 @@ class StageRunner:
         except Exception as exc:  # the worker is the caller's code: it fails this stage run
             return failure_text(exc, context.log_path)
         if scope.cancelled_caught:
-            return f"timed out after {timeout:g}s"
+            return timed_out(context, timeout)
         return None
 
     def started(self, name: str, pgid: int) -> None:

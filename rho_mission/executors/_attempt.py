@@ -28,7 +28,8 @@ from ..records._usage import AttemptUsage
 from ..setup import WorktreeSetup, refuse_carried
 from ._contract import Attempt, AttemptResult, WorkerContext
 from ._setup import for_attempt, kept_for, prepare_worktree
-from ._worker_call import call_worker, failure_text, note_line, note_verdict
+from ._shell import write_task_prompt
+from ._worker_call import call_worker, failure_text, note_line, note_verdict, timed_out
 
 __all__ = ["attempt_in_pool"]
 
@@ -173,6 +174,7 @@ async def _work(
         budget_left_usd=attempt.budget_left_usd,
     )
     try:
+        context.prompt_file = write_task_prompt(context)  # every worker's, a Python one's too
         await attempt.ready()  # the feature's start is in the task store before its worker runs
         try:
             with anyio.move_on_after(timeout) as scope:  # None: no limit
@@ -180,7 +182,7 @@ async def _work(
         except Exception as exc:  # the worker is the caller's code: it fails its feature
             return failure_text(exc, attempt.log_path), None
         if scope.cancelled_caught:
-            return f"timed out after {timeout:g}s", None
+            return timed_out(context, timeout), None
         committed, result = await _commit(repo, pool, worktree, attempt, kept_out)
     except MissionError as exc:  # committing what the worker left: git refused
         return str(exc), None

@@ -58,7 +58,9 @@ class WorkerContext:
     on_process_start: Callable[[int], None] = field(default=lambda pgid: None)
     wave: int | None = None
     verify_log: Path | None = None
-    # The planning stage's: the prompt to plan, and where the plan goes (``rho.plan/v1``).
+    # What to do, for an agent (Markdown): every feature attempt's (its subject, the mission,
+    # its description; a Python worker's too), the planning stage's prompt to plan, a
+    # resolver's or a fix's brief. Then where the plan goes (``rho.plan/v1``).
     prompt_file: Path | None = None
     plan_file: Path | None = None
     conflict_file: Path | None = None

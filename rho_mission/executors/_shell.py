@@ -40,6 +40,7 @@ __all__ = [
     "usage_variables",
     "worker_environment",
     "write_prompt",
+    "write_task_prompt",
 ]
 
 # The shell's exit code for a command it did not find.
@@ -67,7 +68,8 @@ async def shell_worker(ctx: WorkerContext) -> Handoff | None:
     started = f"command sha256 {sha256_hex(command)[:16]}, started {now_rfc3339()}"
     note_in_log(ctx.log_path, f"{attempt}: {started}")
     try:
-        await run_in_worktree(ctx, command, worker_environment(ctx, _write_prompt(ctx)))
+        prompt = ctx.prompt_file or write_task_prompt(ctx)  # written by the attempt, as a rule
+        await run_in_worktree(ctx, command, worker_environment(ctx, prompt))
     except FeatureFailedError as exc:
         note_in_log(ctx.log_path, f"{attempt} failed: {exc}")
         raise
@@ -216,8 +218,9 @@ def _env_text(text: str) -> str:
     return text if len(text) <= SUBJECT_ENV_LIMIT else text[: SUBJECT_ENV_LIMIT - 1] + "…"
 
 
-def _write_prompt(ctx: WorkerContext) -> Path:
-    """Write the feature's subject, description and expected behaviour for an agent to read."""
+def write_task_prompt(ctx: WorkerContext) -> Path:
+    """Write the feature's subject, description and expected behaviour for an agent to read
+    (``prompts/<feature>.md``): every attempt of a feature gets it, a Python worker's too."""
     text = (
         f"# {ctx.feature.description}\n\n"
         f"Mission: {ctx.mission.prompt}\n\n"

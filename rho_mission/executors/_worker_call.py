@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..records._document import Handoff
     from ._contract import Worker, WorkerContext
 
-__all__ = ["call_worker", "failure_text", "note_line", "note_verdict"]
+__all__ = ["call_worker", "failure_text", "note_line", "note_verdict", "timed_out"]
 
 
 async def call_worker(worker: Worker, context: WorkerContext) -> Handoff | None:
@@ -77,6 +77,14 @@ def note_line(log_path: Path, line: str) -> None:
     link: that is its own error, found by the next step that needs the log)."""
     with contextlib.suppress(MissionError, OSError):
         note_in_log(log_path, line)
+
+
+def timed_out(context: WorkerContext, timeout: float | None) -> str:
+    """The failure of an attempt its time limit ended, its log closed with a line saying so,
+    as a passed or failed attempt's is (a log that stopped mid-line told no one why)."""
+    said = f"timed out after {timeout:g}s" if timeout is not None else "timed out"
+    note_in_log(context.log_path, f"{context.feature.id} attempt {context.attempt} failed: {said}")
+    return said
 
 
 def _is_async(worker: object) -> bool:

@@ -26,6 +26,7 @@ from typing import NamedTuple, Protocol
 from .._errors import FeatureResultError
 
 __all__ = [
+    "LITERAL_PATHSPECS",
     "CommitResult",
     "Repository",
     "WorktreeResult",
@@ -38,6 +39,7 @@ __all__ = [
     "path_text",
     "read_status",
     "spared_by",
+    "stage_all",
 ]
 
 _UNRELATED = (
@@ -386,7 +388,7 @@ def cleaned_message(message: str) -> str:
 _PATHS_BYTES = 64 * 1024
 # Every name literal: a listed "*.txt" or ":(top)x" is that one file, never a pattern. The other
 # global pathspec settings are switched off, as git refuses them together with this one.
-_LITERAL = {
+LITERAL_PATHSPECS = {
     "GIT_LITERAL_PATHSPECS": "1",
     "GIT_GLOB_PATHSPECS": "0",
     "GIT_NOGLOB_PATHSPECS": "0",
@@ -404,11 +406,17 @@ def _stage(
     paths = status.unstaged
     size = sum(len(path) + 1 for path in paths) if paths is not None else _PATHS_BYTES
     if paths is None or size >= _PATHS_BYTES:
-        excluded = [f":(top,literal,exclude){path}" for path in spared]
-        repo.run("add", "--all", *(["--", ":/", *excluded] if excluded else []), cwd=worktree)
+        stage_all(repo, worktree, spared)
         return
     # "git add <path>" of a deleted file stages its removal.
-    repo.run("add", "--", *paths, cwd=worktree, env=_LITERAL)
+    repo.run("add", "--", *paths, cwd=worktree, env=LITERAL_PATHSPECS)
+
+
+def stage_all(repo: Repository, worktree: Path, spared: tuple[str, ...] = ()) -> None:
+    """``git add --all`` in *worktree*: every change, removals and new files included, but the
+    *spared* paths (excluded by name: a copied ``.env`` no ``.gitignore`` covers stays out)."""
+    excluded = [f":(top,literal,exclude){path}" for path in spared]
+    repo.run("add", "--all", *(["--", ":/", *excluded] if excluded else []), cwd=worktree)
 
 
 def _staged(repo: Repository, worktree: Path) -> bool:

@@ -21,7 +21,7 @@ from pathlib import PurePosixPath
 from ..git._repo import GitRepo
 from ..records._document import Feature, MissionDocument
 
-__all__ = ["Overlap", "WorkOf", "described", "overlapping_work"]
+__all__ = ["Overlap", "WorkOf", "at_join", "described", "overlapping_work"]
 
 
 @dataclass(frozen=True)
@@ -87,14 +87,34 @@ def _with_folders(paths: Iterable[str]) -> set[str]:
     return found
 
 
-def described(overlaps: Sequence[Overlap]) -> list[dict[str, object]]:
-    """*overlaps* as ``rho mission conflicts --json`` lists them."""
+def at_join(mission: MissionDocument, overlap: Overlap) -> str | None:
+    """What the mission's join made of an overlap between two of its features: the outcome
+    (``resolved``, ``replayed``, ``failed``) of the one whose merge met the other's work;
+    None when neither's merge met it (an overlap with a branch, or work of different waves,
+    the later made on top of the earlier)."""
+    if overlap.other.is_branch:
+        return None
+    by_id = {feature.id: feature for feature in mission.features}
+    for merged, met in (
+        (overlap.other.name, overlap.one.name),
+        (overlap.one.name, overlap.other.name),
+    ):
+        conflict = by_id[merged].conflict if merged in by_id else None
+        if conflict is not None and met in conflict.with_:
+            return conflict.outcome
+    return None
+
+
+def described(mission: MissionDocument, overlaps: Sequence[Overlap]) -> list[dict[str, object]]:
+    """*overlaps* as ``rho mission conflicts --json`` lists them, each with what its join made
+    of it (``at_join``)."""
     return [
         {
             "feature": overlap.one.name,
             "with": None if overlap.other.is_branch else overlap.other.name,
             "branch": overlap.other.name if overlap.other.is_branch else None,
             "paths": list(overlap.paths),
+            "at_join": at_join(mission, overlap),
         }
         for overlap in overlaps
     ]

@@ -160,6 +160,9 @@ class Feature(BaseModel):
     expected_behavior: str = ""
     command: str | None = None
     blocked_by: list[str] = Field(default_factory=list)
+    # Its task's priority (0 first): a wave starts its tasks by it (``records._order``); None:
+    # not a store's task (the default priority).
+    priority: int | None = Field(default=None, ge=0, le=4)
     branch: str | None = None
     status: FeatureStatus = "pending"
     attempts: int = 0
@@ -245,9 +248,10 @@ class WaveJoin(BaseModel):
 
     ``cancelled_ids`` is an addition to the seed's join: a cancelled feature is neither
     completed nor failed, and the join says so. ``blocked_ids`` are the features of later waves
-    downstream of a failure or a cancellation (transitively); ``not_run_ids`` those that did
-    not run only because the mission stopped after this wave (another failure, a failed
-    verification), so that nothing is called blocked by work it does not depend on.
+    downstream of a failure (or of a wave whose checks failed), transitively; ``not_run_ids``
+    those that did not run only because the mission stopped after this wave (a cancellation,
+    another failure, a failed verification, a budget), so that nothing is called blocked by
+    work it does not depend on, nor by work that was only cut short.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -435,6 +439,9 @@ class MissionDocument(BaseModel):
     status: MissionStatus = "planning"
     started_at: str | None = None
     completed_at: str | None = None
+    # The seconds rho ran it, summed over its runs (a resume adds its own; the idle time
+    # between runs is not in it, and a killed run's is lost). None: written before it existed.
+    run_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     config: MissionConfig = Field(default_factory=MissionConfig)
     # Set once a planning stage starts (a mission made from a prompt), else None.
     planning: Planning | None = None
@@ -504,13 +511,17 @@ class MissionDocument(BaseModel):
 
 
 def feature_from_task(task: Task) -> Feature:
-    """The feature that runs *task*: its id, subject, description, command and blockers."""
+    """The feature that runs *task*: its id, subject, description, command, blockers and
+    priority."""
+    from taskstore import read_priority
+
     feature = Feature(
         task.id,
         task.subject,
         task.description or task.subject,
         command=task.command,
         blocked_by=sorted(set(task.blocker_ids)),
+        priority=read_priority(task.metadata),
     )
     if task.status == "completed":
         feature.status = "completed"

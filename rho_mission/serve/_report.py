@@ -61,7 +61,9 @@ _JOIN_KEYS = (
 # summary was written by someone else and is left out.
 _OWN_JOIN_SUMMARY = re.compile(
     r"wave \d+ joined \d+ feature\(s\), \d+ completed, \d+ failed(, \d+ cancelled)?"
-    r"(, \d+ downstream blocked)?(, verifying|, verified|, verification (failed|cancelled))?"
+    r"(, \d+ blocked)?(, \d+ downstream blocked)?(, \d+ conflicted)?"
+    r"(, verifying|, verified|, verification (failed|cancelled)"
+    r"|, its head unchanged since its checks passed)?"
 )
 # What a report without text keeps of a join's verification: no head commit, log path or digest.
 _VERIFICATION_KEYS = ("status", "attempts", "fix_attempts", "duration_ms")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..containment._folders import check_own_folder
 from ..records._document import FEATURE_STATUSES
+from ..records._live import live_changes
 from ..records._missionwords import merged_words, what_words
 from ..records._places import feature_log, missions_folder
 from ._errors import BadRequestError, NotFoundError, ServeError
@@ -91,9 +92,14 @@ def parse_mission(data: bytes) -> MissionDocument:
 
 
 def mission_summary(mission: MissionDocument) -> dict[str, Any]:
-    """One row of ``GET /v1/missions``: id, status, counts per feature status, start and end,
-    what it is about and where it was merged (``records._missionwords``)."""
-    counts = Counter(feature.status for feature in mission.features)
+    """One row of ``GET /v1/missions``: id, status, counts per feature status (of a running
+    mission, as its journal says them now: ``records._live``), start and end, what it is about
+    and where it was merged (``records._missionwords``)."""
+    statuses = {feature.id: feature.status for feature in mission.features}
+    if mission.status == "executing":  # between two joins, the journal says what ended
+        changes = live_changes(Path(mission.dir), statuses)
+        statuses.update({i: change["status"] for i, change in changes.items()})
+    counts = Counter(statuses.values())
     return {
         "id": mission.id,
         "status": mission.status,

@@ -201,3 +201,16 @@ def test_a_fix_that_commits_the_copy_fails_and_lands_nothing(app: Path) -> None:
     said = "".join(path.read_text() for path in log) + json.dumps(join)
     assert re.search(rf"commit [0-9a-f]{{12}} {REASON}", said), said
     _merged_into_rel(app)
+
+
+def test_the_start_never_advises_committing_a_copied_file(app: Path) -> None:
+    # The checkout's changes are warned of (the worktrees will not see them); the --copy file
+    # is not among them: it reaches every worktree, and is a secret not to commit.
+    import_tasks(app, [spec("a", "echo a > a.txt")])
+    (app / "notes.txt").write_text("mine, not committed\n")
+    done = run_rho("mission", "--from-tasks", "--copy", ".env", cwd=app)
+    assert done.code == 0, done.stderr
+    [warning] = [line for line in done.stderr_lines if "hold changes no commit has" in line]
+    assert warning.startswith("warning: 1 file(s) of your checkout hold changes no commit has")
+    assert "notes.txt" in warning
+    assert ".env" not in done.stderr

@@ -399,6 +399,7 @@ def test_every_field_of_a_feature_is_in_its_key() -> None:
         "expected_behavior": "other",
         "command": "other",
         "blocked_by": ["f0", "f1"],
+        "priority": 0,
         "branch": "rho-mission/0badc0de/other",
         "status": "failed",
         "attempts": 7,

@@ -60,7 +60,7 @@ def _every_view_answers(project: Path, problem: str) -> None:
     """show, list, list --json and report answer, and show gives the reason."""
     shown = run_rho("mission", "show", "latest", cwd=project)
     assert (shown.code, shown.stderr) == (0, "")
-    assert f"  unknown: {problem}" in shown.stdout_lines
+    assert f"  unknown: the task's attempt 1: {problem}" in shown.stdout_lines
     listed = run_rho("mission", "list", cwd=project)
     assert (listed.code, listed.stderr) == (0, "")
     assert listed.stdout_lines[0] == "1 mission(s)"

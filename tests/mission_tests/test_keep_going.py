@@ -89,3 +89,22 @@ def test_without_keep_going_nothing_after_the_failed_wave_runs(
     # task_5 and task_6 do not depend on task_1: not run, for the stop, but not blocked.
     assert [j["blocked_ids"] for j in joins] == [["task_3", "task_4"]]
     assert [j["not_run_ids"] for j in joins] == [["task_5", "task_6"]]
+
+
+def test_a_wave_that_merged_nothing_says_its_head_was_checked_before(
+    make_repo: Callable[[str, int], Path],
+) -> None:
+    # b fails: wave 2 merges nothing, and its head is the one wave 1's checks passed. It is
+    # not checked again, and says so (it was shown "verified", "passed, 0 check(s)").
+    project = make_repo("plain", 1)
+    import_tasks(project, [spec("a", "echo a > a.txt"), spec("b", "exit 1", "a")])
+    done = run_rho("mission", "--from-tasks", "--keep-going", "--verify", "true", cwd=project)
+    assert done.code == 1, done.stderr
+    summary = "wave 2 joined 1 feature(s), 0 completed, 1 failed, its head unchanged since "
+    assert f"{summary}its checks passed" in done.stdout
+    shown = run_rho("mission", "show", "latest", cwd=project).stdout_lines
+    assert "  verification: no check run: its head is unchanged since its checks passed" in shown
+    assert not any("0 check(s)" in line for line in shown)
+    page = project.parent / "report.html"
+    assert run_rho("mission", "report", "latest", "--html", str(page), cwd=project).code == 0
+    assert f"{summary}its checks passed" in page.read_text()

@@ -561,3 +561,19 @@ async def test_a_command_past_the_task_timeout_is_stopped_with_its_group(repo_pa
     assert (feature.status, feature.error) == ("failed", "timed out after 0.3s")
     [pgid] = [e["pgid"] for e in journal(mission) if e["event"] == "process"]
     assert not group_alive(pgid)
+
+
+async def test_a_python_worker_gets_the_prompt_file_a_shell_task_gets(repo_path: Path) -> None:
+    # One vocabulary for both: the prompt file is every worker's, not only a shell command's.
+    seen: dict[str, str] = {}
+
+    def worker(ctx: WorkerContext) -> None:
+        assert ctx.prompt_file is not None
+        seen[ctx.feature.id] = ctx.prompt_file.read_text(encoding="utf-8")
+
+    features = [Feature("a", "add a", "a is added")]
+    mission = Mission.new(repo_path, "grow the project", features)
+    await mission.run_staged(worker)
+    assert seen == {
+        "a": "# add a\n\nMission: grow the project\n\nExpected behaviour:\n\na is added\n"
+    }

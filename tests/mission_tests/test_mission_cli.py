@@ -559,3 +559,54 @@ def test_a_dry_run_says_what_a_run_would_warn_of_and_every_setting(project: Path
         "budget: $3",
         "sandbox: yes; network kept",
     ]
+
+
+def test_a_timed_out_attempts_log_ends_with_a_line_saying_so(project: Path, tmp_path: Path) -> None:
+    # As a passed or failed attempt's log ends with rho's line of how it ended.
+    never = shlex.quote(str(tmp_path / "never"))
+    import_tasks(
+        project, [spec("slow", f"echo started; while [ ! -e {never} ]; do sleep 0.05; done")]
+    )
+    verify = f"while [ ! -e {never} ]; do sleep 0.05; done"
+    args = ("--task-timeout", "1s", "--keep-going")
+    done = run_rho("mission", "--from-tasks", *args, cwd=project)
+    assert done.code == 1
+    log = (mission_dir_of(done) / "logs" / "slow.log").read_text().splitlines()
+    assert log[-1] == "== rho: slow attempt 1 failed: timed out after 1s =="
+    # A stage's too: checks that never end.
+    import_tasks(project, [spec("quick", "echo q > q.txt")])
+    checked = run_rho("mission", "--from-tasks", "--only", "quick", *args, "--verify", verify,
+                      cwd=project)  # fmt: skip
+    assert checked.code == 1
+    [second] = [f for f in (project / ".rho" / "missions").iterdir() if f != mission_dir_of(done)]
+    stage = (second / "logs" / "verify-1.log").read_text().splitlines()
+    assert stage[-1] == "== rho: verify-1 attempt 1 failed: timed out after 1s =="
+
+
+def mission_dir_of(done: Result) -> Path:
+    """The folder of the mission a run's last line names (``mission ID STATUS: FOLDER``)."""
+    said = (re.fullmatch(r"mission [0-9a-f]{8} \w+: (.+)", line) for line in done.stdout_lines)
+    found = [match.group(1) for match in said if match is not None]
+    assert found, done.stdout
+    return Path(found[-1])
+
+
+def test_a_wave_starts_its_tasks_by_priority_then_in_natural_order(
+    project: Path, tmp_path: Path
+) -> None:
+    started = tmp_path / "started"
+    tasks = [spec(i, f"echo $RHO_TASK_ID >> {shlex.quote(str(started))}") for i in _IDS]
+    for task in tasks:
+        if task["id"] in _PRIORITIES:
+            task["metadata"]["priority"] = _PRIORITIES[task["id"]]
+    import_tasks(project, tasks)
+    done = run_rho("mission", "--from-tasks", "--workers", "1", cwd=project)
+    assert done.code == 0, done.stderr
+    # Priority 0 first; then natural order (task_2 before task_10), not the ids' text order.
+    assert started.read_text().split() == ["task_19", "task_1", "task_2", "task_10", "task_3"]
+    record = json.loads((mission_dir_of(done) / "mission.json").read_text())
+    assert record["waves"] == [sorted(_IDS)]  # the join's merge order: fixed, as before
+
+
+_IDS = ["task_1", "task_10", "task_19", "task_2", "task_3"]
+_PRIORITIES = {"task_19": 0, "task_3": 4}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -38,3 +41,26 @@ def test_show_refuses_an_unknown_format(project: Path) -> None:
 
     assert result.code == 2
     assert result.stderr_lines[0].startswith("error: Invalid value for '--format'")
+
+
+def test_took_counts_the_time_rho_ran_not_the_time_between_runs(
+    project: Path, tmp_path: Path
+) -> None:
+    fixed = tmp_path / "fixed"
+    import_tasks(project, [spec("a", f"test -f {fixed}")])
+    assert run_rho("mission", "--from-tasks", cwd=project).code == 1
+    path = mission_dir(project) / "mission.json"
+    first = json.loads(path.read_text())
+    assert 0 < first["run_seconds"] < 60
+    # The user comes back ten minutes later (the first start moved back), fixes, resumes.
+    started = datetime.fromisoformat(first["started_at"]) - timedelta(minutes=10)
+    first["started_at"] = started.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    path.write_text(json.dumps(first, indent=2))
+    fixed.touch()
+    assert run_rho("mission", "resume", "latest", cwd=project).code == 0
+    second = json.loads(path.read_text())
+    assert first["run_seconds"] < second["run_seconds"] < 120
+    [took] = [line for line in run_rho("mission", "show", "latest", cwd=project).stdout_lines
+              if line.startswith("started ")]  # fmt: skip
+    ran = f"{second['run_seconds']:.1f}s"
+    assert re.search(rf"took {re.escape(ran)} \(6\d\d\.\ds from start to end, over more", took)

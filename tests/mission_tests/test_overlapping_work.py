@@ -23,6 +23,7 @@ from ._cli_helpers import (
     branches,
     import_tasks,
     integration_branch,
+    mission_dir,
     run_rho,
     spec,
     store_tasks,
@@ -96,10 +97,22 @@ def test_conflicts_lists_which_work_overlaps_and_changes_nothing(project: Path) 
     as_json = run_rho("mission", "conflicts", "latest", "--json", cwd=project)
 
     assert listed.code == 0, listed.stderr
-    pairs = ["add_a and add_b", "add_a and add_c", "add_a and main", "add_b and add_c"]
-    pairs += ["add_b and main", "add_c and main"]
-    assert listed.stdout_lines[1:] == [f"{pair}: pkg/__init__.py" for pair in pairs]
-    assert listed.stdout_lines[0].endswith("6 overlap(s) between 4 task(s) and main")
+    # Each pair with what its join made of it: add_b's and add_c's merges met add_a's work and
+    # failed (no resolver); add_b's failed merge never met add_c's; main's work no join met.
+    said = {
+        "add_a and add_b": " (failed at its join)",
+        "add_a and add_c": " (failed at its join)",
+        "add_a and main": "",
+        "add_b and add_c": "",
+        "add_b and main": "",
+        "add_c and main": "",
+    }
+    assert listed.stdout_lines[1:] == [
+        f"{pair}: pkg/__init__.py{end}" for pair, end in said.items()
+    ]
+    assert listed.stdout_lines[0].endswith(
+        "6 overlap(s) between 4 task(s) and main: 2 failed at their joins; 3 with main"
+    )
     document = as_json.json()
     assert document["branch"] == "main"
     assert document["conflicts"][0] == {
@@ -107,6 +120,7 @@ def test_conflicts_lists_which_work_overlaps_and_changes_nothing(project: Path) 
         "with": "add_b",
         "branch": None,
         "paths": ["pkg/__init__.py"],
+        "at_join": "failed",
     }
     assert document["conflicts"][2]["branch"] == "main"
     after = (branches(project), worktree_paths(project), run_git(project, "status", "--short"))
@@ -143,3 +157,22 @@ def _merged(feature_id: str, files: list[str]) -> Feature:
 def test_a_conflict_says_with_whom(merged: list[Feature], expected: str) -> None:
     text = conflict_text(MergeConflictError(["a.py"]), merged)
     assert text == f"merge conflict in a.py {expected}"
+
+
+def test_conflicts_after_a_night_of_resolved_joins_says_so_and_none_with_main(
+    project: Path,
+) -> None:
+    # Every overlap was resolved at its join, and none meets main: the list says both (it said
+    # only "N overlap(s)", as if work were still in conflict).
+    import_tasks(
+        project,
+        [spec("a", "echo a > shared.txt"), spec("b", "echo b > shared.txt")],
+    )
+    resolver = "echo ab > shared.txt; git add shared.txt"
+    assert run_rho("mission", "--from-tasks", "--resolve", resolver, cwd=project).code == 0
+    listed = run_rho("mission", "conflicts", "latest", cwd=project)
+    assert listed.stdout_lines == [
+        f"mission {mission_dir(project).name}: 1 overlap(s) between 2 task(s) and main: "
+        "1 resolved at their joins; none with main",
+        "a and b: shared.txt (resolved at its join)",
+    ]

@@ -7,8 +7,8 @@ adds a module and appends its import to the package's ``__init__.py``.
 - with ``--resolve`` the three land whole in one run, each task run once, the two resolved
   merges commits with both parents, each recorded (``conflict``) in mission.json, counted in
   the join, digested only in the graph, printed by ``show`` and ``log``;
-- a resolver that leaves markers, leaves unmerged paths or fails fails its feature with that
-  reason; the brief and the prompt say what met what;
+- a resolver that leaves markers, deletes a conflicted path both sides hold, or fails fails
+  its feature with that reason; the brief and the prompt say what met what;
 - a library resolver (``run_staged(resolve=...)``) gets the same worktree and brief;
 - ``resume`` keeps the resolver and ``resume --resolve`` replaces it.
 """
@@ -123,14 +123,25 @@ def test_show_and_log_say_what_the_resolver_did(overlapping: Path) -> None:
     assert "stand-in-resolver: add_c: kept both sides in: pkg/__init__.py" in log.stdout
 
 
+GONE = "conflicted paths deleted that both sides hold: pkg/__init__.py"
+MARKED = "conflict markers left in pkg/__init__.py"
+
+
 @pytest.mark.parametrize(
     ("resolver", "reason"),
     [
-        ("git add --all", "conflict markers left in pkg/__init__.py"),
-        ("true", "unmerged paths left: pkg/__init__.py (mark each resolved with git add)"),
-        ("echo giving up; exit 3", "command failed: exit code 3"),
+        # rho stages what a resolver left: with or without its "git add", a marker is a marker
+        # (before, "true" failed as "unmerged paths left ... (mark each resolved with git add)").
+        ("git add --all", MARKED),
+        ("true", MARKED),
+        ("sed -i '/^<<<<<<< /d; /^>>>>>>> /d' pkg/__init__.py", MARKED),
+        # Both sides hold the file: deleting it (or putting a folder there) drops their work.
+        ("rm pkg/__init__.py", GONE),
+        ("git rm -q pkg/__init__.py", GONE),
+        (f"{STAND_IN} && cd pkg && rm __init__.py && mkdir __init__.py && : > __init__.py/x", GONE),
+        (f"{STAND_IN}; echo giving up; exit 3", "command failed: exit code 3"),
     ],
-    ids=["markers", "unmerged", "exit-3"],
+    ids=["markers", "markers-unstaged", "separator-left", "deleted", "git-rm", "folder", "exit-3"],
 )
 def test_a_resolution_rho_cannot_take_fails_the_feature_saying_why(
     overlapping: Path, marks: Path, resolver: str, reason: str
@@ -183,6 +194,7 @@ def test_the_resolver_is_told_what_met_what(overlapping: Path, tmp_path: Path) -
     assert "- pkg/__init__.py\n" in prompt
     assert "- add_a: add a\n- add_b: add b\n" in prompt
     assert "Keep both intents" in prompt
+    assert "rho stages what you leave (there is no need to run `git add`)" in prompt
     env = dict(
         line.split("=", 1) for line in (seen / "add_c.env").read_text().splitlines() if "=" in line
     )

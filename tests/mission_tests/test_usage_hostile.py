@@ -167,3 +167,26 @@ def test_remove_tree_follows_no_link_and_needs_no_recursion(tmp_path: Path) -> N
     assert not os.path.lexists(folder)
     assert (outside / "keep.txt").read_text() == "keep"
     remove_tree(folder)  # nothing there: nothing to do
+
+
+def test_each_unknown_usage_says_whose_attempt_it_was(project: Path) -> None:
+    # b's task writes no usage; its merge conflicts and its resolver writes a bad file: show
+    # names each, the task's and the resolver's (it said only the last reason, of no one).
+    import_tasks(
+        project,
+        [spec("a", "echo a > shared.txt"), spec("b", "echo b > shared.txt")],
+    )
+    resolver = 'echo "{not json" > "$RHO_USAGE_FILE"; echo ab > shared.txt; git add shared.txt'
+    args = ("--budget-tokens", "1000", "--resolve", resolver)
+    done = run_rho("mission", "--from-tasks", *args, cwd=project)
+    assert done.code == 0, done.stdout + done.stderr
+    shown = run_rho("mission", "show", "latest", cwd=project).stdout_lines
+    unknown = [line for line in shown if line.startswith("  unknown: ")]
+    assert unknown == [
+        "  unknown: the task's attempt 1: no $RHO_USAGE_FILE was written and no agent profile "
+        "reads its output",
+        "  unknown: the task's attempt 1: no $RHO_USAGE_FILE was written and no agent profile "
+        "reads its output",
+        "  unknown: the resolver's attempt 1: $RHO_USAGE_FILE is not a rho.usage/v1 object: "
+        "not JSON",
+    ]

@@ -191,7 +191,9 @@ async def test_a_cancelled_check_is_recorded_and_resume_checks_again(project: Pa
 
     [join] = mission.wave_joins
     assert (mission.status, join.verification.status) == ("cancelled", "cancelled")
-    assert join.summary.endswith(", 1 downstream blocked, verification cancelled")
+    # Cancelled checks failed nothing: what waits for the wave is not run, not blocked.
+    assert join.summary.endswith(" failed, verification cancelled")
+    assert join.blocked_ids == []
 
     await mission.resume(work, verify=check, fix=Fixer())
 
@@ -259,20 +261,29 @@ def test_the_first_unfinished_wave_is_one_not_verified(
 
 
 @pytest.mark.parametrize(
-    ("status", "summary"),
+    ("status", "attempts", "summary"),
     [
-        ("skipped", "wave 1 joined 1 feature(s), 1 completed, 0 failed"),
-        ("running", "wave 1 joined 1 feature(s), 1 completed, 0 failed, verifying"),
-        ("passed", "wave 1 joined 1 feature(s), 1 completed, 0 failed, verified"),
+        ("skipped", 0, "wave 1 joined 1 feature(s), 1 completed, 0 failed"),
+        ("running", 1, "wave 1 joined 1 feature(s), 1 completed, 0 failed, verifying"),
+        ("passed", 1, "wave 1 joined 1 feature(s), 1 completed, 0 failed, verified"),
+        (
+            "passed",
+            0,
+            "wave 1 joined 1 feature(s), 1 completed, 0 failed, its head unchanged since its "
+            "checks passed",
+        ),
         (
             "failed",
+            1,
             "wave 1 joined 1 feature(s), 1 completed, 0 failed, 1 downstream blocked, "
             "verification failed",
         ),
     ],
 )
-def test_the_join_summary_ends_with_what_the_checks_said(status: str, summary: str) -> None:
+def test_the_join_summary_ends_with_what_the_checks_said(
+    status: str, attempts: int, summary: str
+) -> None:
     features = [Feature("a", status="completed"), Feature("b", blocked_by=["a"])]
-    checked = Verification.model_validate({"status": status})
+    checked = Verification.model_validate({"status": status, "attempts": attempts})
     join = join_record(features, [["a"], ["b"]], 1, "2024-01-01T00:00:00Z", verification=checked)
     assert join.summary == summary
