@@ -13,8 +13,9 @@ agent's words when it reported a failure, and lines worth a warning in the log.
 - codex: the last ``turn.failed`` (its ``error.message``), or an ``error`` event after the
   last completed turn.
 - gemini: the object with an ``error`` (``message``, ``code``) it prints on a failed run.
-- aider: a ``litellm.<Name>Error:`` line after its last ``Tokens:`` line (a model error it
-  gave up on: aider exits 0 then), with the explanation it prints after it.
+- aider: a ``litellm.<Name>Error:`` line that neither an answer (a ``Tokens:`` line) nor a
+  retry (``Retrying in``) followed: a model error it gave up on (aider exits 0 then), with
+  the explanation it prints after it.
 
 The output is a task's writing: a reader never raises on it, and the words are cut to
 ``WORDS_LIMIT`` printable characters of one line.
@@ -127,18 +128,21 @@ def _gemini_error(error: dict[str, Any]) -> Verdict:
 
 _AIDER_ERROR = re.compile(r"^litellm\.\w+(?:Error|Timeout)\b:?[^\n]*$", re.M)
 _AIDER_TOKENS = re.compile(r"^Tokens: ", re.M)
+_AIDER_RETRY = re.compile(r"^Retrying in ", re.M)
 
 
 def read_aider(text: str) -> Verdict:
-    """aider's last model error, when no answer (a ``Tokens:`` line) came after it."""
+    """aider's last model error, when neither an answer nor a retry came after it."""
     errors = list(_AIDER_ERROR.finditer(text))
     if not errors:
         return _NONE
     last = errors[-1]
-    if any(True for _ in _AIDER_TOKENS.finditer(text, last.end())):
-        return _NONE  # a retry that got its answer
+    if _AIDER_TOKENS.search(text, last.end()) or _AIDER_RETRY.search(text, last.end()):
+        # It tried again: an answer came (its Tokens line), or a side call's retry (a commit
+        # message) got one and said nothing, or its time limit ended it (that failure is rho's).
+        return _NONE
     after = text[last.end() :].strip().splitlines()
-    explained = f" ({_words(after[0])})" if after and not after[0].startswith("Retrying") else ""
+    explained = f" ({_words(after[0])})" if after else ""
     return Verdict(f"aider reported a model error: {_words(last.group())}{explained}")
 
 

@@ -88,6 +88,9 @@ def test_aider_model_error_it_gave_up_on_and_one_it_got_past() -> None:
     )
     got_past = gave_up + "Applied edit to hello.txt\nTokens: 900 sent, 40 received.\n"
     assert read_aider(got_past) == Verdict()
+    # A side call (its commit message) it retried says nothing when the retry got its answer.
+    retried = "Tokens: 900 sent, 40 received.\n" + gave_up + "Retrying in 0.2 seconds...\n"
+    assert read_aider(retried) == Verdict()
 
 
 @pytest.mark.parametrize("reader", [read_claude, read_codex, read_gemini, read_aider])
