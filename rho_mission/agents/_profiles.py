@@ -4,7 +4,9 @@ A row is data: the non-interactive command line (run by ``/bin/sh -c`` in the ta
 the prompt read from ``$RHO_TASK_PROMPT_FILE``, which the planner and the resolver get too),
 the flag that makes its output machine-readable, and the reader of its usage
 (``_readers``). claude's line also passes on what is left of the mission's budget
-(``$RHO_BUDGET_LEFT_USD``, set only under ``--budget-usd``) as its own ``--max-budget-usd``.
+(``$RHO_BUDGET_LEFT_USD``, set only under ``--budget-usd``) as its own ``--max-budget-usd``;
+aider's has it log each model call's exact counts beside ``$RHO_USAGE_FILE``
+(``--analytics-log``, read by ``_readers.read_aider_analytics``).
 
 Each line is meant for an unattended run: the agent edits files, runs the project's commands
 and ``git add`` without asking anyone. Where rho's sandbox holds it (``--sandbox``) the agent's
@@ -153,7 +155,9 @@ PROFILES: dict[str, AgentProfile] = {
             # --no-stream: the provider's token counts, not aider's estimate. The task's work
             # is rho's to commit: no commits of aider's, no .gitignore edits.
             command="aider --no-stream --yes-always --no-auto-commits --no-gitignore "
-            '--no-check-update --no-analytics --message-file "$RHO_TASK_PROMPT_FILE"',
+            '--no-check-update --no-analytics --message-file "$RHO_TASK_PROMPT_FILE" '
+            # The provider's exact counts, one line per call, beside $RHO_USAGE_FILE.
+            '${RHO_USAGE_FILE:+--analytics-log "${RHO_USAGE_FILE%/*}/aider-analytics.jsonl"}',
             output_flag="(none: its token and cost lines are read)",
             reports="cost and tokens",
             home=(AgentHome(".aider", copied=("oauth-keys.env",)),),

@@ -7,14 +7,18 @@ knows. The shapes are the agents' documented ones (examples/agents/README.md):
 
 - claude ``-p --output-format json``: one object, ``"type": "result"``, with
   ``total_cost_usd``, ``usage`` (``input_tokens``, ``cache_creation_input_tokens``,
-  ``cache_read_input_tokens``, ``output_tokens``), ``modelUsage`` (by model, ``costUSD``) and
-  ``subtype`` (``error_max_budget_usd`` when its ``--max-budget-usd`` stopped it);
+  ``cache_read_input_tokens``, ``output_tokens``), ``modelUsage`` (by model: ``inputTokens``,
+  ``cacheCreationInputTokens``, ``cacheReadInputTokens``, ``outputTokens``, ``costUSD``; the
+  tokens read from here: every call, and whole at a budget stop) and ``subtype``
+  (``error_max_budget_usd`` when its ``--max-budget-usd`` stopped it);
 - codex ``exec --json``: JSON lines; each ``turn.completed`` has ``usage`` (``input_tokens``,
   ``cached_input_tokens``, ``output_tokens``); no cost, no model;
 - gemini ``-p --output-format json``: one object (indented) whose ``stats.models`` has, per
   model, ``tokens`` (``prompt``, ``candidates``, ``cached``, ``thoughts``); no cost;
 - aider: a line per message, ``Tokens: 2.1k sent, 1.2k cache hit, 150 received. Cost: $0.01
-  message, $0.02 session.`` (the cost part only when the model has a price).
+  message, $0.02 session.`` (the cost part only when the model has a price; the counts
+  rounded from 1,000 on), and, where its profile line passes ``--analytics-log``, that log's
+  exact counts (``read_aider_analytics``).
 
 The output is a task's writing: a reader never raises on it. A figure of the wrong type is
 one the agent did not say; a number out of bounds (``Infinity``, a count of 400 digits) is
@@ -32,7 +36,15 @@ from typing import Any, TypeAlias
 
 from ..records._usagelimits import MAX_TOKENS
 
-__all__ = ["READERS", "TAIL_BYTES", "Reader", "Reading"]
+__all__ = [
+    "AIDER_ANALYTICS",
+    "READERS",
+    "TAIL_BYTES",
+    "Reader",
+    "Reading",
+    "objects_from_end",
+    "read_aider_analytics",
+]
 
 # What a reader looks at: the attempt's last MiB of output. claude's and gemini's reports are
 # at the very end, codex's last turns too; a 16 MiB log is never read whole.
@@ -54,7 +66,7 @@ class Reading:
 Reader: TypeAlias = Callable[[str], "Reading | None"]
 
 
-def _objects_from_end(text: str) -> Iterator[dict[str, Any]]:
+def objects_from_end(text: str) -> Iterator[dict[str, Any]]:
     """The JSON objects that start a line of *text*, last first (one line, or indented over
     several: decoded from the ``{`` on), skipping what does not decode."""
     decoder = json.JSONDecoder()
@@ -98,24 +110,61 @@ def _sum(*values: int | None) -> int | None:
 
 def read_claude(text: str) -> Reading | None:
     """claude's result object: cost, tokens (cache writes and reads count as input), the model
-    that cost most, and whether its own budget cap stopped it."""
-    for found in _objects_from_end(text):
+    that cost most, and whether its own budget cap stopped it.
+
+    The tokens are ``modelUsage``'s, summed over its models: it counts every call (side calls,
+    other models) and stays whole at a ``--max-budget-usd`` stop, where ``usage`` is all
+    zeros; ``usage`` only when ``modelUsage`` is missing."""
+    for found in objects_from_end(text):
         if found.get("type") != "result":
             continue
-        said = found.get("usage")
-        usage: dict[str, Any] = said if isinstance(said, dict) else {}
-        fresh = _count(usage.get("input_tokens"))
-        written = _count(usage.get("cache_creation_input_tokens"))
-        read = _count(usage.get("cache_read_input_tokens"))
+        tokens = _claude_model_tokens(found.get("modelUsage"))
+        if tokens is None:
+            said = found.get("usage")
+            usage: dict[str, Any] = said if isinstance(said, dict) else {}
+            tokens = _claude_tokens(
+                usage,
+                ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"),
+                "output_tokens",
+            )
         return Reading(
-            input_tokens=_sum(fresh, written, read),
-            output_tokens=_count(usage.get("output_tokens")),
-            cached_input_tokens=read,
+            input_tokens=tokens[0],
+            output_tokens=tokens[1],
+            cached_input_tokens=tokens[2],
             cost_usd=_dollars(found.get("total_cost_usd")),
             model=_costliest(found.get("modelUsage")),
             stopped_by_budget=found.get("subtype") == "error_max_budget_usd",
         )
     return None
+
+
+_Tokens: TypeAlias = tuple[int | None, int | None, int | None]
+_MODEL_INPUT = ("inputTokens", "cacheCreationInputTokens", "cacheReadInputTokens")
+
+
+def _claude_tokens(counts: dict[str, Any], inputs: tuple[str, str, str], output: str) -> _Tokens:
+    """Input (fresh, cache writes and reads), output and cache reads of one usage object."""
+    fresh, written, read = (_count(counts.get(name)) for name in inputs)
+    return _sum(fresh, written, read), _count(counts.get(output)), read
+
+
+def _claude_model_tokens(models: object) -> _Tokens | None:
+    """The tokens of ``modelUsage``, summed over its models (None: no such object; an empty
+    one is a run that spent nothing)."""
+    if not isinstance(models, dict):
+        return None
+    each = [
+        _claude_tokens(entry, _MODEL_INPUT, "outputTokens")
+        for entry in models.values()
+        if isinstance(entry, dict)
+    ]
+    if not each:
+        return None
+    return (
+        _sum(*(t[0] for t in each)),
+        _sum(*(t[1] for t in each)),
+        _sum(*(t[2] for t in each)),
+    )
 
 
 def _costliest(models: object) -> str | None:
@@ -134,7 +183,7 @@ def read_codex(text: str) -> Reading | None:
     """The sum of codex's ``turn.completed`` usages in the attempt's output."""
     turns = [
         found["usage"]
-        for found in _objects_from_end(text)
+        for found in objects_from_end(text)
         if found.get("type") == "turn.completed" and isinstance(found.get("usage"), dict)
     ]
     if not turns:
@@ -148,7 +197,7 @@ def read_codex(text: str) -> Reading | None:
 
 def read_gemini(text: str) -> Reading | None:
     """gemini's ``stats``: tokens summed over its models (thoughts count as output)."""
-    for found in _objects_from_end(text):
+    for found in objects_from_end(text):
         stats = found.get("stats")
         models = stats.get("models") if isinstance(stats, dict) else None
         if not isinstance(models, dict):
@@ -213,6 +262,43 @@ def _aider_count(number: str, unit: str) -> int:
     ``inf``) as ``MAX_TOKENS``, the first count out of bounds, for the record to refuse."""
     count = float(number) * _UNITS[unit.lower()]
     return round(count) if count < MAX_TOKENS else MAX_TOKENS
+
+
+# The file aider's profile line has it log to (``--analytics-log``), in the attempt's usage
+# folder: one ``message_send`` line per model call, with the provider's exact counts.
+AIDER_ANALYTICS = "aider-analytics.jsonl"
+
+
+def read_aider_analytics(log: str, printed: Reading | None) -> Reading | None:
+    """aider's tokens from its analytics log (*log*: exact, where its printed lines round to
+    ``1.2k``), its cost from its printed lines (*printed*: the log says $0 for a model
+    without a price, which is unknown, not nothing); None when the log has no call."""
+    sent: list[int | None] = []
+    received: list[int | None] = []
+    for line in log.splitlines():
+        event = _json_object(line)
+        properties = event.get("properties") if event is not None else None
+        if event is None or event.get("event") != "message_send":
+            continue
+        if not isinstance(properties, dict):
+            continue
+        sent.append(_count(properties.get("prompt_tokens")))
+        received.append(_count(properties.get("completion_tokens")))
+    if not sent:
+        return None
+    return Reading(
+        input_tokens=_sum(*sent),
+        output_tokens=_sum(*received),
+        cost_usd=printed.cost_usd if printed is not None else None,
+    )
+
+
+def _json_object(line: str) -> dict[str, Any] | None:
+    try:
+        found = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 READERS: dict[str, Reader] = {

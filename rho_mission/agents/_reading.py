@@ -4,7 +4,9 @@
 reads its output, and whether an unread usage is to be recorded as unknown (an agent's
 attempt: a task, a fix, the planner, the resolver) or not at all (a check that wrote no
 file). `usage_place` makes the attempt's usage folder, fresh (the task may write there, even
-in the sandbox); `read_attempt_usage` reads it and removes it.
+in the sandbox; aider's profile line has its analytics log written there too);
+`read_attempt` reads it and removes it, and reads the agent's own verdict of its run
+(``_verdicts``) from the same output.
 
 The file and the log are a task's writing, so read as untrusted: without following a link,
 a regular file only, at most ``USAGE_FILE_LIMIT`` bytes of the file and ``TAIL_BYTES`` of the
@@ -35,12 +37,14 @@ from ..records._usage import (
     UsageStage,
     usage_problem,
 )
-from ._readers import READERS, TAIL_BYTES, Reading
+from ._readers import AIDER_ANALYTICS, READERS, TAIL_BYTES, Reading, read_aider_analytics
+from ._verdicts import VERDICTS, Verdict
 
 __all__ = [
     "USAGE_FILE_LIMIT",
     "UsageAsk",
     "log_size",
+    "read_attempt",
     "read_attempt_usage",
     "usage_ask",
     "usage_place",
@@ -105,23 +109,47 @@ def log_size(log: Path) -> int:
 def read_attempt_usage(
     ask: UsageAsk, usage_file: Path | None, log: Path | None, log_start: int
 ) -> AttemptUsage | None:
+    """The usage of the attempt *ask* names (see `read_attempt`)."""
+    return read_attempt(ask, usage_file, log, log_start)[0]
+
+
+def read_attempt(
+    ask: UsageAsk, usage_file: Path | None, log: Path | None, log_start: int
+) -> tuple[AttemptUsage | None, Verdict]:
     """The usage of the attempt *ask* names, from its usage file and its agent's report of
     its output from *log_start* on; unknown (with the reason) or None (a check) when neither
-    says; the usage folder removed.
+    says; the usage folder removed. And its agent's verdict of the run, from the same output.
 
     Where both say, each figure is the larger of the two: the usage file is the task's
     writing, so it may add to what its agent reported, never hide it.
     """
-    written, problem = (None, None) if usage_file is None else _read_and_remove(usage_file)
+    own = AIDER_ANALYTICS if ask.agent == "aider" else None
+    found = _Found() if usage_file is None else _read_and_remove(usage_file, own)
+    written, problem = found.reading, found.problem
     reader = READERS.get(ask.agent) if ask.agent else None
-    reported = None if reader is None or log is None else reader(_tail(log, log_start))
+    judge = VERDICTS.get(ask.agent) if ask.agent else None
+    output = "" if log is None or (reader is None and judge is None) else _tail(log, log_start)
+    reported = None if reader is None or log is None else reader(output)
+    if found.own is not None:
+        reported = read_aider_analytics(found.own, reported) or reported
+    verdict = Verdict() if judge is None else judge(output)
+    return _usage(ask, written, reported, problem, reader is not None and log is not None), verdict
+
+
+def _usage(
+    ask: UsageAsk,
+    written: Reading | None,
+    reported: Reading | None,
+    problem: str | None,
+    read: bool,
+) -> AttemptUsage | None:
     if written is not None and reported is not None:
         return _record(ask, "usage_file_and_agent", _larger(written, reported))
     if written is not None:
         return _record(ask, "usage_file", written)
     if reported is not None:
         return _record(ask, "agent", reported)
-    if reader is not None and log is not None:
+    if read:
         problem = problem or f"no usage report of {ask.agent} in its output"
     if problem is None and not ask.required:
         return None
@@ -168,20 +196,51 @@ def _record(ask: UsageAsk, source: UsageSource, reading: Reading) -> AttemptUsag
     )
 
 
-def _read_and_remove(usage_file: Path) -> tuple[Reading | None, str | None]:
-    """The file's reading, or None with the problem (None too when it was not written); its
-    attempt folder removed. The usage folder is reached from the anchor of ``.rho`` without
-    following a link on any component: a task may have swapped any of them for a link."""
+@dataclass(frozen=True)
+class _Found:
+    """What an attempt's usage folder held: the usage file's reading (or the problem with
+    it), and the text of the agent's own usage log (aider's analytics), when asked for."""
+
+    reading: Reading | None = None
+    problem: str | None = None
+    own: str | None = None
+
+
+def _read_and_remove(usage_file: Path, own: str | None) -> _Found:
+    """The file's reading, or None with the problem (None too when it was not written), and
+    the text of the file *own* of the same folder; its attempt folder removed. The usage
+    folder is reached from the anchor of ``.rho`` without following a link on any component:
+    a task may have swapped any of them for a link."""
     attempt = usage_file.parent.name
     try:
         usage = open_folder(usage_file.parent.parent)
     except OSError as exc:
-        return None, _unreadable(exc)
+        return _Found(None, _unreadable(exc))
     try:
-        return _read_usage_file(usage, attempt)
+        reading, problem = _read_usage_file(usage, attempt)
+        return _Found(reading, problem, None if own is None else _read_own(usage, attempt, own))
     finally:
         _remove_at(usage, attempt)
         os.close(usage)
+
+
+def _read_own(usage: int, attempt: str, name: str) -> str | None:
+    """The text of *name* in ``<attempt>/`` of the folder *usage*; None when it is missing,
+    not a regular file, or over ``TAIL_BYTES`` (a log cut would under-count: its agent's
+    printed lines count then)."""
+    try:
+        folder = os.open(attempt, _FOLDER_FLAGS, dir_fd=usage)
+    except OSError:
+        return None
+    try:
+        data = _read_regular(name, TAIL_BYTES + 1, dir_fd=folder)
+    except OSError:
+        return None
+    finally:
+        os.close(folder)
+    if data is None or len(data) > TAIL_BYTES:
+        return None
+    return data.decode("utf-8", "replace")
 
 
 def _unreadable(exc: OSError) -> str:

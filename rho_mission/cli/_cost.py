@@ -1,5 +1,6 @@
 """What a mission may spend and who spends it, shared by ``rho mission`` and ``resume``:
-``--agent``, ``--planner-agent``, ``--resolve-agent`` (agents by name, ``rho_mission.agents``)
+``--agent``, ``--planner-agent``, ``--resolve-agent`` (agents by name, ``rho_mission.agents``),
+``--require-changes``
 and ``--budget-usd``, ``--budget-tokens``, ``--budget-hard`` (``engine._budget``)."""
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ _NAMES = click.Choice(sorted(PROFILES))
 
 
 def agent_options(command: F) -> F:
-    """Add ``--agent``, ``--planner-agent`` and ``--resolve-agent`` to *command*."""
+    """Add ``--agent``, ``--planner-agent``, ``--resolve-agent`` and ``--require-changes``
+    to *command*."""
     options = [
         click.option(
             "--agent",
@@ -40,6 +42,12 @@ def agent_options(command: F) -> F:
             "--resolve-agent",
             type=_NAMES,
             help="The resolver of conflicted merges by name (instead of --resolve CMD).",
+        ),
+        click.option(
+            "--require-changes/--no-require-changes",
+            default=None,
+            help="Fail a task's attempt that changed no file (default: on with --agent, whose "
+            "agent may exit 0 having done nothing; off otherwise).",
         ),
     ]
     for option in reversed(options):
@@ -99,7 +107,7 @@ def agent_config(
     """
     fields: dict[str, object] = {}
     agent, planner_agent = options.pop("agent"), options.pop("planner_agent")
-    resolve_agent = options.pop("resolve_agent")
+    resolve_agent, require_changes = options.pop("resolve_agent"), options.pop("require_changes")
     for option, name, command, flag in (
         ("--agent", agent, options.get("run_command"), "--run"),
         ("--planner-agent", planner_agent, planner, "--planner"),
@@ -116,6 +124,7 @@ def agent_config(
     if planner_agent is not None:
         planner = PROFILES[planner_agent].line(sandbox)
         fields["planner_agent"] = planner_agent
+    fields["require_changes"] = agent is not None if require_changes is None else require_changes
     return fields, planner
 
 

@@ -66,6 +66,8 @@ def settings_lines(config: MissionConfig) -> list[str]:
     ]
     if config.agent:
         lines.append(f"agent: {config.agent}")
+    if config.require_changes:
+        lines.append("an attempt that changes no file fails (--require-changes)")
     return lines
 
 

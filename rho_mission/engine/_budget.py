@@ -86,10 +86,21 @@ class BudgetKeeper:
 
     def reached(self) -> str | None:
         """Why no attempt may start (``budget reached: $4.12 of $4.00``), or None."""
-        if self.usd is not None and self.spent_usd >= self.usd:
-            return f"budget reached: {dollars(self.spent_usd)} of {dollars(self.usd)}"
-        if self.tokens is not None and self._used_tokens >= self.tokens:
-            return f"budget reached: {self._used_tokens:,} tokens of {self.tokens:,}"
+        return self._reached(self.spent_usd, self._used_tokens)
+
+    def final_stop(self, stop: str, recorded: UsageTotal | None) -> str:
+        """The stop line a run that a budget stopped ends with: *stop* with the figures of
+        *recorded*, the mission's recorded spend at its end (the attempts running when the
+        budget was reached finish and add theirs), so that the line and the usage agree."""
+        cost = (recorded.cost_usd or 0.0) if recorded is not None else 0.0
+        tokens = (recorded.tokens or 0) if recorded is not None else 0
+        return self._reached(max(0.0, round(cost, 6)), tokens) or stop
+
+    def _reached(self, cost: float, tokens: int) -> str | None:
+        if self.usd is not None and cost >= self.usd:
+            return f"budget reached: {dollars(cost)} of {dollars(self.usd)}"
+        if self.tokens is not None and tokens >= self.tokens:
+            return f"budget reached: {tokens:,} tokens of {self.tokens:,}"
         return None
 
     def left_usd(self) -> float | None:

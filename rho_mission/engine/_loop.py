@@ -956,6 +956,8 @@ class _WaveRunner:
             mission.features, self.cancelled, unverified=unverified, budget_stopped=stopped
         )
         mission.usage = mission.total_usage()
+        if mission.budget_stop is not None:
+            mission.budget_stop = self.budget.final_stop(mission.budget_stop, mission.usage)
         mission.completed_at = now_rfc3339()
         ran = time.monotonic() - self.run_began
         mission.run_seconds = round((mission.run_seconds or 0.0) + ran, 3)

@@ -21,12 +21,12 @@ from pathlib import Path
 import anyio
 
 from .._errors import FeatureFailedError
-from ..agents._reading import UsageAsk, log_size, read_attempt_usage, usage_place
+from ..agents._reading import UsageAsk, log_size, read_attempt, usage_place
 from ..containment._folders import private_folder
 from ..executors._contract import SetupStep, Worker, WorkerContext
 from ..executors._local import close_pool
 from ..executors._setup import SetupFor, kept_for, prepare_worktree
-from ..executors._worker_call import call_worker, failure_text, timed_out
+from ..executors._worker_call import call_worker, failure_text, note_verdict, timed_out
 from ..git._refs import RefHistory, branch_to_move, mission_ref_prefix
 from ..git._repo import GitRepo
 from ..git._worktrees import WorktreePool, prune_stale
@@ -132,7 +132,8 @@ class StageRunner:
         """Run *worker* once on *context* under the feature timeout: None, or why it failed.
 
         With *usage* (what to read, and who keeps it), the run gets a ``$RHO_USAGE_FILE``, and
-        what it spent is handed on when it ended, a cancellation too.
+        what it spent is handed on when it ended, a cancellation too; a run its agent
+        reported failed (``agents._verdicts``) is failed, in the agent's words.
         """
         if usage is None:
             return await self._run(worker, context)
@@ -143,15 +144,18 @@ class StageRunner:
         log_start = log_size(context.log_path)
         left = self.budget_left_usd()
         try:
-            return await self._run(
+            error = await self._run(
                 worker, replace(context, usage_file=usage_file, budget_left_usd=left)
             )
         finally:
             with anyio.CancelScope(shield=True):
-                read = partial(read_attempt_usage, ask, usage_file, context.log_path, log_start)
-                record = await anyio.to_thread.run_sync(read)
+                read = partial(read_attempt, ask, usage_file, context.log_path, log_start)
+                record, verdict = await anyio.to_thread.run_sync(read)
                 if record is not None:
                     keep(record)
+        # A run its agent reported failed is failed (the resolver's, a fix's, as a task's).
+        said = f"{name} {ask.stage} attempt {ask.attempt}"
+        return note_verdict(error, verdict, context.log_path, said)
 
     async def _run(self, worker: Worker, context: WorkerContext) -> str | None:
         timeout = self.mission.config.task_timeout

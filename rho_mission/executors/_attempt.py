@@ -4,7 +4,8 @@ Shared by the local executor (the pool of the user's repository) and the Dask ex
 side (the pool of a worker's cache clone). A failure of the worker or of git is a result (an
 error text); a cancellation releases the worktree and propagates. Work whose own commits (the
 worker's, not rho's) hold a ``--copy`` file is such a failure: no commit rho lands carries one
-(``setup._carried``).
+(``setup._carried``). So is a run whose agent reported a failure (``agents._verdicts``: an
+agent may exit 0 having failed), and, under ``require_changes``, one that changed nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import NamedTuple
 import anyio
 
 from .._errors import FeatureResultError, MissionError, RefMovedError
-from ..agents._reading import UsageAsk, log_size, read_attempt_usage, usage_ask, usage_place
+from ..agents._reading import UsageAsk, log_size, read_attempt, usage_ask, usage_place
+from ..agents._verdicts import Verdict
 from ..git._commit import WorktreeResult, commit_worktree
 from ..git._repo import GitRepo
 from ..git._worktrees import KeptOutputs, WorktreePool
@@ -27,7 +29,7 @@ from ..setup import WorktreeSetup, refuse_carried
 from ._contract import Attempt, AttemptResult, WorkerContext
 from ._setup import for_attempt, kept_for, prepare_worktree
 from ._shell import write_task_prompt
-from ._worker_call import call_worker, failure_text, timed_out
+from ._worker_call import call_worker, failure_text, note_line, note_verdict, timed_out
 
 __all__ = ["attempt_in_pool"]
 
@@ -82,13 +84,31 @@ async def attempt_in_pool(
             spotless = result is not None and result.spotless
             left_at = result.branch_head if result is not None else None  # the worktree's HEAD
             release = partial(pool.release, worktree, spotless=spotless, head=left_at)
-            read = partial(read_attempt_usage, ask, usage_file, attempt.log_path, log_start)
-            usage = await anyio.to_thread.run_sync(_read_then_release, read, release)
+            read = partial(read_attempt, ask, usage_file, attempt.log_path, log_start)
+            usage, verdict = await anyio.to_thread.run_sync(_read_then_release, read, release)
             if usage is not None:
                 attempt.note_usage(usage)
+    outcome = _judged(attempt, outcome, verdict)
     if isinstance(outcome, Handoff):
         return AttemptResult(handoff=outcome, branch_head=found)
     return AttemptResult(error=outcome, branch_head=found)
+
+
+def _judged(attempt: Attempt, outcome: Handoff | str, verdict: Verdict) -> Handoff | str:
+    """*outcome* as the agent's own verdict and ``require_changes`` leave it: a run its agent
+    reported failed is failed, in the agent's words, whatever its exit code; one that changed
+    nothing is failed under ``require_changes``. Each reason is also a line of its log."""
+    said = f"{attempt.feature.id} attempt {attempt.number}"
+    error = None if isinstance(outcome, Handoff) else outcome
+    error = note_verdict(error, verdict, attempt.log_path, said)
+    if error is not None:
+        return error
+    assert isinstance(outcome, Handoff)  # no error before, none from its agent
+    if outcome.files_changed or not attempt.mission.config.require_changes:
+        return outcome
+    error = "the agent changed nothing (--require-changes; --no-require-changes allows it)"
+    note_line(attempt.log_path, f"{said} failed: {error}")
+    return error
 
 
 def _acquire(
@@ -106,8 +126,8 @@ def _acquire(
 
 
 def _read_then_release(
-    read: Callable[[], AttemptUsage | None], release: Callable[[], object]
-) -> AttemptUsage | None:
+    read: Callable[[], tuple[AttemptUsage | None, Verdict]], release: Callable[[], object]
+) -> tuple[AttemptUsage | None, Verdict]:
     """What the attempt spent (its usage file, else its output), then the worktree given
     back: one round trip to a worker thread for both; the worktree is given back whatever the
     reading raised."""

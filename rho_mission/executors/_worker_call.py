@@ -13,6 +13,7 @@ is the error as it is, with no traceback.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import traceback
@@ -22,14 +23,15 @@ from typing import TYPE_CHECKING, cast
 
 import anyio
 
-from .._errors import FeatureFailedError
+from .._errors import FeatureFailedError, MissionError
 from ..containment._process import note_in_log, open_log
 
 if TYPE_CHECKING:
+    from ..agents._verdicts import Verdict
     from ..records._document import Handoff
     from ._contract import Worker, WorkerContext
 
-__all__ = ["call_worker", "failure_text", "timed_out"]
+__all__ = ["call_worker", "failure_text", "note_line", "note_verdict", "timed_out"]
 
 
 async def call_worker(worker: Worker, context: WorkerContext) -> Handoff | None:
@@ -54,6 +56,27 @@ def failure_text(exc: Exception, log_path: Path) -> str:
     _append(log_path, "".join(traceback.format_exception(exc)))
     message = str(exc)
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def note_verdict(error: str | None, verdict: Verdict, log_path: Path, said: str) -> str | None:
+    """*error* (None: the run succeeded) as its agent's own verdict leaves it: a run whose
+    agent reported a failure failed, in the agent's words, whatever its exit code (an error
+    already known keeps its words first). The warnings, and such a failure, are also lines of
+    the log (*said*: whose run, ``t1 attempt 2``), where the agent's output is."""
+    for warning in verdict.warnings:
+        note_line(log_path, f"{said}: warning: {warning}")
+    if verdict.failure is None:
+        return error
+    error = verdict.failure if error is None else f"{error}; {verdict.failure}"
+    note_line(log_path, f"{said} failed: {error}")
+    return error
+
+
+def note_line(log_path: Path, line: str) -> None:
+    """One line of rho's own in the log; none when the log cannot take it (a task made it a
+    link: that is its own error, found by the next step that needs the log)."""
+    with contextlib.suppress(MissionError, OSError):
+        note_in_log(log_path, line)
 
 
 def timed_out(context: WorkerContext, timeout: float | None) -> str:

@@ -403,6 +403,9 @@ class MissionConfig(BaseModel):
     agent: str | None = None
     planner_agent: str | None = None
     resolve_agent: str | None = None
+    # A task's attempt that changed nothing fails (on by default with ``--agent``: an agent
+    # that exits 0 having written nothing has not done its task).
+    require_changes: bool = False
     # Budgets (``engine._budget``): no attempt starts once the recorded spend reaches one;
     # with ``budget_hard`` running attempts are stopped too. Bounded as what one attempt may
     # report (``records._usagelimits``): nan or inf would never be reached.

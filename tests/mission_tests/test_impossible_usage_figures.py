@@ -79,7 +79,9 @@ def _run_writing(project: Path, content: str, *args: str) -> Result:
     source.write_text(content, encoding="utf-8")
     where = "" if args else ' > "$RHO_USAGE_FILE"'
     import_tasks(project, [spec("a", f"cat {shlex.quote(str(source))}{where}")])
-    return run_rho("mission", "--from-tasks", *args, cwd=project)
+    # The task only prints: a change is not what it is for (--agent requires one by default).
+    changes = ("--no-require-changes",) if args else ()
+    return run_rho("mission", "--from-tasks", *args, *changes, cwd=project)
 
 
 def _the_record(project: Path) -> dict[str, Any]:

@@ -302,3 +302,39 @@ def test_a_hard_budget_stops_the_attempts_running_when_it_is_reached(project: Pa
     assert _mission(project)["status"] == "partial"
     [decision] = journal_events(mission_dir(project), "budget")
     assert decision["hard"] is True
+
+
+def test_the_budgets_stop_line_says_the_spend_recorded_at_the_end(project: Path) -> None:
+    # a reaches the budget; b, already running, spends after the stop: both count, and the
+    # line says so (as mission.json's usage does), not the spend at the moment of the stop.
+    spend = 'printf \'{"cost_usd": 0.5}\' > "$RHO_USAGE_FILE"; echo a > a.txt'
+    journal = '"$RHO_MISSION_DIR/journal.jsonl"'
+    after_stop = (
+        f'i=0; until grep -q \'"event": "budget"\' {journal}; do i=$((i+1)); '
+        "[ $i -ge 600 ] && exit 9; sleep 0.05; done; "
+        'printf \'{"cost_usd": 0.25}\' > "$RHO_USAGE_FILE"; echo b > b.txt'
+    )
+    later = spec("c", "echo c > c.txt", "a")  # the wave the budget keeps from starting
+    import_tasks(project, [spec("a", spend), spec("b", after_stop), later])
+    args = ("mission", "--from-tasks", "--workers", "2", "--budget-usd", "0.3")
+    done = run_rho(*args, cwd=project)
+    assert done.code == 1, done.stdout + done.stderr
+    mission = _mission(project)
+    statuses = {f["id"]: f["status"] for f in mission["features"]}
+    assert statuses == {"a": "completed", "b": "completed", "c": "pending"}
+    assert mission["usage"]["cost_usd"] == 0.75
+    assert mission["budget_stop"] == "budget reached: $0.75 of $0.30"
+    assert "stopped: budget reached: $0.75 of $0.30" in done.stdout
+    [decision] = journal_events(mission_dir(project), "budget")
+    assert decision["spent_usd"] == 0.5  # the journal keeps the moment of the decision
+
+
+def test_agent_requires_changes_unless_told_otherwise(project: Path) -> None:
+    import_tasks(project, _chain(1))
+    line = "an attempt that changes no file fails (--require-changes)"
+    args = ("mission", "--from-tasks", "--dry-run")
+    assert line in run_rho(*args, "--agent", "claude", cwd=project).stdout.splitlines()
+    allowed = run_rho(*args, "--agent", "claude", "--no-require-changes", cwd=project)
+    assert line not in allowed.stdout
+    assert line not in run_rho(*args, "--run", "true", cwd=project).stdout
+    assert line in run_rho(*args, "--run", "true", "--require-changes", cwd=project).stdout

@@ -4,6 +4,7 @@ reading of one attempt's part of a log (issue 39)."""
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -38,9 +39,22 @@ CLAUDE = json.dumps(
             "output_tokens": 640,
             "service_tier": "standard",
         },
+        # Every call by model, as claude 2.1 writes it: the haiku side call is here only.
         "modelUsage": {
-            "claude-haiku-4-5": {"inputTokens": 300, "costUSD": 0.0011},
-            "claude-sonnet-4-5": {"inputTokens": 12, "costUSD": 0.0331},
+            "claude-haiku-4-5": {
+                "inputTokens": 300,
+                "outputTokens": 20,
+                "cacheReadInputTokens": 0,
+                "cacheCreationInputTokens": 0,
+                "costUSD": 0.0011,
+            },
+            "claude-sonnet-4-5": {
+                "inputTokens": 12,
+                "outputTokens": 640,
+                "cacheReadInputTokens": 18000,
+                "cacheCreationInputTokens": 2000,
+                "costUSD": 0.0331,
+            },
         },
     }
 )
@@ -100,14 +114,22 @@ def test_claude_cost_tokens_and_the_costliest_model() -> None:
     assert reading is not None
     assert (reading.cost_usd, reading.input_tokens, reading.cached_input_tokens) == (
         0.0342,
-        20012,  # fresh, written to the cache and read from it: all the model read
+        20312,  # every model's fresh, cache-written and cache-read input: the side call too
         18000,
     )
     assert (reading.output_tokens, reading.model, reading.stopped_by_budget) == (
-        640,
+        660,
         "claude-sonnet-4-5",
         False,
     )
+
+
+def test_claude_tokens_fall_back_to_usage_without_model_usage() -> None:
+    document = json.loads(CLAUDE)
+    del document["modelUsage"]
+    reading = read_claude(json.dumps(document))
+    assert reading is not None
+    assert (reading.input_tokens, reading.output_tokens, reading.model) == (20012, 640, None)
 
 
 def test_claudes_budget_stop_is_read_as_such() -> None:
@@ -277,3 +299,47 @@ def test_a_link_planted_as_the_usage_folder_is_not_read_through_nor_emptied(
     assert record.problem == "$RHO_USAGE_FILE's folder was replaced by a link"
     assert not folder.is_symlink()  # the link is gone, what it pointed at is not
     assert (elsewhere / "usage.json").read_text() == '{"cost_usd": 99}'
+
+
+def test_aiders_analytics_log_counts_exactly_and_a_planted_one_is_not_followed(
+    tmp_path: Path,
+) -> None:
+    printed = "Tokens: 1.2k sent, 56 received. Cost: $0.01 message, $0.01 session.\n"
+    log = tmp_path / "a.log"
+    log.write_text(printed, encoding="utf-8")
+    line = {"event": "message_send", "properties": {"prompt_tokens": 1234, "completion_tokens": 56}}
+    folder = tmp_path / "usage" / "a.task.1"
+    folder.mkdir(parents=True)
+    (folder / "aider-analytics.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    record = read_attempt_usage(UsageAsk("task", 1, "aider"), folder / "usage.json", log, 0)
+    assert record is not None
+    # Exact tokens from the log; the cost aider printed (its log says $0 for an unpriced model).
+    assert (record.input_tokens, record.output_tokens, record.cost_usd) == (1234, 56, 0.01)
+    # A link where the log goes is not followed: the printed counts count.
+    folder.mkdir()
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    (folder / "aider-analytics.jsonl").symlink_to(elsewhere)
+    record = read_attempt_usage(UsageAsk("task", 1, "aider"), folder / "usage.json", log, 0)
+    assert record is not None
+    assert (record.input_tokens, record.output_tokens) == (1200, 56)
+
+
+@pytest.mark.parametrize("planted", ["fifo", "folder", "too long"])
+def test_a_planted_aider_analytics_log_never_hangs_nor_counts(tmp_path: Path, planted: str) -> None:
+    log = tmp_path / "a.log"
+    log.write_text("Tokens: 900 sent, 40 received.\n", encoding="utf-8")
+    folder = tmp_path / "usage" / "a.task.1"
+    folder.mkdir(parents=True)
+    where = folder / "aider-analytics.jsonl"
+    if planted == "fifo":
+        os.mkfifo(where)  # opened without blocking, and not a regular file: not read
+    elif planted == "folder":
+        where.mkdir()
+    else:
+        line = {"event": "message_send", "properties": {"prompt_tokens": 1, "completion_tokens": 1}}
+        where.write_text((json.dumps(line) + "\n") * 20_000, encoding="utf-8")  # over 1 MiB
+    record = read_attempt_usage(UsageAsk("task", 1, "aider"), folder / "usage.json", log, 0)
+    assert record is not None
+    assert (record.input_tokens, record.output_tokens) == (900, 40)
+    assert not folder.exists()

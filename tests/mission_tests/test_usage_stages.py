@@ -4,10 +4,12 @@ read with their own agent profile (``--resolve-agent``, ``--planner-agent``)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from ._cli_helpers import import_tasks, mission_dir, run_rho, spec
+from .conftest import AGENT_STAND_IN
 
 
 def _mission(project: Path) -> dict[str, Any]:
@@ -54,3 +56,27 @@ def test_the_planners_usage_is_recorded_with_the_mission(
     assert mission["usage"]["cost_usd"] == 0.25
     assert mission["config"]["planner_agent"] == "claude"
     assert "usage: $0.25" in run_rho("mission", "show", "latest", cwd=project).stdout
+
+
+def test_a_resolver_whose_agent_reported_a_failure_has_failed_though_it_exited_0(
+    project: Path, tmp_path: Path
+) -> None:
+    # codex resolves the file (the stand-in), then reports its turn failed, and exits 0.
+    folder = tmp_path / "failing-bin"
+    folder.mkdir()
+    codex = folder / "codex"
+    codex.write_text(
+        "#!/bin/sh\n"
+        f'RHO_TASK_ID=x "{AGENT_STAND_IN.parent / "stand-in-resolver.sh"}" "$@" >/dev/null\n'
+        'echo \'{"type":"turn.failed","error":{"message":"scripted failure"}}\'\n',
+        encoding="utf-8",
+    )
+    codex.chmod(0o755)
+    tasks = [spec(n, f"echo {n} >> registry.txt") for n in ("a", "b")]
+    import_tasks(project, tasks)
+    env = {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+    done = run_rho("mission", "--from-tasks", "--resolve-agent", "codex", cwd=project, env=env)
+    assert done.code == 1, done.stdout + done.stderr
+    by_id = {f["id"]: f for f in _mission(project)["features"]}
+    assert by_id["b"]["status"] == "failed"
+    assert "codex reported a failed turn: scripted failure" in by_id["b"]["error"]
