@@ -84,9 +84,13 @@ def _log(place: Place, task: str = "t1") -> str:
     return (folder / "logs" / f"{task}.log").read_text(encoding="utf-8", errors="replace")
 
 
-def _one_task(place: Place, env: dict[str, str], subject: str = "Create hello.txt") -> None:
-    # No command of its own: the profile's line runs it.
-    task = {"id": "t1", "subject": subject, "status": "pending"}
+def _one_task(
+    place: Place, env: dict[str, str], subject: str = "Create hello.txt", command: str | None = None
+) -> None:
+    # No command of its own (unless given): the profile's line runs it.
+    task: dict[str, object] = {"id": "t1", "subject": subject, "status": "pending"}
+    if command is not None:
+        task["metadata"] = {"command": command}
     source = place.tmp / "tasks.json"
     source.write_text(json.dumps({"tasks": [task]}), encoding="utf-8")
     done = _rho(place, env, "task", "import", str(source))
@@ -293,10 +297,13 @@ def test_aiders_usage_is_the_providers_exact_count(
 def test_claudes_permission_denial_is_a_warning_when_it_did_the_task(
     agent_cli: AgentCli, model_server: ModelServer, place: Place
 ) -> None:
-    # Under acceptEdits claude is denied its own check (python3 ...), then writes the file:
-    # exit 0, is_error false, the command in permission_denials. The work is done.
+    # Under acceptEdits alone (a line of the user's, without the profile's --allowedTools Bash)
+    # claude is denied its own check (python3 ...), then writes the file: exit 0, is_error
+    # false, the command in permission_denials. The work is done.
     env = _claude_env(agent_cli, model_server, place)
-    _one_task(place, env)
+    line = 'claude -p "$(cat "$RHO_TASK_PROMPT_FILE")" --output-format json '
+    line += "--permission-mode acceptEdits"
+    _one_task(place, env, command=line)
     model_server.script(
         RunCommand("python3 -c 'print(1)'"),
         WriteFile("hello.txt", "hello from claude\n"),
