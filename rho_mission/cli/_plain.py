@@ -3,7 +3,7 @@ natural order of ids, colour only on a terminal. Standard library only.
 
 The task views (``rho task list``, ``show``, ``ready``) print through here rather than through
 rich: an agent polls them, and rich's import alone costs more than the whole command may
-(see docs/decisions.md, "Agents' calls as processes"). Text from the store is the user's (or
+(see docs/decisions/0804-quick-lane.md). Text from the store is the user's (or
 a tracker's): a control character in it is shown as an escape (``\\x1b``), never sent to the
 terminal.
 """

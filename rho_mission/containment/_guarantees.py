@@ -11,7 +11,7 @@ back, more shown or more writable.
 What holds: with ``--sandbox`` neither file is within a task's reach (the mission folder is
 hidden, ``.git`` read-only). Without it a task runs as the user and could rewrite both: the
 record stops a careless task, or one that knows only the mission folder, not a hostile task
-that looks for it (docs/decisions.md, "Containment: what a task can do"). A mission that ran
+that looks for it (docs/decisions/0701-threat-model.md). A mission that ran
 before rho kept this record gets one at its next run, from what its ``mission.json`` says
 then.
 """

@@ -623,7 +623,7 @@ class WorktreePool:
         # what its index says (the status after its task found nothing else; the hand-over has
         # put back a task's index): "read-tree -m -u" writes the entries that differ from the
         # start and looks at no other file, where a checkout looks at every one; none at all
-        # when the worktree is at the start already (decisions.md, issue 41).
+        # when the worktree is at the start already (docs/decisions/0603-worktree-handover.md).
         if fill:
             args = ("checkout", "--quiet", "--detach", "--force", start)
             self.repo.run(*PARALLEL_CHECKOUT, *args, cwd=path)

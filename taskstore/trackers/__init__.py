@@ -6,8 +6,8 @@ status is kept in ``metadata["<tool>.status"]`` so that an export writes it back
 ``to_tasks`` then makes store tasks of them, checking that every link names an item of the file
 (or dropping such links, with ``drop_missing``, and saying which).
 
-The mapping of each tool's statuses and link types is written in ``docs/decisions.md``
-("Trackers"): a link blocks only where the tool itself says it blocks.
+The mapping of each tool's statuses and link types is written in
+``docs/decisions/0104-trackers.md``: a link blocks only where the tool itself says it blocks.
 
 Direction: uses ``taskstore`` alone (its model and limits); ``rho_mission``'s CLI calls it.
 """
