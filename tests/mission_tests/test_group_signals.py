@@ -11,20 +11,25 @@ exit status -15``). The other task traps the SIGTERM rho's cancel sends it, and 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import shutil
 import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ._cli_helpers import (
+    RHO,
+    WAIT,
     RhoRuns,
     import_tasks,
     mission_dir,
+    rho_env,
     run_rho,
     spec,
     store_tasks,
@@ -105,3 +110,35 @@ def test_sigterm_to_rhos_process_group_cancels_and_resume_finishes(
     assert resumed.code == 0, resumed.stdout + resumed.stderr
     assert {t["status"] for t in store_tasks(project).values()} == {"completed"}
     assert _mission(folder)["status"] == "completed"
+
+
+def test_sigterm_ends_any_other_command_as_ctrl_c_does(project: Path) -> None:
+    # rho task import --from plan - reads the plan from its input, which the test keeps open:
+    # SIGTERM there ends it with Ctrl-C's line and code (it died by the signal, saying nothing).
+    import_tasks(project, [spec("one", "true")])
+    running = subprocess.Popen(
+        [str(RHO), "task", "import", "--from", "plan", "-"],
+        cwd=project,
+        env=rho_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        process_group=0,
+    )
+    try:
+        wait_until(lambda: _reads_a_pipe(running.pid), "rho to read its input")
+        os.killpg(running.pid, signal.SIGTERM)
+        out, err = running.communicate(timeout=WAIT)
+    finally:
+        running.kill()
+        running.wait()
+    # The line break is click's, as after ^C at a terminal.
+    assert (running.returncode, out, err) == (130, b"", b"\nerror: cancelled\n")
+    assert set(store_tasks(project)) == {"one"}
+
+
+def _reads_a_pipe(pid: int) -> bool:
+    # Its wait channel: (anon_)pipe_read while it waits for input on its one pipe.
+    with contextlib.suppress(OSError):
+        return "pipe_read" in Path(f"/proc/{pid}/wchan").read_text(encoding="ascii")
+    return False
