@@ -116,26 +116,22 @@ def _codex(place: Place, server: ModelServer) -> dict[str, str]:
 
 
 def _gemini(place: Place, server: ModelServer) -> dict[str, str]:
-    # gemini follows its base URL once its settings pick the API-key sign-in; every rho
-    # worktree is new to it (trusted by the variable, whatever the profile's line says).
+    # gemini follows its base URL once its settings pick the API-key sign-in.
     settings = place.home / ".gemini" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
     return {
         "GEMINI_API_KEY": "scripted",
         "GOOGLE_GEMINI_BASE_URL": server.url,
-        "GEMINI_CLI_TRUST_WORKSPACE": "true",
     }
 
 
 def _aider(place: Place, server: ModelServer) -> dict[str, str]:
-    # Its options as variables: the profile's line names none of these.
+    # The model as a variable (the profile's line names none, as a user's setup would).
     return {
         "OPENAI_API_KEY": "sk-scripted",
         "OPENAI_API_BASE": f"{server.url}/v1",
         "AIDER_MODEL": "openai/scripted",
-        "AIDER_CHECK_UPDATE": "false",
-        "AIDER_ANALYTICS": "false",
         "AIDER_SHOW_MODEL_WARNINGS": "false",
     }
 
@@ -189,7 +185,7 @@ def _mission(place: Place, env: dict[str, str], args: list[str], tasks: int) -> 
         ends = [f["status"] for f in document["features"]]
         status = f"{document['status']} ({ends.count('completed')}/{len(ends)})"
     except (ValueError, KeyError):
-        status = f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}"
+        status = f"exit {done.returncode}: {done.stderr.strip().splitlines()[-2:]}"
     spans = place.times.read_text().split("\n") if place.times.exists() else []
     program = sum(float(e) - float(s) for s, e in (line.split() for line in spans if line))
     return Row(args[1] if args[0] == "--agent" else "shell", status, wall, program, tasks)
