@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(PY) bench/bench_usage.py
 	$(PY) bench/bench_setup.py
 	$(PY) bench/bench_store_write.py
+	$(PY) bench/bench_agents.py
 
 # On demand (several minutes): missions at the caps against the previous release (f5939f6).
 bench-scale: $(STAMP)

@@ -19,6 +19,12 @@ secrets of them the task can read), and what it leaves in the worktree that is n
 task's work (``leaves``: git excludes). The comments on each row say why a flag is there;
 ``tests/agent_cli_tests/test_real_clis.py`` records what each flag was seen to do, with the
 versions the tests ran: ``COVERED``, the ones ``.ci/install-agents`` installs.
+
+A row also sets a mission's default ``--task-timeout`` (``task_timeout``) and, where its
+program has one, that program's own request timeout (``environment``: claude's
+``API_TIMEOUT_MS``, aider's ``AIDER_TIMEOUT``; codex's stream idle timeout, 5 minutes, is a
+key of its provider table and set already; gemini has none), each left as the user's
+environment sets it: the one place for such settings, put before either line by ``line``.
 """
 
 from __future__ import annotations
@@ -78,6 +84,11 @@ class AgentProfile:
     home: tuple[AgentHome, ...] = ()
     # git exclude patterns of what it leaves in the worktree that is never the task's work.
     leaves: tuple[str, ...] = ()
+    # A mission's --task-timeout when it names this agent and no --task-timeout (seconds):
+    # a model that hangs outlasts every program's own retries (claude's alone: 11 tries).
+    task_timeout: float = 30 * 60.0
+    # Variables its program gets unless rho's environment sets them: its request timeout.
+    environment: tuple[tuple[str, str], ...] = ()
 
     @property
     def reader(self) -> Reader:
@@ -85,8 +96,14 @@ class AgentProfile:
         return READERS[self.name]
 
     def line(self, sandbox: bool) -> str:
-        """Its command line inside rho's sandbox (*sandbox*) or outside."""
-        return self.sandboxed if sandbox and self.sandboxed is not None else self.command
+        """Its command line inside rho's sandbox (*sandbox*) or outside, after the exports of
+        its ``environment`` (each keeps a value the environment has)."""
+        exports = "".join(
+            f'export {name}="${{{name}:-{value}}}"; ' for name, value in self.environment
+        )
+        return exports + (
+            self.sandboxed if sandbox and self.sandboxed is not None else self.command
+        )
 
 
 _PROMPT = '"$(cat "$RHO_TASK_PROMPT_FILE")"'
@@ -117,6 +134,8 @@ PROFILES: dict[str, AgentProfile] = {
                     beside=(".claude.json",),
                 ),
             ),
+            # Time to an answer's headers (its SDK's); by default 10 minutes a try, 11 tries.
+            environment=(("API_TIMEOUT_MS", "300000"),),
         ),
         AgentProfile(
             name="codex",
@@ -163,6 +182,8 @@ PROFILES: dict[str, AgentProfile] = {
             home=(AgentHome(".aider", copied=("oauth-keys.env",)),),
             # Its chat and input histories and its tags cache.
             leaves=(".aider*",),
+            # Its --timeout (litellm's, seconds a request); by default none.
+            environment=(("AIDER_TIMEOUT", "300"),),
         ),
     )
 }

@@ -7,8 +7,10 @@ and ``graph``, and starts ``serve`` and ``mcp_server``; nothing of the library i
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Sequence
+from types import FrameType
 
 __all__ = ["main"]
 
@@ -29,5 +31,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         if code is None:
             from ._main import run
 
+            # SIGTERM (``timeout``, a CI job's cancel) stops the full CLI as Ctrl-C does:
+            # ``rho mission`` cancels its run (its own receiver takes both while it runs), any
+            # other command or moment ends with "error: cancelled" and 130.
+            signal.signal(signal.SIGTERM, _as_ctrl_c)
             code = run(args)
     sys.exit(code)
+
+
+def _as_ctrl_c(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt

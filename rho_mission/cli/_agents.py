@@ -15,9 +15,9 @@ __all__ = ["agents"]
 def agents(as_json: bool) -> None:
     """List the agent profiles: each one's command line (outside --sandbox, and inside where it
     differs), whether its program is on PATH, what its --version says and whether the tests
-    covered that version, the flag that makes its output machine-readable, whether it
-    reports a cost or tokens only, and the folders of its own it writes (a private copy per
-    task under --sandbox).
+    covered that version, its default --task-timeout, the flag that makes its output
+    machine-readable, whether it reports a cost or tokens only, and the folders of its own it
+    writes (a private copy per task under --sandbox).
 
     Example: rho mission --from-tasks --agent claude --budget-usd 5
     """
@@ -28,8 +28,9 @@ def agents(as_json: bool) -> None:
         rows = [
             {
                 "name": status.profile.name,
-                "command": status.profile.command,
+                "command": status.profile.line(sandbox=False),
                 "sandboxed_command": status.profile.line(sandbox=True),
+                "task_timeout": status.profile.task_timeout,
                 "home": [home.path for home in status.profile.home],
                 "covered_versions": list(COVERED.get(status.profile.name, ())),
                 "version_covered": status.covered,
@@ -48,9 +49,10 @@ def agents(as_json: bool) -> None:
         where = status.path or "not on PATH"
         version = f" ({status.version}{_coverage(status.covered, profile.name)})"
         click.echo(f"{profile.name}: {where}{version if status.version else ''}")
-        click.echo(f"  command: {profile.command}")
+        click.echo(f"  command: {profile.line(sandbox=False)}")
         if profile.sandboxed is not None:
-            click.echo(f"  sandbox: {profile.sandboxed}")
+            click.echo(f"  sandbox: {profile.line(sandbox=True)}")
+        click.echo(f"  limit:   {profile.task_timeout:g}s a task, unless --task-timeout says")
         if profile.home:
             homes = ", ".join(f"~/{home.path}" for home in profile.home)
             click.echo(f"  writes:  {homes} (under --sandbox: a private copy per task)")

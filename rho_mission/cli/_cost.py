@@ -13,11 +13,19 @@ import click
 
 from ..agents import PROFILES
 from ..records._usagelimits import MAX_COST_USD, MAX_TOKENS
+from ._errors import CliError
 
 if TYPE_CHECKING:
     from ..records._document import MissionConfig
 
-__all__ = ["agent_config", "agent_options", "budget_config", "budget_options"]
+__all__ = [
+    "agent_config",
+    "agent_options",
+    "agents_task_timeout",
+    "budget_config",
+    "budget_options",
+    "refuse_offline_agents",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _NAMES = click.Choice(sorted(PROFILES))
@@ -126,6 +134,41 @@ def agent_config(
         fields["planner_agent"] = planner_agent
     fields["require_changes"] = agent is not None if require_changes is None else require_changes
     return fields, planner
+
+
+_AGENT_FIELDS = {
+    "agent": "--agent",
+    "resolve_agent": "--resolve-agent",
+    "planner_agent": "--planner-agent",
+}
+
+
+def agents_task_timeout(fields: dict[str, object]) -> float | None:
+    """The --task-timeout of a mission whose agent fields (``agent_config``) are *fields*
+    and that gave none: the longest of its agents' profiles (it bounds each attempt, a
+    stage's too); None when it names no agent."""
+    names = [fields[key] for key in _AGENT_FIELDS if key in fields]
+    return max((PROFILES[str(name)].task_timeout for name in names), default=None)
+
+
+def refuse_offline_agents(fields: dict[str, object], no_network: bool) -> None:
+    """Refuse an agent by name under --sandbox-no-network: every profile reaches its model
+    over the network, which the sandbox then takes away (the agent would retry until its
+    time limit, and fail saying only that it timed out).
+
+    Raises:
+        CliError: an agent named with --sandbox-no-network.
+    """
+    named = [(option, fields[key]) for key, option in _AGENT_FIELDS.items() if key in fields]
+    if no_network and named:
+        option, name = named[0]
+        raise CliError(
+            f"{option} {name} reaches its model over the network, and --sandbox-no-network "
+            "takes the network from the tasks",
+            hint="use --sandbox (the network stays, the rest is kept out); a sandbox that "
+            "lets a task reach only its model's host would need a proxy into the sandbox's "
+            "network namespace, which rho does not have",
+        )
 
 
 def budget_config(

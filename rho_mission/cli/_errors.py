@@ -9,11 +9,13 @@ __all__ = ["CliError", "describe"]
 
 
 class CliError(Exception):
-    """Raised by a command to stop with ``error: <message>`` and *exit_code* (default 2)."""
+    """Raised by a command to stop with ``error: <message>`` and *exit_code* (default 2), and
+    ``hint: <hint>`` on the next line when one is given."""
 
-    def __init__(self, message: str, exit_code: int = 2) -> None:
+    def __init__(self, message: str, exit_code: int = 2, *, hint: str | None = None) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+        self.hint = hint
 
 
 def describe(exc: BaseException) -> tuple[str, int, bool]:

@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ._checks import check_options, checked_config
-from ._cost import agent_config, agent_options, budget_config, budget_options
+from ._cost import (
+    agent_config,
+    agent_options,
+    agents_task_timeout,
+    budget_config,
+    budget_options,
+    refuse_offline_agents,
+)
 from ._errors import CliError
 from ._executors import executor_from, executor_options
 from ._paths import command_store_path, find_repo_root
@@ -367,11 +374,15 @@ def _config(options: dict[str, Any], **extra: Any) -> MissionConfig:
     from rho_mission import MissionConfig
 
     no_network = options["no_network"]
+    refuse_offline_agents(options["agents"], no_network)
+    task_timeout = options["task_timeout"]
+    if task_timeout is None:
+        task_timeout = agents_task_timeout(options["agents"])
     config = MissionConfig(
         max_workers=options["workers"],
         retries=options["retries"],
         timeout=options["timeout"],
-        task_timeout=options["task_timeout"],
+        task_timeout=task_timeout,
         grace_period=options["grace"],
         keep_going=options["keep_going"],
         keep_worktrees=options["keep_worktrees"],

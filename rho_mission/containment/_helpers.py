@@ -14,6 +14,13 @@ tree takes what it takes), but a stop does not either: nothing of rho's stops th
 waits for them in steps of the deadline and continues one found stopped
 (``run_continued``, ``continue_if_stopped``): it ends once its stopper is gone (a task's
 processes end with it), never holding rho past a timeout or a signal.
+
+Every process rho starts for itself (the helpers, each git call) runs in a process group of
+its own (``OWN_GROUP``), in rho's session: a signal sent to rho's group (Ctrl-C at a
+terminal, ``timeout``, a CI job's cancel, which signal the whole group) reaches rho alone,
+which then stops the tasks and records them cancelled. Had it reached rho's git call too, the
+call would die mid-way and fail the feature it served (``git commit-tree failed: exit status
+-15``), or the join.
 """
 
 from __future__ import annotations
@@ -27,13 +34,17 @@ from typing import IO
 
 from ._pids import stat_fields
 
-__all__ = ["HELPER_DEADLINE", "continue_if_stopped", "end_helper", "run_continued"]
+__all__ = ["HELPER_DEADLINE", "OWN_GROUP", "continue_if_stopped", "end_helper", "run_continued"]
 
 HELPER_DEADLINE = 3.0
 """Seconds one exchange with a helper may take. A healthy one takes well under a millisecond
 (a fork by the zygote, a ref transaction); seconds leave room for a machine under heavy load.
 It is also what a stopped helper adds to a stop (Ctrl-C, SIGTERM, a timeout) before rho ends
 it."""
+
+OWN_GROUP = 0
+"""``subprocess.Popen``'s ``process_group`` for rho's own processes: a new group, led by the
+process (a signal to rho's group does not reach it)."""
 
 # After SIGKILL the kernel ends a process promptly, stopped or not; this only bounds a process
 # stuck in the kernel (uninterruptible sleep), so that an end never hangs.
@@ -74,7 +85,12 @@ def run_continued(
         OSError: it could not be started.
     """
     with subprocess.Popen(
-        command, env=env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        command,
+        env=env,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        process_group=OWN_GROUP,
     ) as process:
         try:
             out, err = _communicate(process)

@@ -49,7 +49,7 @@ from .._errors import QuarantineRefusedError
 from ._environ import child_environ
 from ._folders import open_unfollowed, private_folder
 from ._gitconfig import check_config
-from ._helpers import run_continued
+from ._helpers import OWN_GROUP, run_continued
 from ._pids import pid_alive
 
 __all__ = [
@@ -323,6 +323,7 @@ def _unpack(folder: Path, names: list[str], common_dir: Path) -> None:
             stdout=subprocess.DEVNULL,
             stderr=errors,
             env=child_environ({}),
+            process_group=OWN_GROUP,
         )
         assert process.stdin is not None
         try:

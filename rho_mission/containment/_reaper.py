@@ -432,7 +432,8 @@ def serve(parent: int, control_fd: int) -> None:
         os._exit(1)
     control = socket.socket(fileno=control_fd)
     # The terminal's signals are rho's to handle (a first Ctrl-C stops tasks gracefully):
-    # the zygote shares rho's process group, and must outlive them.
+    # the zygote leads a group of its own, which they are not sent to; one that comes anyway
+    # (a hang-up) must not end it before the tasks' graceful stop.
     for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(signum, signal.SIG_IGN)
     wake_read, wake_write = os.pipe()

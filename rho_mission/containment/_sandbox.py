@@ -47,6 +47,7 @@ from pathlib import Path
 
 from .._errors import InvalidMissionError
 from ._agenthomes import HomeCopy
+from ._helpers import OWN_GROUP
 from ._hostmask import HostMask
 from ._quarantine import STORE_VIEW
 
@@ -165,6 +166,7 @@ def _bwrap_problem() -> str:
             capture_output=True,
             check=False,
             timeout=30,
+            process_group=OWN_GROUP,  # a signal to rho's group is rho's (_helpers)
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"--sandbox: bwrap could not start: {exc}"

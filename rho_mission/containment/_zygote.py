@@ -12,7 +12,9 @@ with its wait status.
 The process tree below rho: rho -> zygote -> supervisor -> the task's shell. The zygote is no
 subreaper: the orphans of a supervisor a task killed still come back to rho (``_orphans``). It
 ends when rho does (its parent-death signal, and rho's exit ends it even if stopped), and its
-supervisors then stop their tasks as they did when rho was their parent.
+supervisors then stop their tasks as they did when rho was their parent. It leads a process
+group of its own: a signal to rho's group (``timeout``, a CI cancel, Ctrl-C) is rho's to
+handle; had it ended the zygote, every task would stop on its own as rho cancels it.
 
 A task runs as the same user and may kill the zygote or stop it (``kill -STOP``). So every
 exchange with it has a deadline (``_helpers.HELPER_DEADLINE``): a request it does not take, a
@@ -41,7 +43,7 @@ from signal import SIGKILL
 
 import anyio
 
-from ._helpers import HELPER_DEADLINE, continue_if_stopped, end_helper
+from ._helpers import HELPER_DEADLINE, OWN_GROUP, continue_if_stopped, end_helper
 from ._pids import stat_fields
 from ._reaper import MARKS_ROOM, MARKS_VARIABLE
 
@@ -73,6 +75,7 @@ class _Zygote:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 env=env,
+                process_group=OWN_GROUP,  # a signal to rho's group is rho's to handle
             )
         finally:
             theirs.close()

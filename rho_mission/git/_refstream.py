@@ -33,7 +33,7 @@ import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 
-from ..containment._helpers import HELPER_DEADLINE, end_helper
+from ..containment._helpers import HELPER_DEADLINE, OWN_GROUP, end_helper
 
 __all__ = ["RefStream"]
 
@@ -111,7 +111,7 @@ class RefStream:
                 stdout=theirs.fileno(),
                 stderr=theirs.fileno(),
                 env=self._env,
-                process_group=0,
+                process_group=OWN_GROUP,
             )
         except BaseException:
             ours.close()

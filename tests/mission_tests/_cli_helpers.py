@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,14 +109,28 @@ class RhoRuns:
         self.folder = folder
         self._runs: list[tuple[subprocess.Popen[bytes], Path, Path]] = []
 
-    def start(self, *args: str, cwd: Path) -> subprocess.Popen[bytes]:
-        """Start ``rho ARGS`` in *cwd* and return its process."""
+    def start(
+        self,
+        *args: str,
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        before: Sequence[str] = (),
+        own_group: bool = False,
+    ) -> subprocess.Popen[bytes]:
+        """Start ``rho ARGS`` in *cwd* and return its process; *env* adds variables to the
+        hermetic environment, *before* runs rho under a command (``timeout 5``), *own_group*
+        in a process group of its own (as ``timeout`` or a CI runner starts it)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         out = self.folder / f"rho-{len(self._runs)}.out"
         err = self.folder / f"rho-{len(self._runs)}.err"
         with out.open("wb") as stdout, err.open("wb") as stderr:
             process = subprocess.Popen(
-                [str(RHO), *args], cwd=cwd, env=rho_env(), stdout=stdout, stderr=stderr
+                [*before, str(RHO), *args],
+                cwd=cwd,
+                env={**rho_env(), **(env or {})},
+                stdout=stdout,
+                stderr=stderr,
+                process_group=0 if own_group else None,
             )
         self._runs.append((process, out, err))
         return process

@@ -274,6 +274,9 @@ def test_rho_agents_lists_every_profile_with_its_command_and_whether_it_is_here(
     assert sorted(rows) == ["aider", "claude", "codex", "gemini"]
     assert rows["claude"]["path"].endswith("claude")
     assert "--output-format json" in rows["claude"]["command"]
+    # What a mission runs: the profile's request timeout first, unless the user set one.
+    assert rows["claude"]["command"].startswith('export API_TIMEOUT_MS="${API_TIMEOUT_MS:-')
+    assert {row["task_timeout"] for row in rows.values()} == {1800.0}
     assert rows["claude"]["reports"] == "cost and tokens"
     assert rows["codex"]["reports"] == "tokens"
     # A PATH of an empty folder of the test's own: whatever this machine has installed (a real
