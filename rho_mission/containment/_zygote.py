@@ -56,6 +56,9 @@ _ZYGOTE: _Zygote | None = None
 # behind by many starts, or stopped), until the deadline.
 _POLL_FIRST = 0.001
 _POLL_MAX = 0.05
+# ``exit_code`` among the fields of /proc/<pid>/stat after the command name (field 52 of the
+# file; Linux 3.5 and later).
+_EXIT_CODE = 49
 
 
 class _Zygote:
@@ -160,8 +163,13 @@ class Supervised:
                 answer = await _answer(self._answers)
         if answer:
             return _returncode(answer)
+        # How the supervisor ended is read from its zombie's record before its zygote is
+        # ended: once reparented, another reaper in this process (a library's child watcher
+        # calling waitpid(-1)) may collect the zombie before _reap does.
+        recorded = _zombie_returncode(self.pid)
         self._zygote.end()
-        return _reap(self.pid)
+        reaped = _reap(self.pid)
+        return reaped if recorded is None else recorded
 
 
 def _exit_watch(pid: int) -> int | None:
@@ -195,6 +203,17 @@ async def _ended(pid: int, watch: int | None) -> None:
     while (fields := stat_fields(f"/proc/{pid}")) is not None and fields[0] not in ("Z", "X"):
         await anyio.sleep(delay)
         delay = min(2 * delay, _POLL_MAX)
+
+
+def _zombie_returncode(pid: int) -> int | None:
+    """The return code a zombie *pid* left (``/proc/<pid>/stat``'s ``exit_code``, the status as
+    ``waitpid`` gives it); None when it is no zombie or the kernel does not say."""
+    fields = stat_fields(f"/proc/{pid}")
+    if fields is None or fields[0] != "Z" or len(fields) <= _EXIT_CODE:
+        return None
+    if not fields[_EXIT_CODE].isdigit():
+        return None
+    return os.waitstatus_to_exitcode(int(fields[_EXIT_CODE]))
 
 
 def _reap(pid: int) -> int:

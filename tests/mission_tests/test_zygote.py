@@ -7,6 +7,8 @@ import os
 import re
 import signal
 import subprocess
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,6 +18,7 @@ import anyio
 import pytest
 
 from rho_mission.containment import _zygote
+from rho_mission.containment._pids import stat_fields
 from rho_mission.containment._process import group_alive, run_command
 from rho_mission.containment._wrapper import supervisor_args
 
@@ -342,3 +345,18 @@ def test_a_start_fails_when_a_new_zygote_does_not_answer_either(
         for process in _StoppedZygote.started:
             process.kill()
     assert [process.returncode for process in _StoppedZygote.started] == [-signal.SIGKILL] * 2
+
+
+def test_a_supervisors_end_is_read_from_its_zombie_before_anyone_reaps_it() -> None:
+    # When the zygote does not tell, rho reads the status from the zombie's own record before
+    # it ends the zygote: once the zombie is reparented, another reaper of the process (a
+    # library's child watcher calling waitpid(-1)) may collect it before rho's waitpid.
+    child = subprocess.Popen(["sh", "-c", "exit 5"])
+    deadline = time.monotonic() + WAIT
+    while (fields := stat_fields(f"/proc/{child.pid}")) is None or fields[0] != "Z":
+        assert time.monotonic() < deadline, "the child never ended"
+        threading.Event().wait(0.001)
+    assert _zygote._zombie_returncode(child.pid) == 5
+    child.wait()
+    assert _zygote._zombie_returncode(child.pid) is None  # reaped: no record left
+    assert _zygote._zombie_returncode(os.getpid()) is None  # running: no end to read
