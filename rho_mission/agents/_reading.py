@@ -22,6 +22,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import ValidationError
 
@@ -160,21 +161,22 @@ def _usage(
     )
 
 
+_Figure = TypeVar("_Figure", int, float)
+
+
+def _most(a: _Figure | None, b: _Figure | None) -> _Figure | None:
+    """The larger of two figures, either of which may be unknown (None: the other's)."""
+    return b if a is None else a if b is None else max(a, b)
+
+
 def _larger(written: Reading, reported: Reading) -> Reading:
     """Each figure the larger of the usage file's and the agent's (a figure one of them left
     out: the other's); the model and the budget stop as the agent said."""
-
-    def most(a: float | None, b: float | None) -> float | None:
-        return b if a is None else a if b is None else max(a, b)
-
-    def most_int(a: int | None, b: int | None) -> int | None:
-        return b if a is None else a if b is None else max(a, b)
-
     return Reading(
-        input_tokens=most_int(written.input_tokens, reported.input_tokens),
-        output_tokens=most_int(written.output_tokens, reported.output_tokens),
-        cached_input_tokens=most_int(written.cached_input_tokens, reported.cached_input_tokens),
-        cost_usd=most(written.cost_usd, reported.cost_usd),
+        input_tokens=_most(written.input_tokens, reported.input_tokens),
+        output_tokens=_most(written.output_tokens, reported.output_tokens),
+        cached_input_tokens=_most(written.cached_input_tokens, reported.cached_input_tokens),
+        cost_usd=_most(written.cost_usd, reported.cost_usd),
         model=reported.model or written.model,
         stopped_by_budget=reported.stopped_by_budget,
     )
