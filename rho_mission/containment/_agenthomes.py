@@ -15,12 +15,15 @@ instead: changes there stay.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from ._folders import remove_tree
 
 __all__ = ["AgentFolder", "HomeCopy", "copy_agent_homes", "remove_agent_homes"]
 
@@ -58,8 +61,7 @@ def copy_agent_homes(
     A folder whose place is unknown (no ``HOME``, a relative path) is left out; one missing
     is made empty in the user's home, unless its parent is missing too.
     """
-    if os.path.lexists(folder):
-        shutil.rmtree(folder)
+    remove_tree(folder)  # what a crashed run of the same task left (a task filled it)
     folder.mkdir(mode=_PRIVATE)
     copies: list[HomeCopy] = []
     for index, entry in enumerate(declared):
@@ -81,8 +83,11 @@ def copy_agent_homes(
 
 
 def remove_agent_homes(folder: Path) -> None:
-    """Remove the private copies under *folder* (what the task wrote there goes with them)."""
-    shutil.rmtree(folder, ignore_errors=True)
+    """Remove the private copies under *folder* (what the task wrote there goes with them: a
+    tree of any depth, links unlinked, never followed). One a task made unremovable stays in
+    the mission folder, for ``rho mission clean``."""
+    with contextlib.suppress(OSError):
+        remove_tree(folder)
 
 
 def _place(entry: AgentFolder, env: Mapping[str, str]) -> tuple[Path | None, bool]:

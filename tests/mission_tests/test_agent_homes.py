@@ -191,3 +191,18 @@ def test_resume_refuses_a_mission_json_that_lets_the_tasks_write_more(
         f"error: mission {mission_dir(project).name} started with a sandbox that let the "
         "tasks write less (--sandbox-allow-write), and its mission.json no longer says so"
     )
+
+
+def test_a_tree_thousands_of_folders_deep_in_an_agents_copy_is_removed(
+    project: Path, home: Path
+) -> None:
+    # The private copy is the task's to fill: its removal walks by descriptor, no recursion
+    # (shutil.rmtree raised RecursionError on such a tree, past its ignore_errors).
+    deep = (
+        "cd ~/.codex && python3 -c \"import os\nfor _ in range(3000): os.mkdir('d'); "
+        'os.chdir(\'d\')"; cd "$RHO_WORKTREE" && echo a > a.txt'
+    )
+    import_tasks(project, [spec("a", deep)])
+    result = run_rho("mission", "--from-tasks", "--sandbox", "--agent", "codex", cwd=project)
+    assert result.code == 0, result.stdout + result.stderr
+    assert not (mission_dir(project) / "agent-homes" / "a").exists()
