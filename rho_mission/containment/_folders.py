@@ -132,7 +132,7 @@ def walk_folders(top: int, names: Sequence[str]) -> int:
     return folder
 
 
-def remove_tree(path: Path) -> None:
+def remove_tree(path: Path, *, writable: bool = False) -> None:
     """Remove *path* and everything below it, as `remove_tree_at` does; *path*'s own folder is
     trusted (the caller's), *path* itself may be anything a task left.
 
@@ -144,13 +144,15 @@ def remove_tree(path: Path) -> None:
     except FileNotFoundError:
         return  # nothing there: nothing to remove
     try:
-        remove_tree_at(parent, path.name)
+        remove_tree_at(parent, path.name, writable=writable)
     finally:
         os.close(parent)
 
 
-def remove_tree_at(folder: int, name: str) -> None:
-    """Remove *name* in the folder *folder* and everything below it, by descriptor.
+def remove_tree_at(folder: int, name: str, *, writable: bool = False) -> None:
+    """Remove *name* in the folder *folder* and everything below it, by descriptor; with
+    *writable*, each folder is given its write bit back (through its own descriptor) before it
+    is emptied: a task may have taken it.
 
     Unlike ``shutil.rmtree``, it does not recurse: a task can leave a tree thousands of
     folders deep (rmtree raised RecursionError on 3,000), and every folder is opened
@@ -167,14 +169,14 @@ def remove_tree_at(folder: int, name: str) -> None:
             return
     except FileNotFoundError:
         return
-    stack = [_Level(folder, name)]
+    stack = [_Level(folder, name, writable)]
     try:
         while stack:
             below = stack[-1].next_folder()
             if below is None:
                 stack.pop().remove()
             else:
-                stack.append(_Level(stack[-1].fd, below))
+                stack.append(_Level(stack[-1].fd, below, writable))
     finally:
         for level in stack:
             os.close(level.fd)
@@ -184,10 +186,12 @@ class _Level:
     """One open folder of `remove_tree_at`'s walk: its files unlinked on the first look,
     its folders then handed out one at a time."""
 
-    def __init__(self, parent: int, name: str) -> None:
+    def __init__(self, parent: int, name: str, writable: bool) -> None:
         flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         self.parent, self.name = parent, name
         self.fd = os.open(name, flags, dir_fd=parent)
+        if writable:
+            os.fchmod(self.fd, 0o700)
         self.folders: list[str] | None = None
 
     def next_folder(self) -> str | None:

@@ -34,7 +34,6 @@ import hashlib
 import os
 import re
 import secrets
-import shutil
 import stat
 import struct
 import subprocess
@@ -47,7 +46,7 @@ from typing import IO
 
 from .._errors import QuarantineRefusedError
 from ._environ import child_environ
-from ._folders import open_unfollowed, private_folder
+from ._folders import open_unfollowed, private_folder, remove_tree
 from ._gitconfig import check_config
 from ._helpers import OWN_GROUP, run_continued
 from ._pids import pid_alive
@@ -142,16 +141,9 @@ def discard(quarantine: Quarantine) -> None:
 
 
 def _remove_tree(path: Path) -> None:
-    # rmtree removes links, never follows them; a folder without its write bit gets it back.
-    def retry(function: Callable[..., object], failed: str, _: object) -> None:
-        parent = os.path.dirname(failed)
-        if not os.path.islink(parent):
-            os.chmod(parent, 0o700)
-        if function is os.rmdir or function is os.unlink:
-            function(failed)
-
-    if os.path.lexists(path):
-        shutil.rmtree(path, onerror=retry)
+    # Links removed, never followed; a folder the task took the write bit from gets it back;
+    # a tree of any depth (the one remover of what a task may fill).
+    remove_tree(path, writable=True)
 
 
 class _Budget:

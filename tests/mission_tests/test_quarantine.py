@@ -17,7 +17,7 @@ import pytest
 
 from rho_mission._errors import QuarantineRefusedError
 from rho_mission.containment._hostmask import host_mask
-from rho_mission.containment._quarantine import Quarantine, admit, open_quarantine
+from rho_mission.containment._quarantine import Quarantine, admit, discard, open_quarantine
 
 from .conftest import run_git
 
@@ -195,6 +195,22 @@ def test_a_quarantine_the_task_made_read_only_is_still_deleted(common: Path) -> 
     path.parent.chmod(0o500)
     quarantine.folder.chmod(0o500)
     assert admit(quarantine, common) == 1
+    assert not quarantine.folder.exists()
+
+
+def test_a_quarantine_thousands_of_folders_deep_and_read_only_is_deleted(common: Path) -> None:
+    # A task's objects folder filled with a deep tree whose folders lost their write bit:
+    # removed by descriptor without recursion (rmtree raised RecursionError), write bits back.
+    quarantine = _quarantine(common)
+    here = os.open(quarantine.folder, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(3000):
+        os.mkdir("d", dir_fd=here)
+        below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=here)
+        os.fchmod(here, 0o500)
+        os.close(here)
+        here = below
+    os.close(here)
+    discard(quarantine)
     assert not quarantine.folder.exists()
 
 
