@@ -34,6 +34,7 @@ from pathlib import Path
 # The test suite's scripted model server, by the name mypy gives it (tests/ is no package).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from agent_cli_tests._agents import scripted_model_env
 from agent_cli_tests._model_server import ModelServer, serve
 
 RHO = str(Path(sys.executable).parent / "rho")
@@ -92,55 +93,13 @@ class Row:
         return (self.wall - self.program) / self.tasks if self.tasks else 0.0
 
 
-def _claude(place: Place, server: ModelServer) -> dict[str, str]:
-    return {
-        "ANTHROPIC_BASE_URL": server.url,
-        "ANTHROPIC_API_KEY": "sk-ant-scripted",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-    }
-
-
-def _codex(place: Place, server: ModelServer) -> dict[str, str]:
-    # codex ignores OPENAI_BASE_URL: its provider table names the server.
-    home = place.home / ".codex"
-    home.mkdir()
-    (home / "config.toml").write_text(
-        'model = "gpt-5.5"\nmodel_provider = "scripted"\n[model_providers.scripted]\n'
-        f'name = "scripted"\nbase_url = "{server.url}/v1"\nenv_key = "OPENAI_API_KEY"\n'
-        'wire_api = "responses"\nsupports_websockets = false\n',
-        encoding="utf-8",
-    )
-    return {"CODEX_HOME": str(home), "OPENAI_API_KEY": "sk-scripted"}
-
-
-def _gemini(place: Place, server: ModelServer) -> dict[str, str]:
-    # gemini follows its base URL once its settings pick the API-key sign-in.
-    settings = place.home / ".gemini" / "settings.json"
-    settings.parent.mkdir()
-    settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
-    return {
-        "GEMINI_API_KEY": "scripted",
-        "GOOGLE_GEMINI_BASE_URL": server.url,
-    }
-
-
-def _aider(place: Place, server: ModelServer) -> dict[str, str]:
-    # The model as a variable (the profile's line names none, as a user's setup would).
-    return {
-        "OPENAI_API_KEY": "sk-scripted",
-        "OPENAI_API_BASE": f"{server.url}/v1",
-        "AIDER_MODEL": "openai/scripted",
-        "AIDER_SHOW_MODEL_WARNINGS": "false",
-    }
+def _scripted(name: str) -> Callable[[Place, ModelServer], dict[str, str]]:
+    """The CLI *name* pointed at the scripted server, as the suite points it."""
+    return lambda place, server: scripted_model_env(name, place.home, server.url)
 
 
 CLIS: dict[str, Callable[[Place, ModelServer], dict[str, str]]] = {
-    "claude": _claude,
-    "codex": _codex,
-    "gemini": _gemini,
-    "aider": _aider,
+    name: _scripted(name) for name in ("claude", "codex", "gemini", "aider")
 }
 
 

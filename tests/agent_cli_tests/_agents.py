@@ -83,6 +83,49 @@ def base_env(place: Place) -> dict[str, str]:
     }
 
 
+def scripted_model_env(
+    name: str, home: Path, url: str, *, fail_fast: bool = False
+) -> dict[str, str]:
+    """What points the real CLI *name* at the scripted model server at *url*: its variables,
+    and the settings it reads from its *home* (written there). With *fail_fast*, each gives up
+    on a failing model at once (no retries: a test of failures stays short)."""
+    if name == "claude":
+        env = {
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": "sk-ant-scripted",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+        }
+        return {**env, "CLAUDE_CODE_MAX_RETRIES": "0"} if fail_fast else env
+    if name == "codex":
+        # codex ignores OPENAI_BASE_URL: its provider table names the server.
+        retries = "request_max_retries = 0\nstream_max_retries = 0\n" if fail_fast else ""
+        (home / ".codex").mkdir()
+        (home / ".codex" / "config.toml").write_text(
+            'model = "gpt-5.5"\nmodel_provider = "scripted"\n[model_providers.scripted]\n'
+            f'name = "scripted"\nbase_url = "{url}/v1"\nenv_key = "OPENAI_API_KEY"\n'
+            f'wire_api = "responses"\nsupports_websockets = false\n{retries}',
+            encoding="utf-8",
+        )
+        return {"CODEX_HOME": str(home / ".codex"), "OPENAI_API_KEY": "sk-scripted"}
+    if name == "gemini":
+        # gemini follows its base URL once its settings pick the API-key sign-in.
+        settings: dict[str, Any] = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+        if fail_fast:
+            settings["general"] = {"maxAttempts": 1}
+        (home / ".gemini").mkdir()
+        (home / ".gemini" / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+        return {"GEMINI_API_KEY": "scripted", "GOOGLE_GEMINI_BASE_URL": url}
+    # aider: the model as its own variable (a profile's line names none, as a user's setup).
+    return {
+        "OPENAI_API_KEY": "sk-scripted",
+        "OPENAI_API_BASE": f"{url}/v1",
+        "AIDER_MODEL": "openai/scripted",
+        "AIDER_SHOW_MODEL_WARNINGS": "false",
+    }
+
+
 def run_agent(argv: list[str], env: dict[str, str], cwd: Path) -> Run:
     """Run a CLI to its end, no input, at most ``LIMIT`` seconds (then its whole group is killed
     and the run fails the test)."""

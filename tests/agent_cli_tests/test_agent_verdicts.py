@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from ._agents import Place, Run, base_env, make_place
+from ._agents import Place, Run, base_env, make_place, scripted_model_env
 from ._model_server import ModelServer, serve
 from ._turns import Fail, Reply, RunCommand, Usage, WriteFile
 
@@ -105,47 +105,21 @@ def _on_path(agent_cli: AgentCli, name: str, place: Place) -> str:
 def _claude_env(agent_cli: AgentCli, server: ModelServer, place: Place) -> dict[str, str]:
     return {
         "PATH": _on_path(agent_cli, "claude", place),
-        "ANTHROPIC_BASE_URL": server.url,
-        "ANTHROPIC_API_KEY": "sk-ant-scripted",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_MAX_RETRIES": "0",
+        **scripted_model_env("claude", place.home, server.url, fail_fast=True),
     }
 
 
 def _codex_env(agent_cli: AgentCli, server: ModelServer, place: Place) -> dict[str, str]:
-    codex_home = place.home / ".codex"
-    codex_home.mkdir()
-    (codex_home / "config.toml").write_text(
-        'model = "gpt-5.5"\n'
-        'model_provider = "scripted"\n'
-        "[model_providers.scripted]\n"
-        'name = "scripted"\n'
-        f'base_url = "{server.url}/v1"\n'
-        'env_key = "OPENAI_API_KEY"\n'
-        'wire_api = "responses"\n'
-        "supports_websockets = false\n"
-        "request_max_retries = 0\n"
-        "stream_max_retries = 0\n",
-        encoding="utf-8",
-    )
     return {
         "PATH": _on_path(agent_cli, "codex", place),
-        "CODEX_HOME": str(codex_home),
-        "OPENAI_API_KEY": "sk-scripted",
+        **scripted_model_env("codex", place.home, server.url, fail_fast=True),
     }
 
 
 def _gemini_env(agent_cli: AgentCli, server: ModelServer, place: Place) -> dict[str, str]:
-    settings = place.home / ".gemini" / "settings.json"
-    settings.parent.mkdir()
-    auth = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
-    settings.write_text(json.dumps({**auth, "general": {"maxAttempts": 1}}), encoding="utf-8")
     return {
         "PATH": _on_path(agent_cli, "gemini", place),
-        "GEMINI_API_KEY": "scripted",
-        "GOOGLE_GEMINI_BASE_URL": server.url,
+        **scripted_model_env("gemini", place.home, server.url, fail_fast=True),
         # A named model: no router request (which retries on its own); and every worktree
         # trusted (the profile's own line may say so: this keeps the test to its point).
         "GEMINI_MODEL": "gemini-2.5-flash",
@@ -154,20 +128,17 @@ def _gemini_env(agent_cli: AgentCli, server: ModelServer, place: Place) -> dict[
 
 
 def _aider_env(agent_cli: AgentCli, server: ModelServer, place: Place) -> dict[str, str]:
-    # aider takes each option from AIDER_<NAME> too: the scripted model, its edit format,
-    # and nothing that would reach the network or commit.
+    # aider takes each option from AIDER_<NAME> too: its edit format, and nothing that would
+    # reach the network or commit.
     return {
         "PATH": _on_path(agent_cli, "aider", place),
-        "OPENAI_API_KEY": "sk-scripted",
-        "OPENAI_API_BASE": f"{server.url}/v1",
-        "AIDER_MODEL": "openai/scripted",
+        **scripted_model_env("aider", place.home, server.url),
         "AIDER_EDIT_FORMAT": "diff",
         "AIDER_STREAM": "false",
         "AIDER_AUTO_COMMITS": "false",
         "AIDER_GITIGNORE": "false",
         "AIDER_CHECK_UPDATE": "false",
         "AIDER_ANALYTICS": "false",
-        "AIDER_SHOW_MODEL_WARNINGS": "false",
     }
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from ._agents import Place, Run, base_env
+from ._agents import Place, Run, base_env, scripted_model_env
 from ._model_server import ModelServer, serve
 from ._turns import Reply, RunCommand, Turn, WriteFile
 
@@ -60,35 +60,15 @@ def place() -> Iterator[Place]:
 
 
 def _claude(place: Place, server: ModelServer) -> dict[str, str]:
-    return {
-        "ANTHROPIC_BASE_URL": server.url,
-        "ANTHROPIC_API_KEY": "sk-ant-scripted",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_MAX_RETRIES": "0",
-    }
+    return scripted_model_env("claude", place.home, server.url, fail_fast=True)
 
 
 def _codex(place: Place, server: ModelServer) -> dict[str, str]:
-    codex_home = place.home / ".codex"
-    codex_home.mkdir()
-    (codex_home / "config.toml").write_text(
-        'model = "gpt-5.5"\nmodel_provider = "scripted"\n[model_providers.scripted]\n'
-        f'name = "scripted"\nbase_url = "{server.url}/v1"\nenv_key = "OPENAI_API_KEY"\n'
-        'wire_api = "responses"\nsupports_websockets = false\n'
-        "request_max_retries = 0\nstream_max_retries = 0\n",
-        encoding="utf-8",
-    )
-    return {"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": "sk-scripted"}
+    return scripted_model_env("codex", place.home, server.url, fail_fast=True)
 
 
 def _gemini(place: Place, server: ModelServer) -> dict[str, str]:
-    settings = place.home / ".gemini" / "settings.json"
-    settings.parent.mkdir()
-    auth = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
-    settings.write_text(json.dumps({**auth, "general": {"maxAttempts": 1}}), encoding="utf-8")
-    return {"GEMINI_API_KEY": "scripted", "GOOGLE_GEMINI_BASE_URL": server.url}
+    return scripted_model_env("gemini", place.home, server.url, fail_fast=True)
 
 
 def _aider(place: Place, server: ModelServer) -> dict[str, str]:
@@ -99,14 +79,11 @@ def _aider(place: Place, server: ModelServer) -> dict[str, str]:
     gitconfig.write_text(
         "[user]\n\tname = Test Author\n\temail = author@example.com\n", encoding="utf-8"
     )
-    # The model and its edit format as aider's own variables: the profile's line names none.
+    # Its edit format as aider's own variable: the profile's line names none.
     return {
+        **scripted_model_env("aider", place.home, server.url),
         "GIT_CONFIG_GLOBAL": str(gitconfig),
-        "OPENAI_API_KEY": "sk-scripted",
-        "OPENAI_API_BASE": f"{server.url}/v1",
-        "AIDER_MODEL": "openai/scripted",
         "AIDER_EDIT_FORMAT": "diff",
-        "AIDER_SHOW_MODEL_WARNINGS": "false",
     }
 
 
