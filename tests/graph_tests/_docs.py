@@ -88,3 +88,26 @@ def sample() -> dict[str, Any]:
         ],
         events=[event("rho/event/1", "rho/task/a"), event("rho/event/2", "rho/task/b")],
     )
+
+
+def contract_case() -> dict[str, Any]:
+    """The Go original's TestGraphSyncConformsToContract: a session and a tool of the Rho
+    graph, under ``rho/``, and the edge between them."""
+    session = node(
+        "rho/session/s1",
+        entity_type="session",
+        MESSAGE_COUNT="12",
+        sast_source="semgrep",
+        Prompt_Tokens="300",
+        provider="anthropic",
+        model="m-1",
+    )
+    tool = node(
+        "rho/tool/t1",
+        entity_type="tool",
+        tool_name="bash",
+        command="make test",
+        file_path="/home/a/x.py",
+    )
+    used = edge("rho/edge/session/s1/used/t1", "rho/session/s1", "rho/tool/t1", reason="broke")
+    return document(nodes=[session, tool], edges=[used])

@@ -24,7 +24,7 @@ from graph import (
     sha256_hex,
 )
 
-from ._docs import document, edge, event, node, sample
+from ._docs import contract_case, document, edge, event, node, sample
 
 SENSITIVE_TABLE: list[tuple[str, bool]] = [
     # The cases the issue pins.
@@ -377,27 +377,8 @@ def test_another_producers_kinds_keep_the_contracts_counts_and_flags() -> None:
     }
 
 
-def _contract_case() -> dict[str, Any]:
-    """The Go original's TestGraphSyncConformsToContract: a session and a tool of the Rho
-    graph, under ``rho/``, and the edge between them."""
-    session = node(
-        "rho/session/s1",
-        entity_type="session",
-        MESSAGE_COUNT="12",
-        sast_source="semgrep",
-        Prompt_Tokens="300",
-        provider="anthropic",
-        model="m-1",
-    )
-    tool = node(
-        "rho/tool/t1", entity_type="tool", tool_name="bash", command="make test", file_path="/x"
-    )
-    used = edge("rho/edge/session/s1/used/t1", "rho/session/s1", "rho/tool/t1", reason="broke")
-    return document(nodes=[session, tool], edges=[used])
-
-
 def test_sessions_and_tools_under_rho_get_the_contracts_rule_not_rho_missions_list() -> None:
-    prepared = prepare_for_cloud(_contract_case()).document
+    prepared = prepare_for_cloud(contract_case()).document
     attributes = {n.id: n.attributes for n in prepared.nodes}
     attributes.update({e.id: e.attributes for e in prepared.edges})
     assert attributes["rho/session/s1"] == {
@@ -411,7 +392,7 @@ def test_sessions_and_tools_under_rho_get_the_contracts_rule_not_rho_missions_li
     assert attributes["rho/tool/t1"] == {
         "command_sha256": sha256_hex("make test"),
         "entity_type": "tool",
-        "file_path_sha256": sha256_hex("/x"),
+        "file_path_sha256": sha256_hex("/home/a/x.py"),
         "tool_name": "bash",
     }
     assert attributes["rho/edge/session/s1/used/t1"] == {"reason_sha256": sha256_hex("broke")}

@@ -22,6 +22,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from ._cli_helpers import RHO, Result, child_env, git, init_repo, run_rho, tree_digest, write_store
+from ._docs import contract_case
 
 TOKEN = "saved-token-6b2d0e"
 OTHER_TOKEN = "flag-token-91aa7c"
@@ -527,25 +528,9 @@ def test_a_synced_graph_keeps_a_sessions_counts_and_hashes_what_the_contract_nam
 ) -> None:
     # The Go original's TestGraphSyncConformsToContract, through the real command: a graph
     # holding a session and a tool of the Rho graph (ids under rho/), uploaded.
-    from ._docs import document, edge, node
-
-    session = node(
-        "rho/session/s1",
-        entity_type="session",
-        MESSAGE_COUNT="12",
-        sast_source="semgrep",
-        Prompt_Tokens="300",
-        provider="anthropic",
-        model="m-1",
-        command="make test",
-    )
-    tool = node("rho/tool/t1", entity_type="tool", tool_name="bash", file_path="/home/a/x.py")
-    used = edge("rho/edge/session/s1/used/t1", "rho/session/s1", "rho/tool/t1", reason="broke")
     folder = tmp_path / "graph-dir"
     folder.mkdir()
-    (folder / "mission-graph.json").write_text(
-        json.dumps(document(nodes=[session, tool], edges=[used]))
-    )
+    (folder / "mission-graph.json").write_text(json.dumps(contract_case()))
     _login(repo, home, httpserver.url_for("/"))
     _connect(repo, home)
     httpserver.expect_request(SYNC_PATH, method="POST").respond_with_json(ANSWER)
@@ -559,8 +544,8 @@ def test_a_synced_graph_keeps_a_sessions_counts_and_hashes_what_the_contract_nam
     assert kept.items() <= attributes["rho/session/s1"].items()
     assert attributes["rho/tool/t1"]["tool_name"] == "bash"
     hashed = {
-        "rho/session/s1": ("provider", "model", "command"),
-        "rho/tool/t1": ("file_path",),
+        "rho/session/s1": ("provider", "model"),
+        "rho/tool/t1": ("command", "file_path"),
         "rho/edge/session/s1/used/t1": ("reason",),
     }
     for fact_id, keys in hashed.items():
