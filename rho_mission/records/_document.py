@@ -179,6 +179,8 @@ class Feature(BaseModel):
     attempt_usage: list[AttemptUsage] = Field(default_factory=list)
     # The worktree setup of its last attempt (``--setup``); None without one.
     setup: FeatureSetup | None = None
+    # Times it was sent back after a bisection found it broke the checks (``replay_culprits``).
+    culprit_replays: int = Field(default=0, ge=0)
 
     def __init__(
         self, id: str, description: str = "", expected_behavior: str = "", **data: Any
@@ -236,6 +238,12 @@ class Verification(BaseModel):
     fix_attempts: int = Field(default=0, ge=0)
     # Checks that failed, then passed on the same tree (``verify_retries``): flaky.
     flaky: int = Field(default=0, ge=0)
+    # Bisection of a failed join (``bisect``): runs of the checks spent finding culprits (the
+    # base's run included), whether the checks failed on the wave's base already (then nobody
+    # is blamed), and the features found to break them (sorted), each failed by its merge.
+    bisect_runs: int = Field(default=0, ge=0)
+    base_failed: bool = False
+    culprit_ids: list[str] = Field(default_factory=list)
     log: str | None = None
     duration_ms: int = Field(default=0, ge=0)
     error: str | None = None
