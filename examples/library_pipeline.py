@@ -30,7 +30,7 @@ async def worker(ctx: WorkerContext) -> Handoff | None:
     if ctx.feature.id == "parser" and ctx.attempt == 1:
         raise FeatureFailedError("the parser's first try gives up (on purpose)")
     earlier = sorted(p.name for p in ctx.worktree.glob("*.txt"))
-    text = f"{ctx.feature.description}\nsaw: {', '.join(earlier) or 'nothing'}\n"
+    text = f"{ctx.feature.subject}\nsaw: {', '.join(earlier) or 'nothing'}\n"
     (ctx.worktree / f"{ctx.feature.id}.txt").write_text(text, encoding="utf-8")
     return None  # the engine commits the worktree's changes and builds the handoff
 

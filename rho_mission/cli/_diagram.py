@@ -102,7 +102,7 @@ def mission_diagram(mission: MissionDocument, fmt: str) -> str:
         ValueError: *fmt* is not one of ``FORMATS``.
     """
     features = sorted(mission.features, key=lambda feature: feature.id)
-    nodes = {f.id: _Node(f.id, f.description, f.status) for f in features}
+    nodes = {f.id: _Node(f.id, f.subject, f.status) for f in features}
     edges = {
         (blocker, feature.id, "blocks")
         for feature in features

@@ -24,7 +24,7 @@ def plan_text(planned: Mission) -> list[str]:
         lines.append(f"wave {number}:")
         for feature_id in naturally(wave):
             feature = planned.feature(feature_id)
-            lines.append(f"  {feature.id}: {shown(feature.description)}")
+            lines.append(f"  {feature.id}: {shown(feature.subject)}")
             # What will run, as /bin/sh will get it: the task's own command, else --run.
             command = feature.command or planned.config.run_command or "(no command)"
             lines.append(f"    $ {shown(command)}")

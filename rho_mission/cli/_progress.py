@@ -153,7 +153,7 @@ def _feature_rows(table: Table, waves: list[list[str]], by_id: dict[str, Feature
                 escape(feature.id),
                 status_text(feature.status),
                 str(feature.attempts),
-                escape(shown(feature.description)),
+                escape(shown(feature.subject)),
             )
 
 

@@ -138,7 +138,7 @@ def conflict_text(conflict: MergeConflictError, merged: Sequence[Feature]) -> st
     y)``: the features merged before it in this join whose work changed a conflicted path,
     each with its subject; or the work already on the integration branch when none did."""
     met = [
-        f"{feature.id} ({feature.description})" if feature.description else feature.id
+        f"{feature.id} ({feature.subject})" if feature.subject else feature.id
         for feature in _met(conflict, merged)
     ]
     whom = ", ".join(met) if met else "the work already on the integration branch"

@@ -321,10 +321,10 @@ class ConflictResolver:
         feature = at.feature
         brief = {
             "feature": feature.id,
-            "subject": feature.description,
-            "description": feature.expected_behavior,
+            "subject": feature.subject,
+            "description": feature.description,
             "paths": list(at.paths),
-            "merged": [{"id": f.id, "subject": f.description} for f in at.merged],
+            "merged": [{"id": f.id, "subject": f.subject} for f in at.merged],
             "base": base,
             "ours": at.head,
             "theirs": at.commit,
@@ -334,16 +334,16 @@ class ConflictResolver:
 
     def _write_prompt(self, at: ConflictAt) -> Path:
         feature = at.feature
-        merged = "".join(f"- {f.id}: {f.description}\n" for f in at.merged) or (
+        merged = "".join(f"- {f.id}: {f.subject}\n" for f in at.merged) or (
             "- (the work already on the integration branch)\n"
         )
         paths = "".join(f"- {path}\n" for path in at.paths)
         text = (
-            f"# Resolve a merge conflict: {feature.description}\n\n"
+            f"# Resolve a merge conflict: {feature.subject}\n\n"
             f"Mission: {self.mission.prompt}\n\n"
             f"The work of task {feature.id} was merged into this worktree on top of the work "
             f"joined before it, and git left conflicts in:\n\n{paths}\n"
-            f"What task {feature.id} set out to do:\n\n{feature.expected_behavior}\n\n"
+            f"What task {feature.id} set out to do:\n\n{feature.description}\n\n"
             f"Merged before it:\n\n{merged}\n"
             "Keep both intents: edit each conflicted file so that it holds what both sides "
             "meant, and leave no conflict markers (<<<<<<<, =======, >>>>>>>). Editing the "

@@ -198,7 +198,7 @@ async def _commit(
     repo: GitRepo, pool: WorktreePool, worktree: Path, attempt: Attempt, kept_out: _KeptOut
 ) -> tuple[Handoff, WorktreeResult]:
     feature = attempt.feature
-    message = f"rho-mission {attempt.mission.id}: {feature.id} {feature.description}".strip()
+    message = f"rho-mission {attempt.mission.id}: {feature.id} {feature.subject}".strip()
 
     def commit() -> WorktreeResult:
         # Staged from rho's own index (a task's may lie about what changed), and what the

@@ -222,7 +222,7 @@ def worker_environment(ctx: WorkerContext, prompt_file: Path) -> dict[str, str]:
         {
             **replay,
             **context_variables(ctx),
-            "RHO_TASK_SUBJECT": _env_text(ctx.feature.description),
+            "RHO_TASK_SUBJECT": _env_text(ctx.feature.subject),
             "RHO_TASK_PROMPT_FILE": str(prompt_file),
         }
     )
@@ -252,9 +252,9 @@ def write_task_prompt(ctx: WorkerContext) -> Path:
     """Write the feature's subject, description and expected behaviour for an agent to read
     (``prompts/<feature>.md``): every attempt of a feature gets it, a Python worker's too."""
     text = (
-        f"# {ctx.feature.description}\n\n"
+        f"# {ctx.feature.subject}\n\n"
         f"Mission: {ctx.mission.prompt}\n\n"
-        f"Expected behaviour:\n\n{ctx.feature.expected_behavior}\n"
+        f"Expected behaviour:\n\n{ctx.feature.description}\n"
     )
     return write_prompt(ctx, text)
 

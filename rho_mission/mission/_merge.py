@@ -160,7 +160,7 @@ def _squashed(
     """One commit on *old* with the tree of *merged*: the mission's work, its history left out."""
     tree = repo.run("rev-parse", f"{merged}^{{tree}}").strip()
     # One line per task, its subject after its id, as each task's own commit says it.
-    listed = "".join(f"- {i}: {mission.feature(i).description}\n" for i in tasks[:50])
+    listed = "".join(f"- {i}: {mission.feature(i).subject}\n" for i in tasks[:50])
     more = f"- and {len(tasks) - 50} more\n" if len(tasks) > 50 else ""
     message = (
         f"rho mission {mission.id}: {len(tasks)} task(s), squashed into {target}\n\n"

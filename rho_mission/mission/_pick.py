@@ -91,7 +91,7 @@ def compose_tasks(
                 f"the work of task {quote(step.task)} does not apply without the tasks merged "
                 f"before it in mission {mission.id}: merge the whole mission, or add them to --only"
             )
-        subject = mission.feature(step.task).description
+        subject = mission.feature(step.task).subject
         message = f"rho-mission {mission.id}: {step.task} {subject}".rstrip()
         tip = repo.commit_tree(tree, [tip], message)
     return tip, [step.task for step in taken]

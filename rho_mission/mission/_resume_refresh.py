@@ -136,9 +136,9 @@ def refresh_features(mission: MissionDocument, fresh: Sequence[Feature]) -> dict
         if feature.status == "completed":
             continue
         source = new[feature.id]
-        fields = (source.description, source.expected_behavior, source.command)
-        if fields != (feature.description, feature.expected_behavior, feature.command):
-            feature.description, feature.expected_behavior, feature.command = fields
+        fields = (source.subject, source.description, source.command)
+        if fields != (feature.subject, feature.description, feature.command):
+            feature.subject, feature.description, feature.command = fields
             changed[feature.id] = digest(source.command) if source.command else None
     return dict(sorted(changed.items()))
 

@@ -150,14 +150,29 @@ class FeatureSetup(BaseModel):
 class Feature(BaseModel):
     """One unit of work of a mission (one task of the store, with ``--from-tasks``).
 
-    ``Feature("task_1", "Write the parser")`` works positionally, like the library API promises.
+    It speaks the task store's words: ``Feature("task_1", "Write the parser", "It reads ...")``
+    is (id, subject, description), as ``rho task add SUBJECT --description TEXT`` is; a feature
+    without a description is described by its subject, one without a subject is named by its
+    description's first line. mission.json keeps the spec's keys:
+    ``description`` holds the subject and ``expected_behavior`` the description (the aliases
+    below). A call that passes ``expected_behavior=`` speaks those keys, so its ``description``
+    is the subject (mission.json's own dicts validate that way).
+    Decision: docs/decisions/0513-feature-vocabulary.md
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        validate_assignment=True,
+        validate_by_name=False,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
 
     id: str
-    description: str = ""
-    expected_behavior: str = ""
+    # The task's subject: one line (mission.json: "description").
+    subject: str = Field(default="", alias="description")
+    # The task's description: what is expected (mission.json: "expected_behavior").
+    description: str = Field(default="", alias="expected_behavior")
     command: str | None = None
     blocked_by: list[str] = Field(default_factory=list)
     # Its task's priority (0 first): a wave starts its tasks by it (``records._order``); None:
@@ -182,13 +197,15 @@ class Feature(BaseModel):
     # Times it was sent back after a bisection found it broke the checks (``replay_culprits``).
     culprit_replays: int = Field(default=0, ge=0)
 
-    def __init__(
-        self, id: str, description: str = "", expected_behavior: str = "", **data: Any
-    ) -> None:
+    def __init__(self, id: str, subject: str = "", description: str = "", **data: Any) -> None:
+        if "expected_behavior" in data:  # mission.json's keys: its "description" is the subject
+            subject, description = subject or description, data.pop("expected_behavior")
+        elif not subject:  # described only: its first line is what lists show
+            subject = description.strip().partition("\n")[0]
         super().__init__(
             id=id,
-            description=description,
-            expected_behavior=expected_behavior or description,
+            description=subject,
+            expected_behavior=description or subject,
             **data,
         )
 

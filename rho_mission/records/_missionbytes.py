@@ -101,7 +101,10 @@ def join_key(join: WaveJoin) -> JoinKey:
     equal joins."""
     values = join.__dict__
     lists = tuple(map(tuple, _join_lists(values)))
-    checked = _verification_fields(values["verification"].__dict__)
+    checked = tuple(
+        tuple(value) if isinstance(value, list) else value  # its culprits: copied, like the ids
+        for value in _verification_fields(values["verification"].__dict__)
+    )
     return (values["wave"], lists, checked, *_join_fields(values))
 
 

@@ -321,10 +321,10 @@ def _feature_attributes(feature: Feature, wave: int) -> dict[str, str | int | bo
         "status": feature.status,
         "attempts": feature.attempts,
         "blocker_count": len(set(feature.blocked_by)),
-        "description_sha256": sha256_hex(feature.description),
+        "description_sha256": sha256_hex(feature.subject),
     }
-    if feature.expected_behavior != feature.description:  # one value, one digest per node
-        attributes["expected_behavior_sha256"] = sha256_hex(feature.expected_behavior)
+    if feature.description != feature.subject:  # one value, one digest per node
+        attributes["expected_behavior_sha256"] = sha256_hex(feature.description)
     if wave:  # a feature outside every wave has none (renderings group by this attribute)
         attributes["wave"] = wave
     optional = {"branch": feature.branch, "command": feature.command, "error": feature.error}

@@ -112,7 +112,7 @@ def mission_summary(mission: MissionDocument) -> dict[str, Any]:
         "what": what_words(
             mission.prompt,
             bool(mission.config.task_store),
-            [f.description or f.id for f in mission.features[:2]],
+            [f.subject or f.id for f in mission.features[:2]],
             len(mission.features),
         ),
         "merged": merged_words(

@@ -190,7 +190,7 @@ def test_the_library_resumes_with_refreshed_features(repo_path: Path) -> None:
     mission.resume_sync(refresh=fixed)
 
     assert mission.status == "completed"
-    assert mission.feature("a").description == "A fixed"
+    assert mission.feature("a").subject == "A fixed"
     with pytest.raises(InvalidMissionError, match=r"\(c added\)"):
         mission.resume_sync(refresh=[*fixed, Feature("c")])
 

@@ -316,11 +316,11 @@ def test_text_beyond_ascii_is_written_as_the_full_dump_writes_it() -> None:
     # Each item of mission.json is kept as UTF-8 bytes and the file is one join of them.
     mission = _planned()
     mission.prompt = "répare le café ☕ — vite"
-    mission.features[0].description = "naïve 🙂"
+    mission.features[0].subject = "naïve 🙂"
     graph, text = MissionGraphCache(), MissionTextCache()
     assert _render_both(graph, text, mission) == _full(mission)
     mission.features[5].error = "échec: « guillemets » \u2028 ligne"
-    mission.features[6].expected_behavior = "日本語のテキスト"
+    mission.features[6].description = "日本語のテキスト"
     assert _render_both(graph, text, mission) == _full(mission)
 
 
@@ -395,8 +395,8 @@ def test_every_field_of_a_feature_is_in_its_key() -> None:
     base.handoff = Handoff(commit_id="c" * 40, files_changed=["x"], summary="1")
     changed = {
         "id": "other",
+        "subject": "other",
         "description": "other",
-        "expected_behavior": "other",
         "command": "other",
         "blocked_by": ["f0", "f1"],
         "priority": 0,
@@ -412,6 +412,7 @@ def test_every_field_of_a_feature_is_in_its_key() -> None:
         "usage": UsageTotal(cost_usd=0.5, attempts=1),
         "attempt_usage": [AttemptUsage(attempt=1, source="usage_file", cost_usd=0.5)],
         "setup": FeatureSetup(worktree="pool-abc123-1", outcome="reused", key="0" * 16),
+        "culprit_replays": 2,
     }
     assert sorted(changed) == sorted(Feature.model_fields), "a new field: add it here"
     for name, value in changed.items():
@@ -577,9 +578,14 @@ def test_every_field_of_a_wave_join_is_in_its_key() -> None:
     assert sorted(changed) == sorted(WaveJoin.model_fields), "a new field: add it here"
     for name, value in changed.items():
         assert join_key(base.model_copy(update={name: value})) != join_key(base), name
-    # The verification's fields are copied one level deep: each must be a plain value.
+    # The verification's fields are copied one level deep (its lists into tuples): a list
+    # changed in place leaves a key already kept as it was.
     for name, field in Verification.model_fields.items():
-        assert "list" not in str(field.annotation), name
+        assert str(field.annotation) == "list[str]" or "list" not in str(field.annotation), name
+    culprits = base.model_copy(deep=True)
+    kept = join_key(culprits)
+    culprits.verification.culprit_ids.append("f9")
+    assert join_key(culprits) != kept
 
 
 def test_a_forked_child_saves_with_a_writer_of_its_own(tmp_path: Path) -> None:

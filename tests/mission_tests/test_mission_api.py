@@ -103,16 +103,35 @@ def test_an_unknown_base_is_refused(repo_path: Path, base: str) -> None:
         Mission.new(repo_path, "p", base=base)
 
 
-def test_a_feature_takes_id_and_description_positionally() -> None:
+def test_a_feature_takes_id_subject_and_description_positionally() -> None:
     short = Feature("a", "write the parser")
     full = Feature("b", "write the lexer", "tokens come out")
-    assert (short.id, short.description, short.expected_behavior) == (
+    assert (short.id, short.subject, short.description) == (
         "a",
         "write the parser",
         "write the parser",
     )
-    assert (full.description, full.expected_behavior) == ("write the lexer", "tokens come out")
+    assert (full.subject, full.description) == ("write the lexer", "tokens come out")
     assert (short.status, short.attempts, short.handoff) == ("pending", 0, None)
+
+
+def test_a_feature_speaks_the_task_stores_words_and_mission_json_keeps_the_specs_keys() -> None:
+    named = Feature("b", subject="write the lexer", description="tokens come out")
+    # mission.json's keys (the spec's): "description" holds the subject.
+    stored = json.loads(named.model_dump_json())
+    assert (stored["description"], stored["expected_behavior"]) == (
+        "write the lexer",
+        "tokens come out",
+    )
+    assert Feature.model_validate_json(named.model_dump_json()) == named
+    # A caller speaking mission.json's keys gets the same feature.
+    assert Feature("b", description="write the lexer", expected_behavior="tokens come out") == named
+    # Described only: the first line names it.
+    described = Feature("c", description="make it fast\nand keep the bytes")
+    assert (described.subject, described.description) == (
+        "make it fast",
+        "make it fast\nand keep the bytes",
+    )
 
 
 def test_a_repeated_or_unsafe_feature_id_is_refused(repo_path: Path) -> None:
@@ -427,7 +446,7 @@ def test_a_mission_from_tasks_has_features_in_wave_order(repo_path: Path, store:
         ("task_4", "pending", ["task_2", "task_3"]),
     ]
     two = mission.feature("task_2")
-    assert (two.description, two.expected_behavior) == ("two", "the second")
+    assert (two.subject, two.description) == ("two", "the second")
     assert (mission.config.max_workers, mission.config.task_store) == (2, str(store.path))
     assert not (repo_path / ".rho").exists()
 
