@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from graph import prepare_for_cloud, sha256_hex, validate_graph
+from graph import sha256_hex, validate_graph
+from graph.cloud import prepare_for_cloud
 
 __all__ = ["build_graph", "main"]
 

@@ -1,24 +1,26 @@
-"""The portable graph contract ``rho.graph/v1``: models, validation, files, renderings, upload.
+"""The portable graph contract ``rho.graph/v1``: models, validation, scope, files, renderings.
 
-This package knows the envelope and its facts (nodes, edges, events), validates them, scopes
-them to a repository, writes and reads graph files deterministically, renders them (Mermaid,
-Graphviz dot), prepares them for Rho Cloud (privacy normalization and limits) and uploads them,
-with the endpoint, project and token a repository keeps in ``.rho/cloud.json``. It never
-imports ``taskstore`` or ``rho_mission``, never mutates a task store or a mission, and never
-schedules work.
+- ``_model``: the envelope and its facts (nodes, edges, events), as pydantic models;
+- ``_validate``: the contract's checks, in order, the first failure the answer;
+- ``_build``: the pieces projections build graphs from (``GraphBuilder``, ``make_node``...);
+- ``_scope``: the repository a graph speaks about (``scope.repository_id``);
+- ``_io``: graph files, deterministic bytes, atomic private writes, bounded reads;
+- ``_render``: Mermaid and Graphviz dot for people;
+- ``_errors``: ``GraphError``, the root of every error of this package and its subpackages.
+
+Two subpackages build on the format and are imported by name, each with its own public names:
+``graph.cloud`` (the upload to Rho Cloud: privacy normalization, limits, the mission summary,
+a repository's settings, the sync) and ``graph.swarm`` (the signed ``chio.swarm.task-graph.v1``
+document: its model, verifier and signer).
+
+Direction: imports neither ``taskstore`` nor ``rho_mission``, nor its own subpackages
+(``graph.cloud`` and ``graph.swarm`` import the format, never each other); never mutates a task
+store or a mission, and never schedules work.
+
+Decision: docs/decisions/0201-portable-graph.md, docs/decisions/0902-graph-by-concept.md
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # imported on first use (below)
-    from ._swarm import issuer_for as issuer_for
-    from ._swarm import load_signing_key as load_signing_key
-    from ._swarm import parse_trusted_keys as parse_trusted_keys
-    from ._swarm import public_key_hex as public_key_hex
-    from ._swarm import sign_swarm_task_graph as sign_swarm_task_graph
-    from ._swarm import verify_swarm_task_graph as verify_swarm_task_graph
 
 from ._build import DEFAULT_PRODUCER as DEFAULT_PRODUCER
 from ._build import GraphBuilder as GraphBuilder
@@ -27,30 +29,11 @@ from ._build import make_edge as make_edge
 from ._build import make_event as make_event
 from ._build import make_node as make_node
 from ._build import sha256_hex as sha256_hex
-from ._cloud import MAX_ATTRIBUTES as MAX_ATTRIBUTES
-from ._cloud import MAX_BODY_BYTES as MAX_BODY_BYTES
-from ._cloud import MAX_EDGES as MAX_EDGES
-from ._cloud import MAX_EVENTS as MAX_EVENTS
-from ._cloud import MAX_FACTS as MAX_FACTS
-from ._cloud import MAX_KEY_CHARS as MAX_KEY_CHARS
-from ._cloud import MAX_NODES as MAX_NODES
-from ._cloud import MAX_VALUE_CHARS as MAX_VALUE_CHARS
-from ._cloud import PreparedGraph as PreparedGraph
-from ._cloud import canonical_json as canonical_json
-from ._cloud import is_sensitive_key as is_sensitive_key
-from ._cloud import prepare_for_cloud as prepare_for_cloud
-from ._errors import CloudSettingsError as CloudSettingsError
 from ._errors import GraphDocumentError as GraphDocumentError
 from ._errors import GraphError as GraphError
-from ._errors import GraphLimitError as GraphLimitError
 from ._errors import GraphReferenceError as GraphReferenceError
 from ._errors import GraphSchemaVersionError as GraphSchemaVersionError
-from ._errors import GraphSyncError as GraphSyncError
 from ._errors import GraphValidationError as GraphValidationError
-from ._errors import SensitiveKeyCollisionError as SensitiveKeyCollisionError
-from ._errors import SwarmGraphRejected as SwarmGraphRejected
-from ._errors import SwarmKeyError as SwarmKeyError
-from ._errors import failure_code as failure_code
 from ._io import MAX_GRAPH_FILE_BYTES as MAX_GRAPH_FILE_BYTES
 from ._io import MISSION_GRAPH_FILENAME as MISSION_GRAPH_FILENAME
 from ._io import assemble_graph as assemble_graph
@@ -82,51 +65,17 @@ from ._scope import MAX_REPOSITORY_ID_CHARS as MAX_REPOSITORY_ID_CHARS
 from ._scope import check_repository_id as check_repository_id
 from ._scope import repository_id_for_folder as repository_id_for_folder
 from ._scope import with_repository_id as with_repository_id
-from ._settings import CLOUD_SETTINGS_FILENAME as CLOUD_SETTINGS_FILENAME
-from ._settings import CloudSettings as CloudSettings
-from ._settings import check_endpoint as check_endpoint
-from ._settings import check_project_id as check_project_id
-from ._settings import check_token as check_token
-from ._settings import cloud_settings_path as cloud_settings_path
-from ._settings import read_cloud_settings as read_cloud_settings
-from ._settings import write_cloud_settings as write_cloud_settings
-from ._summary import summarize_mission_graph as summarize_mission_graph
-from ._swarm_model import SWARM_TASK_GRAPH_SCHEMA as SWARM_TASK_GRAPH_SCHEMA
-from ._swarm_model import SwarmGraphEdge as SwarmGraphEdge
-from ._swarm_model import SwarmGraphJoin as SwarmGraphJoin
-from ._swarm_model import SwarmGraphNode as SwarmGraphNode
-from ._swarm_model import SwarmTaskGraph as SwarmTaskGraph
-from ._swarm_model import canonical_swarm_bytes as canonical_swarm_bytes
-from ._swarm_model import parse_swarm_json as parse_swarm_json
-from ._swarm_model import parse_swarm_task_graph as parse_swarm_task_graph
-from ._swarm_model import read_swarm_document as read_swarm_document
-from ._swarm_model import swarm_graph_sha256 as swarm_graph_sha256
-from ._sync import SyncResult as SyncResult
-from ._sync import request_body as request_body
-from ._sync import sync_graph as sync_graph
 from ._validate import validate_graph as validate_graph
 
 __all__ = [
-    "CLOUD_SETTINGS_FILENAME",
     "DEFAULT_PRODUCER",
     "EDGE_KINDS",
     "EVENT_TYPES",
-    "MAX_ATTRIBUTES",
-    "MAX_BODY_BYTES",
-    "MAX_EDGES",
-    "MAX_EVENTS",
-    "MAX_FACTS",
     "MAX_GRAPH_FILE_BYTES",
-    "MAX_KEY_CHARS",
-    "MAX_NODES",
     "MAX_REPOSITORY_ID_CHARS",
-    "MAX_VALUE_CHARS",
     "MISSION_GRAPH_FILENAME",
     "NODE_KINDS",
     "SCHEMA_VERSION",
-    "SWARM_TASK_GRAPH_SCHEMA",
-    "CloudSettings",
-    "CloudSettingsError",
     "Edge",
     "EdgeKind",
     "Event",
@@ -136,89 +85,31 @@ __all__ = [
     "GraphDocument",
     "GraphDocumentError",
     "GraphError",
-    "GraphLimitError",
     "GraphReferenceError",
     "GraphSchemaVersionError",
-    "GraphSyncError",
     "GraphValidationError",
     "Node",
     "NodeKind",
-    "PreparedGraph",
     "Provenance",
     "Ref",
     "Scope",
-    "SensitiveKeyCollisionError",
-    "SwarmGraphEdge",
-    "SwarmGraphJoin",
-    "SwarmGraphNode",
-    "SwarmGraphRejected",
-    "SwarmKeyError",
-    "SwarmTaskGraph",
-    "SyncResult",
     "assemble_graph",
-    "canonical_json",
-    "canonical_swarm_bytes",
-    "check_endpoint",
-    "check_project_id",
     "check_repository_id",
-    "check_token",
-    "cloud_settings_path",
     "document_data",
     "dump_graph",
     "fact_text",
-    "failure_code",
     "format_timestamp",
-    "is_sensitive_key",
-    "issuer_for",
     "load_mission_graph",
-    "load_signing_key",
     "make_edge",
     "make_event",
     "make_node",
-    "parse_swarm_json",
-    "parse_swarm_task_graph",
-    "parse_trusted_keys",
-    "prepare_for_cloud",
-    "public_key_hex",
-    "read_cloud_settings",
     "read_graph_file",
-    "read_swarm_document",
     "render_dot",
     "render_mermaid",
     "repository_id_for_folder",
-    "request_body",
     "sha256_hex",
-    "sign_swarm_task_graph",
     "sort_facts",
-    "summarize_mission_graph",
-    "swarm_graph_sha256",
-    "sync_graph",
     "validate_graph",
-    "verify_swarm_task_graph",
     "with_repository_id",
-    "write_cloud_settings",
     "write_graph",
 ]
-
-# Signing and verifying load ``cryptography`` (~30 ms), which most commands (a mission, the
-# task store's) never need: those functions are imported on first use.
-_SIGNING = frozenset(
-    {
-        "issuer_for",
-        "load_signing_key",
-        "parse_trusted_keys",
-        "public_key_hex",
-        "sign_swarm_task_graph",
-        "verify_swarm_task_graph",
-    }
-)
-
-
-if TYPE_CHECKING:
-
-    def __getattr__(name: str) -> object: ...
-
-else:
-    import lazy_loader
-
-    __getattr__, _, _ = lazy_loader.attach(__name__, submod_attrs={"_swarm": sorted(_SIGNING)})

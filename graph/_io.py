@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 # A graph file read from disk: a mission at the caps (1,000 features) writes a few MiB; the
-# 1 MiB bound is Rho Cloud's, on the upload body (``_cloud.MAX_BODY_BYTES``), not on files.
+# 1 MiB bound is Rho Cloud's, on the upload body (``graph.cloud.MAX_BODY_BYTES``), not on files.
 MAX_GRAPH_FILE_BYTES = 64 * 1024 * 1024
 MISSION_GRAPH_FILENAME = "mission-graph.json"
 

@@ -2,8 +2,9 @@
 
 The rules are contracts in pyproject.toml (``[tool.importlinter]``), checked by ``lint-imports``
 in ``make lint``: rho_mission's packages are layers, the library never imports the CLI, the
-executors never import the engine, ``taskstore`` and ``graph`` are leaves, no circle between the
-parts of a package. Here:
+executors never import the engine, ``taskstore`` and ``graph`` are leaves, ``graph``'s format never
+imports ``graph.cloud`` or ``graph.swarm`` (nor they each other), no circle between the parts of a
+package. Here:
 
 - docs/architecture.md's table of layers is the contract's (the newcomer's map stays true);
 - the contracts catch what they forbid, run on a copy of the packages with a wrong import
@@ -133,8 +134,25 @@ PLANTED = {
         {"taskstore-leaf"},
     ),
     "graph importing rho_mission": (
-        {"graph/_planted.py": "from rho_mission import _errors\n"},
+        {"graph/_io.py": "from rho_mission import _errors\n"},
         {"graph-leaf"},
+    ),
+    "graph's format importing the cloud upload, inside a function": (
+        {"graph/_render.py": "def f() -> None:\n    from graph.cloud import _prepare\n"},
+        {"graph-parts", "graph-public-names"},  # the __init__ imports _render: a chain
+    ),
+    "the cloud upload importing the swarm graph": (
+        {"graph/cloud/_planted.py": "from graph.swarm import _model\n"},
+        {"graph-parts"},
+    ),
+    "the swarm graph importing the cloud upload": (
+        {"graph/swarm/_checks.py": "from graph import cloud\n"},
+        {"graph-parts"},
+    ),
+    "a module of graph in no concept": ({"graph/_planted.py": ""}, {"graph-parts"}),
+    "graph's public names importing the swarm graph": (
+        {"graph/__init__.py": "from . import swarm\n"},
+        {"graph-public-names"},
     ),
     "two modules of the engine in a circle": (
         {

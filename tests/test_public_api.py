@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = ["taskstore", "graph", "rho_mission"]
+PACKAGES = ["taskstore", "graph", "graph.cloud", "graph.swarm", "rho_mission"]
 
 
 def _isort_style(name: str) -> tuple[int, str]:

@@ -23,7 +23,8 @@ from ._errors import CliError
 from ._paths import command_store_path, find_repo_root
 
 if TYPE_CHECKING:
-    from graph import CloudSettings, GraphDocument, PreparedGraph
+    from graph import GraphDocument
+    from graph.cloud import CloudSettings, PreparedGraph
 
 __all__ = ["cloud", "graph"]
 
@@ -163,7 +164,8 @@ def sync(
 
     Example: rho cloud graph sync --mission-dir .rho/missions/1a2b3c4d
     """
-    from graph import check_repository_id, sync_graph
+    from graph import check_repository_id
+    from graph.cloud import sync_graph
 
     if summary and mission_dir is None:
         raise click.UsageError("--summary needs --mission-dir (it summarizes a mission)")
@@ -184,7 +186,7 @@ def sync(
 def _prepared(document: GraphDocument, summary: bool, mission_dir: Path | None) -> PreparedGraph:
     """*document* (or its summary) prepared for Rho Cloud; over a count bound, a mission's error
     says what fits instead."""
-    from graph import GraphLimitError, prepare_for_cloud, summarize_mission_graph
+    from graph.cloud import GraphLimitError, prepare_for_cloud, summarize_mission_graph
 
     try:
         return prepare_for_cloud(summarize_mission_graph(document) if summary else document)
@@ -210,7 +212,7 @@ def login(endpoint: str, token_file: Path | None) -> None:
 
     Example: rho cloud login --endpoint https://rho.example.com < ~/.rho-token
     """
-    from graph import CloudSettings, check_endpoint
+    from graph.cloud import CloudSettings, check_endpoint
 
     root = _repository_root()
     check_endpoint(endpoint)
@@ -229,7 +231,7 @@ def connect(project_id: str) -> None:
 
     Example: rho cloud connect --project proj_42
     """
-    from graph import CloudSettings, check_project_id
+    from graph.cloud import CloudSettings, check_project_id
 
     root = _repository_root()
     check_project_id(project_id)
@@ -247,7 +249,8 @@ def status(as_json: bool) -> None:
 
     Example: rho cloud status --json
     """
-    from graph import cloud_settings_path, repository_id_for_folder
+    from graph import repository_id_for_folder
+    from graph.cloud import cloud_settings_path
 
     root = _repository_root()
     saved = _trusted_settings(root)
@@ -299,7 +302,7 @@ class _Target:
 
 def _connection(endpoint: str | None, project_id: str | None, token_file: Path | None) -> _Target:
     """Flags first, then ``$RHO_CLOUD_TOKEN`` (token only), then the repository's settings."""
-    from graph import check_endpoint, check_project_id
+    from graph.cloud import check_endpoint, check_project_id
 
     token = _explicit_token(token_file)
     saved = None
@@ -325,7 +328,7 @@ def _saved_settings() -> CloudSettings | None:
 def _trusted_settings(root: Path) -> CloudSettings | None:
     """The repository's saved settings, refused when git tracks the file (the repository, not
     the user, would be choosing where the user's token goes)."""
-    from graph import CLOUD_SETTINGS_FILENAME, read_cloud_settings
+    from graph.cloud import CLOUD_SETTINGS_FILENAME, read_cloud_settings
 
     from ..git._repo import GitRepo
 
@@ -373,7 +376,7 @@ def _explicit_token(token_file: Path | None) -> str | None:
 
 
 def _checked_token(token: str, origin: str) -> str:
-    from graph import CloudSettingsError, check_token
+    from graph.cloud import CloudSettingsError, check_token
 
     try:
         return check_token(token)
@@ -429,7 +432,7 @@ def _login_token(token_file: Path | None) -> str:
 
 def _save(root: Path, settings: CloudSettings) -> Path:
     """Write *settings*, after making sure ``.rho/`` (where the token lies) is kept out of git."""
-    from graph import write_cloud_settings
+    from graph.cloud import write_cloud_settings
 
     from ..git._repo import GitRepo
 

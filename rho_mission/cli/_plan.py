@@ -65,13 +65,13 @@ def plan(
 
     Example: rho mission plan --sign issuer.key --max-fanout 8 --out plan.json
     """
-    from graph import canonical_swarm_bytes, load_signing_key, sign_swarm_task_graph
+    from graph.swarm import canonical_swarm_bytes, load_signing_key, sign_swarm_task_graph
     from taskstore import TaskStore, compute_schedule
 
     from ..mission._signedplan import plan_document
 
     if public_of is not None:
-        from graph import public_key_hex
+        from graph.swarm import public_key_hex
 
         click.echo(public_key_hex(load_signing_key(public_of)))
         return

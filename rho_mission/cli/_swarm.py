@@ -15,7 +15,7 @@ from ._errors import CliError
 from ._graph import graph
 
 if TYPE_CHECKING:
-    from graph import SwarmGraphRejected
+    from graph.swarm import SwarmGraphRejected
 
 __all__ = ["checked_keys", "sign_swarm", "trusted_keys_from", "verify_swarm", "write_signed"]
 
@@ -36,7 +36,7 @@ def checked_keys(keys: list[str]) -> list[str]:
     Raises:
         CliError: one is not (exit 2: a mistake of the caller, not a verdict on a graph).
     """
-    from graph import SwarmKeyError, parse_trusted_keys
+    from graph.swarm import SwarmKeyError, parse_trusted_keys
 
     try:
         parse_trusted_keys(keys)
@@ -73,7 +73,7 @@ def verify_swarm(file: Path, trusted: tuple[str, ...], now_ms: int | None, as_js
 
     Example: rho graph verify-swarm plan.json --trusted-key 43046bfe...a5de
     """
-    from graph import SwarmGraphRejected, read_swarm_document, verify_swarm_task_graph
+    from graph.swarm import SwarmGraphRejected, read_swarm_document, verify_swarm_task_graph
 
     now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     keys = checked_keys(trusted_keys_from(trusted))
@@ -119,7 +119,7 @@ def sign_swarm(file: Path, key_file: Path, out: Path | None) -> None:
 
     Example: rho graph sign-swarm draft.json --key-file issuer.key --out plan.json
     """
-    from graph import (
+    from graph.swarm import (
         SwarmGraphRejected,
         canonical_swarm_bytes,
         load_signing_key,

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from graph import SwarmGraphRejected, canonical_swarm_bytes, read_swarm_document
+from graph.swarm import SwarmGraphRejected, canonical_swarm_bytes, read_swarm_document
 from taskstore import Task
 
 from .._errors import InvalidMissionError, SignedPlanError, quote
@@ -172,7 +172,7 @@ def check_signed_plan(
         SignedPlanError: the plan is refused by the verifier (``.code``), or the store adds,
             lacks, moves or changes a task (the first difference, by task id).
     """
-    from graph import verify_swarm_task_graph  # loads cryptography: only for a signed plan
+    from graph.swarm import verify_swarm_task_graph  # loads cryptography: only for a signed plan
 
     now = time.time_ns() // 1_000_000 if now_unix_ms is None else now_unix_ms
     try:

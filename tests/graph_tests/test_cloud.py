@@ -14,14 +14,12 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graph import (
+from graph import GraphValidationError, document_data, sha256_hex
+from graph.cloud import (
     GraphLimitError,
-    GraphValidationError,
     SensitiveKeyCollisionError,
-    document_data,
     is_sensitive_key,
     prepare_for_cloud,
-    sha256_hex,
 )
 
 from ._docs import contract_case, document, edge, event, node, sample

@@ -15,15 +15,14 @@ from typing import Any
 import pytest
 from pytest_httpserver import HTTPServer
 
-from graph import (
+from graph import load_mission_graph, validate_graph
+from graph.cloud import (
     MAX_EDGES,
     MAX_EVENTS,
     MAX_FACTS,
     MAX_NODES,
-    load_mission_graph,
     prepare_for_cloud,
     summarize_mission_graph,
-    validate_graph,
 )
 from rho_mission.records._document import MissionDocument, WaveJoin
 from rho_mission.records._persist import prepare_mission_dir, save_mission

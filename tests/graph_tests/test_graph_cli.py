@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 from pytest_httpserver import HTTPServer
 
-from graph import load_mission_graph, prepare_for_cloud, validate_graph
+from graph import load_mission_graph, validate_graph
+from graph.cloud import prepare_for_cloud
 
 from ._cli_helpers import (
     BROKEN,

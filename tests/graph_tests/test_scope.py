@@ -15,10 +15,10 @@ from graph import (
     check_repository_id,
     document_data,
     dump_graph,
-    prepare_for_cloud,
     repository_id_for_folder,
     with_repository_id,
 )
+from graph.cloud import prepare_for_cloud
 
 from ._docs import sample
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from graph import (
+from graph import GraphError
+from graph.cloud import (
     CloudSettings,
     CloudSettingsError,
-    GraphError,
     check_endpoint,
     check_project_id,
     check_token,

@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graph import (
+from graph.swarm import (
     SwarmGraphRejected,
     SwarmKeyError,
     issuer_for,

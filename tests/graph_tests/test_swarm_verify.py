@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from graph import SwarmGraphRejected, SwarmKeyError, failure_code, verify_swarm_task_graph
+from graph.swarm import SwarmGraphRejected, SwarmKeyError, failure_code, verify_swarm_task_graph
 
 from ._swarm_vectors import (
     NOW,

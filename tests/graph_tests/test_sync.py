@@ -15,11 +15,11 @@ import rfc8785
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from graph import (
+from graph import document_data
+from graph.cloud import (
     GraphSyncError,
     PreparedGraph,
     SyncResult,
-    document_data,
     prepare_for_cloud,
     request_body,
     sync_graph,

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import rfc8785
 
-from graph import SwarmGraphRejected, verify_swarm_task_graph
+from graph.swarm import SwarmGraphRejected, verify_swarm_task_graph
 from rho_mission import MissionConfig, SignedPlanError, mission_from_tasks
 
 from ._cli_helpers import import_tasks, run_rho, spec, store_bytes, store_path, tree_files

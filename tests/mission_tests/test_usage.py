@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from graph import load_mission_graph, prepare_for_cloud
+from graph import load_mission_graph
+from graph.cloud import prepare_for_cloud
 
 from ._cli_helpers import (
     RHO,

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from graph import SensitiveKeyCollisionError, load_mission_graph, prepare_for_cloud, sha256_hex
+from graph import load_mission_graph, sha256_hex
+from graph.cloud import SensitiveKeyCollisionError, prepare_for_cloud
 from rho_mission import Feature, Handoff, Mission, MissionConfig, WorkerContext
 from rho_mission.records._projection import task_store_graph
 from taskstore import TaskStore

@@ -6,6 +6,8 @@ same id (also sent as ``Idempotency-Key``) and the server can answer ``duplicate
 travels only in ``Authorization: Bearer``; no message built here contains it. Network errors,
 non-2xx answers and malformed answers become `GraphSyncError` here, the one place where httpx
 errors are translated. Redirects are not followed (a token must not leave for another place).
+
+Decision: docs/decisions/0301-cloud-settings.md
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from pydantic import ValidationError as PydanticValidationError
 
-from ._cloud import MAX_BODY_BYTES, PreparedGraph, canonical_json
 from ._errors import GraphLimitError, GraphSyncError
+from ._prepare import MAX_BODY_BYTES, PreparedGraph, canonical_json
 from ._settings import token_problem
 
 if TYPE_CHECKING:

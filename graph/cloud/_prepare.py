@@ -23,6 +23,8 @@
 
 The canonical body is the RFC 8785 (JCS) serialization of the prepared document, facts sorted by
 id; the sync id is ``graph_`` + its SHA-256, so the same snapshot always gets the same id.
+
+Decision: docs/decisions/0302-cloud-allow-lists.md
 """
 
 from __future__ import annotations
@@ -36,11 +38,12 @@ from typing import Any, NoReturn, TypeVar
 
 import rfc8785
 
-from ._build import sha256_hex
-from ._errors import GraphLimitError, SensitiveKeyCollisionError, fact_label, quote
-from ._model import Edge, Event, Evidence, GraphDocument, Node, Provenance, Scope, sort_facts
-from ._model import document_data as _document_data
-from ._validate import validate_graph
+from .._build import sha256_hex
+from .._errors import fact_label, quote
+from .._model import Edge, Event, Evidence, GraphDocument, Node, Provenance, Scope, sort_facts
+from .._model import document_data as _document_data
+from .._validate import validate_graph
+from ._errors import GraphLimitError, SensitiveKeyCollisionError
 from ._vocabulary import allowed_value, entity_type_of, is_rho_mission_fact
 
 __all__ = [

@@ -9,6 +9,8 @@ The canonical form is RFC 8785 (JSON Canonicalization Scheme) through the mainta
 ``rfc8785`` package, of the document as the model serializes it: optional fields that are absent
 or ``null`` are left out, as is ``multiHopWitnessChains`` when false, which is what the
 reference's ``skip_serializing_if`` does, so both sides sign and hash the same bytes.
+
+Decision: docs/decisions/0401-swarm-graphs.md
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ document gets the same answer (and failure code) here and there. The order matte
 whose ``maxDepth`` was lowered after signing must fail here, on its depth, not later on its
 signature, and a cycle must be named as the reference names it (depth-first from task ids in
 sorted order, children in edge order).
+
+Decision: docs/decisions/0401-swarm-graphs.md
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from ._errors import SwarmGraphRejected
-from ._swarm_model import SWARM_TASK_GRAPH_SCHEMA, U32_MAX, SwarmGraphNode, SwarmTaskGraph
+from ._model import SWARM_TASK_GRAPH_SCHEMA, U32_MAX, SwarmGraphNode, SwarmTaskGraph
 
 __all__ = ["check_swarm_structure"]
 

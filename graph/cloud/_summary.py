@@ -7,6 +7,8 @@ their events; feature nodes, their edges and events are left out. A mission of m
 fit (up to 1,000 as a chain) has its consecutive waves folded into at most ``MAX_NODES - 1``
 ranges, one node each (``wave`` its first wave, ``last_wave`` its last, counts summed), so a
 summary always fits every bound of Rho Cloud.
+
+Decision: docs/decisions/0302-cloud-allow-lists.md
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ._build import make_edge, make_event, make_node
-from ._cloud import MAX_NODES
-from ._errors import GraphValidationError
-from ._model import Edge, Event, GraphDocument, Node
-from ._validate import validate_graph
+from .._build import make_edge, make_event, make_node
+from .._errors import GraphValidationError
+from .._model import Edge, Event, GraphDocument, Node
+from .._validate import validate_graph
+from ._prepare import MAX_NODES
 
 __all__ = ["summarize_mission_graph"]
 

@@ -13,6 +13,8 @@ A token is a credential, so the file is reached without ever following a symboli
 file and its temporary sibling are opened, renamed and flushed relative to that open folder, so
 a link swapped in between a check and a write cannot redirect the write either. OS, JSON and
 pydantic errors become `CloudSettingsError` here. No message built here contains a token.
+
+Decision: docs/decisions/0301-cloud-settings.md
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from urllib.parse import SplitResult, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ._errors import CloudSettingsError, quote
+from .._errors import quote
+from ._errors import CloudSettingsError
 
 __all__ = [
     "CLOUD_SETTINGS_FILENAME",

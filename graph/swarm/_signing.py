@@ -6,6 +6,8 @@ in the contract's order and the first failure is the answer, a `SwarmGraphReject
 reference verifier's message and its failure code. The signature is checked last, so that a
 graph edited after signing (a lowered ceiling, a re-parented task) is refused for what is wrong
 with it, not merely because its signature no longer matches.
+
+Decision: docs/decisions/0401-swarm-graphs.md
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ._checks import check_swarm_structure
 from ._errors import SwarmGraphRejected, SwarmKeyError
-from ._swarm_checks import check_swarm_structure
-from ._swarm_model import (
+from ._model import (
     SwarmTaskGraph,
     canonical_swarm_bytes,
     parse_swarm_task_graph,

@@ -1,15 +1,17 @@
 """The attributes rho itself writes, per node ``entity_type`` and per edge kind, and the shape
 of each one's value.
 
-Rho Cloud receives an attribute as it is (after the other privacy rules of ``_cloud``) only
+Rho Cloud receives an attribute as it is (after the other privacy rules of ``_prepare``) only
 when rho writes that key for that fact and its value has the shape rho gives it: a count, a
 digest, one of the status words. Any other key, and a value of another shape, is hashed
 (``k`` becomes ``k_sha256``). A ``mission-graph.json`` edited by hand (or by a task) to carry
 ``description`` or ``notes``, or a ``status`` holding a sentence, uploads digests only: the rule
-of sensitive key names alone trusted the names.
+of sensitive key names alone would trust the names.
 
 Keep in step with ``rho_mission/records/_projection.py``, which writes them (a test compares
 the two on real missions and stores).
+
+Decision: docs/decisions/0302-cloud-allow-lists.md
 """
 
 from __future__ import annotations
