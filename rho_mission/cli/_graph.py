@@ -3,7 +3,7 @@
 Both sources (a mission folder, a task store) are scoped to a repository: ``--repository`` or,
 by default, the basename of the repository folder the graph comes from. ``rho cloud login`` and
 ``rho cloud connect`` keep an endpoint, a token and a project id in ``<repo>/.rho/cloud.json``
-(see ``graph._settings``), so that ``rho cloud graph sync`` needs no flag; flags still win.
+(see ``graph.cloud._settings``), so that ``rho cloud graph sync`` needs no flag; flags still win.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rho Cloud's allow-list (``graph/_vocabulary.py``) against what rho really writes.
+"""Rho Cloud's allow-list (``graph/cloud/_vocabulary.py``) against what rho really writes.
 
 Every attribute of rho's own graphs (a mission with a failed feature, a handoff that reports
 its tests and a verified join; the task store with every kind of link) keeps its value under
