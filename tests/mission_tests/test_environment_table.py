@@ -9,6 +9,7 @@ missions run under ``--budget-usd``); a ``replay`` cell may be there or not.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -99,3 +100,21 @@ def test_the_planner_gets_the_variables_the_readme_names(project: Path, tmp_path
     )  # fmt: skip
     assert (out / "planner-1").exists(), done.stdout + done.stderr
     _check({"planner": _names(out / "planner-1")}, _table())
+
+
+def test_the_readmes_usage_example_is_what_a_task_may_write(project: Path) -> None:
+    text = README.read_text(encoding="utf-8")
+    example = re.search(r'such as `(\{"schema_version": "rho\.usage/v1".*?\})`', text, re.S)
+    assert example is not None, "the README shows one rho.usage/v1 object"
+    written = " ".join(example.group(1).split())
+    usage = json.loads(written)
+    import_tasks(project, [spec("a", f"printf '%s' {shlex.quote(written)} > \"$RHO_USAGE_FILE\"")])
+    done = run_rho("mission", "--from-tasks", "--budget-usd", "1", cwd=project)
+    assert done.code == 0, done.stdout + done.stderr
+    (feature,) = json.loads((mission_dir(project) / "mission.json").read_text())["features"]
+    (record,) = feature["attempt_usage"]
+    assert (record["source"], record["cost_usd"], record["input_tokens"]) == (
+        "usage_file",
+        usage["cost_usd"],
+        usage["input_tokens"],
+    )
