@@ -27,9 +27,10 @@ from ..executors._contract import SetupStep, Worker, WorkerContext
 from ..executors._local import close_pool
 from ..executors._setup import SetupFor, kept_for, prepare_worktree
 from ..executors._worker_call import call_worker, failure_text, note_verdict, timed_out
+from ..git._leftovers import prune_stale
+from ..git._pool import WorktreePool
 from ..git._refs import RefHistory, branch_to_move, mission_ref_prefix
 from ..git._repo import GitRepo
-from ..git._worktrees import WorktreePool, prune_stale
 from ..records._clock import now_rfc3339
 from ..records._document import FeatureSetup, MissionDocument
 from ..records._journal import Journal

@@ -21,8 +21,8 @@ from .._errors import FeatureResultError, MissionError, RefMovedError
 from ..agents._reading import UsageAsk, log_size, read_attempt, usage_ask, usage_place
 from ..agents._verdicts import Verdict
 from ..git._commit import WorktreeResult, commit_worktree
+from ..git._pool import KeptOutputs, WorktreePool
 from ..git._repo import GitRepo
-from ..git._worktrees import KeptOutputs, WorktreePool
 from ..records._document import Feature, Handoff
 from ..records._usage import AttemptUsage
 from ..setup import WorktreeSetup, refuse_carried

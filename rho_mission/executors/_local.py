@@ -9,8 +9,10 @@ import anyio
 from .._errors import MissionError
 from ..agents import left_by
 from ..containment._folders import private_folder
+from ..git._leftovers import prune_stale
+from ..git._pool import WorktreePool
 from ..git._repo import GitRepo
-from ..git._worktrees import WorktreePool, pool_limit, prune_pool, prune_stale
+from ..git._shared_pool import pool_limit, prune_pool
 from ..records._document import MissionDocument
 from ..records._places import RHO_PATTERN, pool_folder, worktrees_folder
 from ..setup import WorktreeSetup, read_copies

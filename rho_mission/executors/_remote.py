@@ -29,8 +29,8 @@ from .._errors import GitOperationError, MissionError
 from ..containment._environ import child_environ
 from ..containment._folders import remove_tree
 from ..containment._mission_processes import kill_mission_processes, kill_task_processes
+from ..git._pool import WorktreePool
 from ..git._repo import GitRepo
-from ..git._worktrees import WorktreePool
 from ..records._document import MissionDocument
 from ..records._places import integration_branch
 from ..records._usage import AttemptUsage

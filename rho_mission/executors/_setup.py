@@ -19,7 +19,7 @@ import anyio
 from .._errors import FeatureFailedError, MissionError
 from ..containment._environ import child_environ
 from ..containment._process import note_in_log
-from ..git._worktrees import KeptOutputs
+from ..git._pool import KeptOutputs
 from ..records._clock import now_rfc3339
 from ..records._document import Feature, FeatureSetup, MissionDocument
 from ..records._logs import read_tail

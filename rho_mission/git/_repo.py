@@ -2,7 +2,7 @@
 
 Every git call of the mission engine goes through ``GitRepo.run``, the one place where git's
 failures become ``MissionError``s. Nothing here touches the user's working tree, index or
-current branch: feature work happens in linked worktrees (``_worktrees.WorktreePool``) and merges
+current branch: feature work happens in linked worktrees (``_pool.WorktreePool``) and merges
 are computed with ``git merge-tree`` and written with ``commit-tree`` + ``update-ref``. What a
 feature's worktree holds is committed by ``_commit.commit_worktree`` (``commit_all``).
 

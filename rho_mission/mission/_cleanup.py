@@ -44,7 +44,7 @@ from ..engine._leases import LEASE_KEY, release_tasks
 from ..git._refs import RefHistory, mission_ref_prefix
 from ..git._repo import GitRepo
 from ..git._runlock import run_lock
-from ..git._worktrees import drop_pooled, held_by
+from ..git._shared_pool import drop_pooled, held_by
 from ..records._clock import now_rfc3339
 from ..records._document import MergeRecord, MissionDocument
 from ..records._journal import Journal

@@ -41,8 +41,9 @@ from ..containment._process import note_in_log
 from ..executors._contract import WorkerContext
 from ..executors._shell import run_in_worktree, write_prompt
 from ..executors._worker_call import call_worker, failure_text
+from ..git._leftovers import prune_stale
+from ..git._pool import WorktreePool
 from ..git._repo import GitRepo
-from ..git._worktrees import WorktreePool, prune_stale
 from ..records._clock import now_rfc3339
 from ..records._document import (
     Feature,

@@ -36,8 +36,8 @@ from ._state import SetupState, drop_state, folder_identity, read_state, write_s
 from ._trust import users_own
 
 if TYPE_CHECKING:
+    from ..git._pool import KeptOutputs
     from ..git._repo import GitRepo
-    from ..git._worktrees import KeptOutputs
 
 __all__ = ["SetupLeftFilesError", "WorktreeSetup"]
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..git._worktrees import pooled_worktrees
+from ..git._shared_pool import pooled_worktrees
 from ..records._places import pool_folder
 from ._state import read_state
 
