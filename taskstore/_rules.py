@@ -20,7 +20,7 @@ __all__ = [
     "child_id",
     "counter_after",
     "next_number",
-    "now_rfc3339",
+    "now_rfc3339_seconds",
     "require_text",
 ]
 
@@ -28,7 +28,7 @@ __all__ = [
 READS_AS = {"blocks": "blocked by", "related": "related to", "parent-child": "a subtask of"}
 
 
-def now_rfc3339() -> str:
+def now_rfc3339_seconds() -> str:
     """The current UTC time as RFC 3339 with second precision (``2026-11-29T21:30:00Z``)."""
     # time, not datetime: an agent's ``rho task update`` would pay a millisecond to import it.
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -31,7 +31,7 @@ from ..git._leftovers import prune_stale
 from ..git._pool import WorktreePool
 from ..git._refs import RefHistory, branch_to_move, mission_ref_prefix
 from ..git._repo import GitRepo
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ..records._document import FeatureSetup, MissionDocument
 from ..records._journal import Journal
 from ..records._places import RHO_PATTERN, mission_worktrees
@@ -171,7 +171,7 @@ class StageRunner:
 
     def started(self, name: str, pgid: int) -> None:
         """Journal a process a stage started (recovery ends it after a crash)."""
-        self.journal.record("process", now_rfc3339(), feature_id=name, pgid=pgid)
+        self.journal.record("process", now_rfc3339_millis(), feature_id=name, pgid=pgid)
 
     def pool(self) -> WorktreePool:
         """The stages' worktree pool, made on first use."""

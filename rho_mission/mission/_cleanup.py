@@ -45,7 +45,7 @@ from ..git._refs import RefHistory, mission_ref_prefix
 from ..git._repo import GitRepo
 from ..git._runlock import run_lock
 from ..git._shared_pool import drop_pooled, held_by
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ..records._document import MergeRecord, MissionDocument
 from ..records._journal import Journal
 from ..records._persist import save_mission
@@ -143,7 +143,7 @@ def clean_mission(
             remove_tree(Path(mission.dir))
             report.folder = Path(mission.dir)
         else:  # under the run lock, like a run: the list says it was cleaned
-            mission.cleaned_at = now_rfc3339()
+            mission.cleaned_at = now_rfc3339_millis()
             save_mission(mission)
     return report
 

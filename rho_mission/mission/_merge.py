@@ -27,7 +27,7 @@ from taskstore import TaskStore
 from .._errors import MergeConflictError, MergeRefusedError, RefMovedError, quote
 from ..engine._carryover import record_work
 from ..git._repo import GitRepo
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ..records._document import MergeRecord, MissionDocument
 from ..records._persist import save_mission
 from ..records._places import RHO_DIR, RHO_PATTERN
@@ -146,7 +146,7 @@ def _merge_record(
         squash=squash,
         only=sorted(only),
         tasks=tasks,
-        merged_at=now_rfc3339(),
+        merged_at=now_rfc3339_millis(),
     )
 
 

@@ -37,7 +37,7 @@ from ..executors._shell import shell_worker
 from ..git._repo import GitRepo
 from ..git._runlock import is_running, run_lock
 from ..planning import Planner, run_planning
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ..records._document import Feature, MissionConfig, MissionDocument, feature_id_problem
 from ..records._journal import Journal
 from ..records._persist import prepare_mission_dir
@@ -317,7 +317,7 @@ class Mission(MissionDocument):
     def _refresh(self, fresh: Sequence[Feature]) -> None:
         changed = refresh_features(self, fresh)
         Journal(Path(self.dir) / "journal.jsonl").record(
-            "refreshed", now_rfc3339(), changed=list(changed), commands_sha256=changed
+            "refreshed", now_rfc3339_millis(), changed=list(changed), commands_sha256=changed
         )
 
     def run_staged_sync(

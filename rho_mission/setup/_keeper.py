@@ -28,7 +28,7 @@ from taskstore import ensure_private_dir, write_atomic
 
 from .._errors import FeatureFailedError
 from ..git._commit import listed_entries, spared_by
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ._inputs import CopiedFile
 from ._key import setup_key
 from ._manifest import take_manifest
@@ -163,7 +163,7 @@ class WorktreeSetup:
             entries=manifest.entries,
             bytes=manifest.size,
             folder=folder_identity(worktree),
-            set_up_at=now_rfc3339(),
+            set_up_at=now_rfc3339_millis(),
         )
         write_state(self.repo.root, worktree, state)
         with self._guard:
