@@ -39,7 +39,7 @@ from .._errors import (
     WorktreeTamperedError,
 )
 from ..containment import pinned
-from ..containment._folders import folder_anchor, open_unfollowed, private_folder
+from ..containment._folders import folder_anchor, private_folder, replace_unfollowed
 from ._handover import (
     SavedIndex,
     carry_index,
@@ -636,10 +636,4 @@ def _write_git_file(path: Path, name: str, text: str) -> None:
     if pin is None:
         raise WorktreeTamperedError(path, "is no worktree rho made")
     pin.check()
-    temp = pin.git_dir / f".{name}.{os.getpid()}.tmp"
-    fd = open_unfollowed(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
-    os.replace(temp, pin.git_dir / name)
+    replace_unfollowed(pin.git_dir, name, text.encode())

@@ -45,7 +45,7 @@ def task_scope_hash(task: Task, run_command: str | None) -> str:
         "command": task.command or run_command,
         "blockers": sorted(set(task.blocker_ids)),
     }
-    return hashlib.sha256(canonical_swarm_bytes(scope)).hexdigest()
+    return _sha256(scope)
 
 
 def _sha256(data: Mapping[str, Any]) -> str:
