@@ -6,6 +6,8 @@ error text); a cancellation releases the worktree and propagates. Work whose own
 worker's, not rho's) hold a ``--copy`` file is such a failure: no commit rho lands carries one
 (``setup._carried``). So is a run whose agent reported a failure (``agents._verdicts``: an
 agent may exit 0 having failed), and, under ``require_changes``, one that changed nothing.
+
+Decision: docs/decisions/0503-executors.md, docs/decisions/0602-git-per-feature.md
 """
 
 from __future__ import annotations

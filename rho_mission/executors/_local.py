@@ -1,4 +1,7 @@
-"""The default executor: each attempt in a worktree of a pool on this machine."""
+"""The default executor: each attempt in a worktree of a pool on this machine.
+
+Decision: docs/decisions/0503-executors.md, docs/decisions/0601-worktree-pool.md
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ branch (pushed by the coordinator before the wave), runs the attempt in a worktr
 clone exactly as the local executor would (``attempt_in_pool``: worktree, worker, commit), and
 pushes the feature branch back. Its log, handoff and timing travel back in the result.
 Nothing here writes to the coordinator's repository or mission folder.
+
+Decision: docs/decisions/0503-executors.md
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ under its supervisor, with the task timeout, the log cap and ``--sandbox``, its 
 worker (``run_staged(setup=...)``). What it leaves git ignores becomes the worktree's kept
 outputs (``rho_mission.setup``). A failed setup fails the attempt, with its log's last lines;
 the next attempt sets up again.
+
+Decision: docs/decisions/0604-setup-and-copy.md
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ The command is the task's ``metadata.command``, else the mission's ``--run``. It
 process group with the RHO_* environment (docs/architecture.md); its output goes to
 ``logs/<task>.log``.
 Exit 0 is success; the engine then commits whatever the command changed.
+
+Decision: docs/decisions/0503-executors.md
 """
 
 from __future__ import annotations

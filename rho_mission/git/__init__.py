@@ -14,4 +14,6 @@
 Direction: imports ``records`` (places, the document, the journal), ``containment`` (pinned
 worktrees, git's environment) and ``rho_mission._errors``; never the executors, the engine or
 the mission.
+
+Decision: docs/decisions/0602-git-per-feature.md, docs/decisions/0703-git-hardening.md
 """

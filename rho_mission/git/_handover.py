@@ -34,6 +34,8 @@ holding what changed since. At 60,000 files each index write is then a few kilob
 with the index's and compared at every hand-over, since git itself neither checks its
 checksum on reading nor leaves its times alone (each read "freshens" it); the one the saved
 index names survives the trim, any other goes.
+
+Decision: docs/decisions/0603-worktree-handover.md
 """
 
 from __future__ import annotations

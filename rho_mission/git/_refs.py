@@ -19,6 +19,8 @@ Before a run, ``settle_refs`` compares every ref of the mission with that record
 A feature branch whose last move rho journaled was the end of an attempt, and which still holds
 that commit, holds that attempt's work: what a resume adopts when the attempt finished before a
 crash (``attempt_ended_at``, ``engine._adopt``).
+
+Decision: docs/decisions/0702-safety-invariants.md
 """
 
 from __future__ import annotations

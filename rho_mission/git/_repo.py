@@ -14,6 +14,8 @@ All calls are synchronous; the engine runs them in worker threads (``anyio.to_th
 operation that changes git metadata (worktrees, branches, merges, commits that move a ref) holds
 ``GitRepo.locked()``: a thread lock shared by all ``GitRepo`` objects of one repository in this
 process, combined with a file lock at ``<git common dir>/rho-mission.lock`` for other processes.
+
+Decision: docs/decisions/0602-git-per-feature.md, docs/decisions/0703-git-hardening.md
 """
 
 from __future__ import annotations

@@ -15,4 +15,6 @@ Direction: the top of the library. Imports ``planning``, ``engine``, ``executors
 ``records``, ``containment``, ``rho_mission._errors``, ``taskstore`` and ``graph``; nothing of the
 library imports it but ``rho_mission``'s public names. The CLI, the server and the MCP tools call
 it; it never imports them.
+
+Decision: docs/decisions/0501-missions.md
 """

@@ -16,6 +16,8 @@ refuses, having changed nothing, when:
 Then it ends the mission's processes, removes its worktrees, deletes its branches (each one
 noted in the journal first, then ``git update-ref -d REF OLD``: a compare-and-swap), releases its
 leases and, when asked, deletes its folder.
+
+Decision: docs/decisions/0508-mission-commands.md
 """
 
 from __future__ import annotations

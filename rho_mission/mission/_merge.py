@@ -12,6 +12,8 @@ could refuse is decided before the checkout is touched:
 Then the branch moves to the result, which always descends from it: in the user's checkout by
 ``git merge --ff-only --no-overwrite-ignore`` (git checks the work tree again as it goes), or, for
 ``--into`` a branch no work tree has checked out, by compare-and-swap (``git update-ref``).
+
+Decision: docs/decisions/0508-mission-commands.md
 """
 
 from __future__ import annotations

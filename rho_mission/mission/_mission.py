@@ -1,4 +1,7 @@
-"""``Mission``: the mission.json document plus the library API that runs it."""
+"""``Mission``: the mission.json document plus the library API that runs it.
+
+Decision: docs/decisions/0501-missions.md
+"""
 
 from __future__ import annotations
 

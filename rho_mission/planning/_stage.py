@@ -5,6 +5,8 @@ mission that a resume plans again); the prompt at ``prompts/plan.md``; the plann
 ``logs/plan.log``; then either ``prd.md``, ``plan.json`` and mission.json with the features,
 waves and the plan's digests, or mission.json ``failed`` with the reason. The journal gets the
 digests only.
+
+Decision: docs/decisions/0507-planning.md
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 The socket is bound before anything is printed, so the printed URL (with the real port when
 ``--port 0`` asked for any free one) already accepts connections. Ctrl-C and SIGTERM stop the
 server gracefully (open event streams get two seconds) and end the command with exit 0.
+
+Decision: docs/decisions/0801-serve.md
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ A setup serves later missions only when it ran on the mission's start commit and
 is the user's own (``_trust``); one made on a commit holding tasks' work (a later wave's start,
 a check's merged head, any commit of a mission started from rho's branch) serves its own
 mission alone: another mission that gets the worktree cleans its outputs and sets it up again.
+
+Decision: docs/decisions/0604-setup-and-copy.md
 """
 
 from __future__ import annotations

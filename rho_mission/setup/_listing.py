@@ -1,4 +1,7 @@
-"""``rho worktrees list``: the shared pool's worktrees, each with its setup, size and last use."""
+"""``rho worktrees list``: the shared pool's worktrees, each with its setup, size and last use.
+
+Decision: docs/decisions/0604-setup-and-copy.md
+"""
 
 from __future__ import annotations
 
