@@ -84,7 +84,12 @@ def page_url(sock: socket.socket) -> str:
 
 
 def run_server(app: ASGIApp, sock: socket.socket, ready: Callable[[], None]) -> None:
-    """Serve *app* on *sock* until Ctrl-C or SIGTERM; *ready* is called once before serving."""
+    """Serve *app* on *sock* until Ctrl-C or SIGTERM; *ready* is called once before serving.
+
+    Process-wide while it serves: a SIGTERM handler of its own and uvicorn's SIGINT and SIGTERM
+    handlers (each put back at the end), so it runs in the main thread; ``rho serve`` is its
+    caller, never a mission.
+    """
     import uvicorn
 
     config = uvicorn.Config(
