@@ -4,7 +4,7 @@ Run: ``.venv/bin/python bench/bench_agent_commands.py [--repeats N]``. At 100 ta
 repository with one finished mission, every command is a whole process, run ``--repeats`` times
 (alternating, after a warm-up); the table gives each median and its ratio to ``python -c pass``
 of the same interpreter, measured in the same run (these machines are noisy: read the ratios).
-Targets (issue 24): every ``rho task`` read and write at most 3x, ``rho mission show/list`` at
+Targets: every ``rho task`` read and write at most 3x, ``rho mission show/list`` at
 most 4x. The second row is the floor of any command written in Python with the standard
 library: ``import json, pathlib, typing`` and nothing else. The last line compares ``rho mcp``
 answering ``TaskList ready`` on the caps graph (1,000 tasks, 10,000 edges), per call over one

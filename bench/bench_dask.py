@@ -1,6 +1,6 @@
 """Benchmark: the 100-task no-op mission on a 2-worker Dask LocalCluster against the local executor.
 
-Side by side in one run: the mission-engine issue's mission (100 no-op tasks in 10 waves of 10,
+Side by side in one run: a mission of 100 no-op tasks in 10 waves of 10,
 each blocked by every task of the wave before; ``--run true --workers 4``) on a 200-file
 repository with a bare repository as its ``origin``, once with the default local executor and
 once with ``--executor dask --scheduler ADDRESS`` on a LocalCluster of 2 worker processes with 2

@@ -1,4 +1,4 @@
-"""Benchmark: the two steps of a feature that issue 41 took to one walk of the tree, side by side.
+"""Benchmark: a feature's commit and a worktree's move, each done two or three ways, side by side.
 
 On repositories of ``--sizes`` files (``bench_repo_size``'s: 500 to a folder, 20 lines each,
 packed), in one run:
@@ -7,7 +7,7 @@ packed), in one run:
 and staged by name (untimed: the same for both); then, timed:
 
 - ``commit``: ``git commit --no-verify --quiet --allow-empty-message --cleanup=whitespace -m``
-  and ``rev-parse HEAD`` (rho before issue 41: ``commit`` refreshes the whole index first, an
+  and ``rev-parse HEAD`` (the plain way: ``commit`` refreshes the whole index first, an
   ``lstat`` of every entry, and has no option that skips it);
 - ``index``: ``write-tree``, ``commit-tree -p HEAD``, ``update-ref HEAD NEW OLD`` (rho now: one
   git process more, no walk).
@@ -15,17 +15,17 @@ and staged by name (untimed: the same for both); then, timed:
 Both make the same commit (checked: the same tree and message, HEAD on the branch). The
 contenders alternate within a round, ``--commits`` each per round.
 
-**The move of a spotless pooled worktree to the next start** (``WorktreePool._switch``). Issue 41
-asked for a ``git read-tree -m -u``, which looks only at the entries that differ, instead of
+**The move of a spotless pooled worktree to the next start** (``WorktreePool._switch``): a
+``git read-tree -m -u``, which looks only at the entries that differ, against
 ``git checkout --force BRANCH``, which ``lstat``s every entry:
 
 - ``checkout``: ``update-ref refs/heads/B NEW OLD``, then ``checkout --quiet --force B --``
-  (with rho's parallel-checkout settings): rho before;
+  (with rho's parallel-checkout settings);
 - ``read-tree``: ``update-ref refs/heads/B NEW OLD``, the one-tree ``read-tree -m -u NEW`` (the
   index's entries that NEW has as they are kept with their stat data, unlooked at; git then
   primes the index's cache-tree from NEW), then ``symbolic-ref HEAD refs/heads/B`` (read-tree
   moves no HEAD): rho now, one git process more;
-- ``two-tree``: the same with the issue's two-tree ``read-tree -m -u OLD NEW``, which drops the
+- ``two-tree``: the same with a two-tree ``read-tree -m -u OLD NEW``, which drops the
   cache-tree (git 2.39's ``cmd_read_tree``), measured and not taken;
 
 each followed by the commit step's next use of the index, a ``write-tree`` (``--no-write-tree``
@@ -45,7 +45,7 @@ its 1,000 entries too, where a checkout's ``lstat``s would enter no region) and 
 traversed.
 
 With ``--split-index`` the repository's config has ``core.splitIndex`` on, so that every index
-is written split, as rho writes a pooled worktree's since issue 41 (``git._repo``).
+is written split, as rho writes a pooled worktree's (``git._repo``).
 
 Run: ``.venv/bin/python bench/bench_one_walk.py [--sizes 500,60000] [--rounds 3] [--commits 10]
 [--switches 10] [--changed 10] [--split-index]``; about a minute on 2 cores at the defaults.
@@ -105,7 +105,7 @@ Env = dict[str, str] | None
 
 
 def by_checkout(worktree: Path, old: str, new: str, env: Env = None) -> None:
-    """rho's move before issue 41's fifth part: the branch by compare-and-swap, then a forced
+    """The checkout move: the branch by compare-and-swap, then a forced
     checkout of it."""
     git(worktree, "update-ref", "refs/heads/b", new, old, env=env)
     git(worktree, *PARALLEL_CHECKOUT, "checkout", "--quiet", "--force", "b", "--", env=env)
@@ -119,14 +119,14 @@ def by_read_tree(worktree: Path, old: str, new: str, env: Env = None) -> None:
 
 
 def by_two_trees(worktree: Path, old: str, new: str, env: Env = None) -> None:
-    """The issue's move: the same with a two-tree merge (git drops the cache-tree for it)."""
+    """The two-tree move: the same with a two-tree merge (git drops the cache-tree for it)."""
     git(worktree, "update-ref", "refs/heads/b", new, old, env=env)
     git(worktree, *PARALLEL_CHECKOUT, "read-tree", "-m", "-u", old, new, env=env)
     git(worktree, "symbolic-ref", "HEAD", "refs/heads/b", env=env)
 
 
 def by_commit(worktree: Path, message: str, parent: str, env: Env = None) -> str:
-    """rho's commit before issue 41: ``git commit``, then a read of the new HEAD."""
+    """The plain commit: ``git commit``, then a read of the new HEAD."""
     options = ("--no-verify", "--quiet", "--allow-empty-message", "--cleanup=whitespace")
     git(worktree, "-c", "commit.gpgSign=false", "commit", *options, f"-m{message}", env=env)
     return git(worktree, "rev-parse", "--verify", "HEAD^{commit}", env=env).strip()

@@ -1,6 +1,6 @@
 """Benchmark: a worktree set up once (``--setup``) against each task installing for itself.
 
-(Issue 40.)
+Decision: docs/decisions/0604-setup-and-copy.md
 
 A small Python project whose setup makes a virtual environment and installs the project into it
 without the network: ``python3 -m venv .venv`` (pip included, as a real project's setup starts)

@@ -1,5 +1,5 @@
 """Benchmark: one status write of a 1,000-task store, the changed task's text alone against the
-whole store dumped again (issue 41).
+whole store dumped again (docs/decisions/0510-mission-records.md).
 
 A mission writes its store at every feature's start and end. The store here is the one a
 1,000-task mission writes: every task leased (``rho.lease`` and ``rho.lease_place``, as

@@ -1,5 +1,5 @@
 #!/bin/sh
-# How long a task waits to start (issue 41): a 30-task chain of tasks that each note when their
+# How long a task waits to start: a 30-task chain of tasks that each note when their
 # first command ran; from the mission's journal, the median time from the engine's dispatch (and
 # from the supervisor's start, the "process" event) to that first command.
 #

@@ -1,4 +1,4 @@
-"""Benchmark: what reading an attempt's usage costs at a 16 MiB log (issue 39's target: at most
+"""Benchmark: what reading an attempt's usage costs at a 16 MiB log (the target: at most
 5 ms per attempt more than the same mission without usage reading).
 
 Two measures, side by side in one run:

@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from rho_mission.git._pool import WorktreePool
 from rho_mission.git._repo import GitRepo
-from rho_mission.git._worktrees import WorktreePool
 
 ENV = {
     **os.environ,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The git floor of a wave-by-wave mission (issue 25): the git work any orchestrator of this kind
+# The git floor of a wave-by-wave mission: the git work any orchestrator of this kind
 # needs per task, as a tight loop, for bench/bench_repo_size.py to time beside rho.
 #
 # Usage: bench/floor_mission.sh REPO TASKS_FILE [PREFIX]

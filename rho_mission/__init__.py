@@ -1,12 +1,16 @@
 """rho-mission: run a task graph as waves of isolated git worktrees, with durable joins.
 
 The library is built in layers, bottom first: ``_errors``, ``containment``, ``records``,
-``git``, ``executors``, ``engine``, ``planning``, ``mission``; then ``serve``, ``mcp_server``,
-``client`` and these public names; then ``cli``. Each imports only the layers below it
-(docs/architecture.md draws them; ``tests/test_import_direction.py`` holds them).
+``agents``, ``git``, ``setup``, ``executors``, ``engine``, ``planning``, ``mission``; then
+``serve``, ``mcp_server``, ``client`` and these public names (never one another); then ``cli``.
+Each imports only the layers below it: docs/architecture.md draws them, import-linter's
+contracts in ``pyproject.toml`` hold them (``lint-imports``), and
+``tests/test_import_direction.py`` holds the drawing to the contracts.
 
 Public names load lazily so that ``rho task ...`` (which imports this package on its way to
 the CLI) never pays for git, anyio or pydantic.
+
+Decision: docs/decisions/0901-layers.md
 """
 
 from __future__ import annotations

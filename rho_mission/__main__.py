@@ -1,4 +1,7 @@
-"""``python -m rho_mission``: the ``rho`` command."""
+"""``python -m rho_mission``: the ``rho`` command.
+
+Decision: docs/decisions/0901-layers.md
+"""
 
 from __future__ import annotations
 

@@ -37,6 +37,8 @@ and the HTTP clients' ``ClientError`` tree (``client``), whose callers hold no m
 
 Git's own failures are translated into this tree in one place (``git._repo.GitRepo.run``).
 Messages are lowercase, carry no trailing period, and quote refs and branches as JSON strings.
+
+Decision: docs/decisions/0901-layers.md
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ into a ``MissionDocument``. Every failure is a ``ClientError``::
 
 Transport failures (no server, a cut connection) and answers that are not what the API
 promises are ``ClientError`` itself; httpx's own exception is the ``__cause__``.
+
+Decision: docs/decisions/0802-sdk-clients.md
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Public names load lazily, so that ``compute_schedule`` and the fast read path do not pay for
 pydantic or filelock on import: ``rho task ready --json`` is called by agents in loops.
+
+Decision: docs/decisions/0101-task-store-file.md
 """
 
 from __future__ import annotations

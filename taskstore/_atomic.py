@@ -1,4 +1,12 @@
-"""Atomic, durable replacement of a file: temp file, fsync, rename, fsync of the folder."""
+"""Atomic, durable replacement of a file: temp file, fsync, rename, fsync of the folder.
+
+taskstore's one home for durable writes, and rho_mission's too (it imports ``write_atomic``,
+``stage_atomic``, ``commit_in_order`` from here). ``graph`` may import neither package and
+keeps its own. A reader sees the old file or the new one, never a part; a crash leaves no
+temporary file that a later write would trip on (a new name each time, ``O_EXCL``).
+
+Decision: docs/decisions/0101-task-store-file.md, docs/decisions/0510-mission-records.md
+"""
 
 from __future__ import annotations
 

@@ -10,6 +10,11 @@ the open with ``ELOOP`` and names the component.
 
 A path with no ``.rho`` folder in it (a store named by ``--store``, a Dask worker's scratch
 folder) is anchored at its own folder: only the file itself is opened without following.
+
+taskstore's one home of this walk, and rho_mission's (``containment._folders.open_private``
+wraps it).
+
+Decision: docs/decisions/0701-threat-model.md, docs/decisions/0510-mission-records.md
 """
 
 from __future__ import annotations

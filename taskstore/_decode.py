@@ -2,6 +2,8 @@
 
 Both read paths (the pydantic model and the light ``read_task_views``) decode through here, so
 they report a bad file in the same words. No pydantic import: the light path must stay light.
+
+Decision: docs/decisions/0101-task-store-file.md
 """
 
 from __future__ import annotations

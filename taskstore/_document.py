@@ -1,4 +1,7 @@
-"""Store bytes to and from the ``rho.tasks/v1`` model: parse, validate, dump."""
+"""Store bytes to and from the ``rho.tasks/v1`` model: parse, validate, dump.
+
+Decision: docs/decisions/0101-task-store-file.md
+"""
 
 from __future__ import annotations
 

@@ -2,14 +2,16 @@
 tasks' JSON as the last write made it.
 
 A mission rewrites its store at every feature's start (an agent that asks must see its task
-``in_progress``) and end: some 800 whole dumps in a 1,000-task mission, each 1.6-2.4 ms of the
-interpreter's lock, for a change to one or two tasks each. ``DumpCache`` keeps, for the
+``in_progress``) and end: a whole dump each time, holding the interpreter's lock, for a change
+to one or two tasks (figures: docs/performance.md). ``DumpCache`` keeps, for the
 document object it last dumped whole, each task's text as it stands in that dump; the next
 dump of the same object that names the tasks changed since (*touched*) dumps only those and
 the document's own fields, and joins the rest. The bytes are ``dump_document``'s (2-space
 JSON, in which a task's lines are its own dump's, indented by four more spaces: a property
 test compares them). Any other dump (no names, another document object, a task added or
 removed) is whole, and its text is kept again.
+
+Decision: docs/decisions/0510-mission-records.md
 """
 
 from __future__ import annotations

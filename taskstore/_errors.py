@@ -20,6 +20,8 @@ The tree::
         └── ScheduleCycleError      a blocking cycle; ``.cycle`` holds one concrete cycle
 
 Messages are lowercase, carry no trailing period, and quote values as JSON strings.
+
+Decision: docs/decisions/0101-task-store-file.md
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 ``read_task_views`` accepts only the canonical shape that ``Task`` itself writes (exact types,
 known dependency types). Anything else falls back to the full model, which then reports the
 problem precisely; so both paths always agree, and the common case stays cheap.
+
+Decision: docs/decisions/0101-task-store-file.md
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from ._rules import (
     check_changes,
     child_id,
     next_number,
-    now_rfc3339,
+    now_rfc3339_seconds,
 )
 from ._triage import change_labels, set_priority
 
@@ -119,7 +119,7 @@ def fast_update(
                 task[key] = value
         if command is not None:
             task["metadata"]["command"] = command
-        task["updatedAt"] = now_rfc3339()
+        task["updatedAt"] = now_rfc3339_seconds()
         _triage(task, priority, add_labels, remove_labels)
         check_caps(_nodes(tasks))
         return _in_dump_order(tasks, task)
@@ -187,7 +187,7 @@ def _new_task(
     else:
         family = [(task["id"], task.get("parentId")) for task in tasks]
         task_id = child_id(_find(tasks, parent)["id"], family)
-    stamp = now_rfc3339()
+    stamp = now_rfc3339_seconds()
     task: JsonTask = {"id": task_id}
     if parent is not None:
         task["parentId"] = parent

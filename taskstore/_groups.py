@@ -5,6 +5,8 @@ A group is done when its children are: ``complete_groups`` marks every group who
 a document about to be written. ``leaves_of`` names the work a group stands for (its
 descendants that are no group), and ``standing_for`` a task's blockers with each group among
 them replaced by that work: what the task waits for.
+
+Decision: docs/decisions/0104-trackers.md
 """
 
 from __future__ import annotations

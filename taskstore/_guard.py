@@ -2,6 +2,8 @@
 
 A mutation is judged on what it adds, not on the whole graph: a hand-edited store with an old
 problem can still be repaired one command at a time.
+
+Decision: docs/decisions/0101-task-store-file.md
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ A task id becomes a git branch component (``rho-mission/<mission>/<id>``) and a 
 (``<id>.log``); subjects and commands ride in environment variables and argv, where a NUL
 character cannot go. Only mutations (add, update, import) are held to these bounds: loading stays
 lenient, so a hand-written store beyond them still loads, lists and schedules.
+
+Decision: docs/decisions/0102-field-limits.md
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Pure functions over a ``StoreDocument`` that ``TaskStore.mutate`` calls under it
 either finishes or raises before the document is written, so a refusal leaves the file as it
 was. Like every mutation, an edit is judged on what it adds: removing a link that names a task
 long gone, or deleting a task of a store that does not schedule, still works.
+
+Decision: docs/decisions/0103-task-commands.md
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 JSON keys are camelCase (``rho.tasks/v1``); Python attributes are snake_case. A store
 written by hand or by an older version may hold an invalid status or a dangling blocker: the
 model accepts any status string and leaves those checks to the scheduling validator.
+
+Decision: docs/decisions/0101-task-store-file.md
 """
 
 from __future__ import annotations

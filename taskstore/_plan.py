@@ -18,6 +18,8 @@ A document::
     }
 
 Direction: uses this package's model, limits and scheduler only.
+
+Decision: docs/decisions/0507-planning.md
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """The store's rules for new values, shared by both write paths (``TaskStore`` over the pydantic
 model, ``_fastwrite`` over the file's own JSON objects): statuses, blank texts, dependency types,
 new ids and time stamps. No pydantic here: the light path imports this.
+
+Decision: docs/decisions/0101-task-store-file.md
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ __all__ = [
     "child_id",
     "counter_after",
     "next_number",
-    "now_rfc3339",
+    "now_rfc3339_seconds",
     "require_text",
 ]
 
@@ -28,7 +30,7 @@ __all__ = [
 READS_AS = {"blocks": "blocked by", "related": "related to", "parent-child": "a subtask of"}
 
 
-def now_rfc3339() -> str:
+def now_rfc3339_seconds() -> str:
     """The current UTC time as RFC 3339 with second precision (``2026-11-29T21:30:00Z``)."""
     # time, not datetime: an agent's ``rho task update`` would pay a millisecond to import it.
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

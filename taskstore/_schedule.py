@@ -9,6 +9,8 @@ Speed matters (agents call ``rho task ready`` in loops, on graphs up to the caps
 of a clean graph goes through ``_quick_graph``, one pass over the edges after bulk checks of ids
 and statuses; anything unusual, and every failure, goes through the exact one-by-one checks of
 ``_resolve_blockers``, so that errors and their order are the same on both lanes.
+
+Decision: docs/decisions/0101-task-store-file.md
 """
 
 from __future__ import annotations

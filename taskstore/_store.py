@@ -32,13 +32,13 @@ from ._rules import (
     child_id,
     counter_after,
     next_number,
-    now_rfc3339,
+    now_rfc3339_seconds,
     require_text,
 )
 from ._schedule import Schedule, compute_schedule
 from ._triage import change_labels, check_triage, set_priority
 
-__all__ = ["StatusChange", "TaskStore", "now_rfc3339"]
+__all__ = ["StatusChange", "TaskStore", "now_rfc3339_seconds"]
 
 R = TypeVar("R")
 
@@ -289,7 +289,7 @@ class TaskStore:
             _refuse_claim(document, task)
             task.status = "in_progress"
             task.owner = owner
-            task.updated_at = now_rfc3339()
+            task.updated_at = now_rfc3339_seconds()
             return task
 
         return self.mutate(change)
@@ -314,7 +314,7 @@ class TaskStore:
             link(document, task, target, kind)
             if kind == "blocks":  # the only links the caps count
                 check_caps(document.tasks)
-            task.updated_at = now_rfc3339()
+            task.updated_at = now_rfc3339_seconds()
             return task
 
         return self.mutate(change)
@@ -333,7 +333,7 @@ class TaskStore:
         def change(document: StoreDocument) -> Task:
             task = find_task(document, task_id)
             unlink(task, target, kind)
-            task.updated_at = now_rfc3339()
+            task.updated_at = now_rfc3339_seconds()
             return task
 
         return self.mutate(change)
@@ -397,7 +397,7 @@ class TaskStore:
         def change(document: StoreDocument) -> tuple[list[str], list[str]]:
             by_id = {task.id: task for task in document.tasks}
             added, updated = [], []
-            stamp = now_rfc3339()
+            stamp = now_rfc3339_seconds()
             for task in tasks:
                 old = by_id.get(task.id)
                 if old is None:
@@ -435,7 +435,7 @@ class TaskStore:
 
         def change(document: StoreDocument) -> list[Task]:
             known = {task.id for task in document.tasks}
-            stamp = now_rfc3339()
+            stamp = now_rfc3339_seconds()
             for task in tasks:
                 if task.id in known:
                     raise InvalidTaskError(f"task {quote(task.id)} already exists")
@@ -490,7 +490,7 @@ def _new_task(
     parent: str | None,
     command: str | None,
 ) -> Task:
-    stamp = now_rfc3339()
+    stamp = now_rfc3339_seconds()
     if parent is None:
         number = next_number(document.next_id, (task.id for task in document.tasks))
         task_id = f"task_{number}"
@@ -535,7 +535,7 @@ def _apply_fields(
         task.last_error = last_error
     if attempts is not None:
         task.attempts = attempts
-    task.updated_at = now_rfc3339()
+    task.updated_at = now_rfc3339_seconds()
 
 
 def _apply_triage(

@@ -1,4 +1,7 @@
-"""The ``TaskList`` action API: the agent tool's view of a store, as plain JSON-ready dicts."""
+"""The ``TaskList`` action API: the agent tool's view of a store, as plain JSON-ready dicts.
+
+Decision: docs/decisions/0101-task-store-file.md
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,8 @@
 document ``rho.tasks/v1``. Reading is lenient, like the rest of the store: a hand-written value
 out of shape reads as the default (priority) or as the valid names it holds (labels), and the next
 ``update`` writes it back in shape. No pydantic here: the model reads through these functions.
+
+Decision: docs/decisions/0103-task-commands.md
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 A module of its own, with no imports, so that the light write path and the quick lane's option
 checks read them without building the scheduler's classes (``_schedule``).
+
+Decision: docs/decisions/0101-task-store-file.md
 """
 
 __all__ = ["BLOCKS", "DEPENDENCY_TYPES", "MAX_EDGES", "MAX_TASKS", "STATUSES"]

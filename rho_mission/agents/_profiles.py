@@ -25,6 +25,8 @@ program has one, that program's own request timeout (``environment``: claude's
 ``API_TIMEOUT_MS``, aider's ``AIDER_TIMEOUT``; codex's stream idle timeout, 5 minutes, is a
 key of its provider table and set already; gemini has none), each left as the user's
 environment sets it: the one place for such settings, put before either line by ``line``.
+
+Decision: docs/decisions/0511-agent-profiles.md, docs/decisions/0509-usage-and-budgets.md
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ knows. The shapes are the agents' documented ones (examples/agents/README.md):
 The output is a task's writing: a reader never raises on it. A figure of the wrong type is
 one the agent did not say; a number out of bounds (``Infinity``, a count of 400 digits) is
 passed on as it is, for the record to refuse it with the reason (``records._usage``).
+
+Decision: docs/decisions/0512-agent-verdicts.md, docs/decisions/0509-usage-and-budgets.md
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ in the sandbox; aider's profile line has its analytics log written there too);
 The file and the log are a task's writing, so read as untrusted: without following a link,
 a regular file only, at most ``USAGE_FILE_LIMIT`` bytes of the file and ``TAIL_BYTES`` of the
 log; whatever is wrong makes the usage unknown with the reason, never fails the attempt.
+
+Decision: docs/decisions/0706-what-rho-reads-back.md, docs/decisions/0509-usage-and-budgets.md
 """
 
 from __future__ import annotations

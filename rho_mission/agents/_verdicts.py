@@ -19,6 +19,8 @@ agent's words when it reported a failure, and lines worth a warning in the log.
 
 The output is a task's writing: a reader never raises on it, and the words are cut to
 ``WORDS_LIMIT`` printable characters of one line.
+
+Decision: docs/decisions/0512-agent-verdicts.md
 """
 
 from __future__ import annotations

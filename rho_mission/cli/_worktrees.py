@@ -114,7 +114,7 @@ def prune_shared_pool() -> None:
         CliError: the working folder is in no git repository.
     """
     from ..git._repo import GitRepo
-    from ..git._worktrees import prune_pool
+    from ..git._shared_pool import prune_pool
 
     root = find_repo_root()
     if root is None:
@@ -125,7 +125,7 @@ def prune_shared_pool() -> None:
         click.echo("no pooled worktree")
         return
     removed = prune_pool(repo, folder, idle_too=True)
-    from ..git._worktrees import pooled_worktrees
+    from ..git._shared_pool import pooled_worktrees
     from ..setup import drop_orphan_states
 
     # The setups of worktrees no longer in the pool go with them.

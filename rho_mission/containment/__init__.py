@@ -30,6 +30,8 @@ Direction: the bottom of the library. Imports only the standard library,
 ``taskstore``'s atomic writes and ``rho_mission._errors``; every other package may import it,
 it imports none of them. ``_reaper`` imports nothing but the standard library: it runs as a
 script of its own (the zygote).
+
+Decision: docs/decisions/0701-threat-model.md
 """
 
 from __future__ import annotations

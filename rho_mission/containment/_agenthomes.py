@@ -11,6 +11,8 @@ task's run; it is removed after. A folder the user does not have yet is made emp
 the home first, as the agent's own first run would: a mount needs its mount point, and the
 sandbox's home is read-only. ``--sandbox-allow-write PATH`` binds a real path writable
 instead: changes there stay.
+
+Decision: docs/decisions/0511-agent-profiles.md
 """
 
 from __future__ import annotations

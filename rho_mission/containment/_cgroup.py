@@ -21,6 +21,8 @@ it), and skips a name an earlier rho with the same pid left taken.
 
 A cgroup is the kernel's count, not a wall: a task running as root may move itself out (then
 rho's subreaper still finds it, as its orphan).
+
+Decision: docs/decisions/0704-supervisor.md
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ A git hook, ``git rebase --exec`` or a wrapper exports ``GIT_DIR``, ``GIT_WORK_T
 ``GIT_INDEX_FILE``... Inherited by rho's own git calls or by a task's command, they would aim git
 at the user's checkout instead of the mission's worktree: a checkout or ``clean`` there destroys
 uncommitted work. So no child of rho ever sees them, whoever called rho (CLI or library).
+
+Decision: docs/decisions/0702-safety-invariants.md
 """
 
 from __future__ import annotations

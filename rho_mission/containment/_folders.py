@@ -5,6 +5,13 @@ A symbolic link where rho expects one of its folders (``.rho``, ``.rho/missions/
 ``.rho/worktrees/<id>``, a mission's ``logs/``) would send a ``chmod``, a rewrite or an
 ``rmtree`` to whatever it points at, so every component from the anchor down is checked with
 ``lstat`` (never followed) before it is used, and a link is refused with ``UnsafePathError``.
+
+The one home of rho_mission's file openers (``open_private``, ``open_unfollowed``) and of the
+replacement of a file by rename in a folder rho trusts (``replace_unfollowed``, for git's own
+directories); durable atomic writes under ``.rho`` are ``taskstore.write_atomic``, and digests
+``graph.sha256_hex``: rho_mission keeps no copy of either.
+
+Decision: docs/decisions/0702-safety-invariants.md
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ __all__ = [
     "private_folder",
     "remove_tree",
     "remove_tree_at",
+    "replace_unfollowed",
     "walk_folders",
 ]
 
@@ -105,6 +113,26 @@ def open_unfollowed(
         OSError: as ``os.open`` (``ELOOP`` for a link at *path*).
     """
     return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+
+
+def replace_unfollowed(folder: Path, name: str, data: bytes, mode: int = 0o644) -> None:
+    """Replace the file *name* in *folder* by *data*: written to a new file there, renamed over.
+
+    For files in a folder rho trusts whose name a task could have replaced by a link (a
+    worktree's ``HEAD``, ``locked`` or index in its pinned git dir): a link at *name* is
+    replaced, never followed, and so is a link a task planted at the temporary name. Not
+    fsynced: git's own files, which git writes the same way.
+
+    Raises:
+        OSError: the file could not be written or renamed.
+    """
+    temporary = folder / f".{name}.rho-{os.getpid()}.tmp"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temporary)
+    fd = open_unfollowed(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.replace(temporary, folder / name)
 
 
 def walk_folders(top: int, names: Sequence[str]) -> int:

@@ -19,6 +19,8 @@ runs with it.
 A change made during a git call of rho's is caught right after it, not before: that window is
 the length of one git process, and under ``--sandbox`` (the configuration read-only to tasks) it
 does not exist.
+
+Decision: docs/decisions/0703-git-hardening.md
 """
 
 from __future__ import annotations

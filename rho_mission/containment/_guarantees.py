@@ -14,6 +14,8 @@ record stops a careless task, or one that knows only the mission folder, not a h
 that looks for it (docs/decisions/0701-threat-model.md). A mission that ran
 before rho kept this record gets one at its next run, from what its ``mission.json`` says
 then.
+
+Decision: docs/decisions/0701-threat-model.md
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ terminal, ``timeout``, a CI job's cancel, which signal the whole group) reaches 
 which then stops the tasks and records them cancelled. Had it reached rho's git call too, the
 call would die mid-way and fail the feature it served (``git commit-tree failed: exit status
 -15``), or the join.
+
+Decision: docs/decisions/0704-supervisor.md
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ path, whose changes stay).
 Left as they are, and said in the README: abstract UNIX sockets (they live in the network
 namespace, which the sandbox shares unless ``--sandbox-no-network``), and secrets outside the
 home folder, which rho cannot tell from other files.
+
+Decision: docs/decisions/0705-sandbox.md
 """
 
 from __future__ import annotations

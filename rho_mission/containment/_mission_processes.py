@@ -14,6 +14,8 @@ task of another mission carries that mission's mark too).
 Used before a mission runs again (orphans of a crashed run must not write into the worktrees of
 the new one), at the end of every run (nothing of a mission outlives it), and on a second
 Ctrl-C or SIGTERM (``kill_mission_processes``: SIGKILL at once, no grace).
+
+Decision: docs/decisions/0704-supervisor.md
 """
 
 from __future__ import annotations

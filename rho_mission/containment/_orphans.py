@@ -16,6 +16,8 @@ when a supervisor dies by a signal (``end_adopted``); their zombies are collecte
 process a library caller started in a session of its own while a task ran, and whose parent
 died, would be taken for one: a caller that needs such processes runs rho in a process of its
 own.
+
+Decision: docs/decisions/0704-supervisor.md
 """
 
 from __future__ import annotations

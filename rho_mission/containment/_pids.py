@@ -1,6 +1,8 @@
 """Processes by pid: whether one exists, what /proc says of it, a signal to each of several.
 
 For the light readers too: standard library only, no anyio.
+
+Decision: docs/decisions/0704-supervisor.md
 """
 
 from __future__ import annotations

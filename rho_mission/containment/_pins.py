@@ -17,6 +17,8 @@ mismatch raises ``WorktreeTamperedError``; no git runs.
 The check and git's use of the path are not one atomic step: a process could swap the folder
 in between. The task's own processes are gone by then (``_reaper``); what remains is another
 task running at the same moment, which only ``--sandbox`` keeps out of other worktrees.
+
+Decision: docs/decisions/0703-git-hardening.md
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ and after a normal exit when the command left background processes behind.
 A group counts as gone when none of its members is alive: zombies do not count, because an init
 that does not reap orphans would otherwise keep a dead group "alive" forever. Orphaned zombies
 that were reparented to this process (a child subreaper) are reaped here.
+
+Decision: docs/decisions/0704-supervisor.md
 """
 
 from __future__ import annotations

@@ -26,6 +26,8 @@ to ``git index-pack --strict --stdin`` (its own index made, the task's never use
 wrote before it refused a later one are sound ones. The quarantine is then deleted, even one
 the task made read-only; one a crashed rho left (its pid in its name, no longer alive) is
 deleted by the next that makes one.
+
+Decision: docs/decisions/0705-sandbox.md
 """
 
 from __future__ import annotations

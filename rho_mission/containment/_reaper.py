@@ -30,8 +30,10 @@ child tells rho its pid once it leads a session of its own in that folder (or th
 folder it could not enter), and the zygote sends its wait status when it ends. A forked
 supervisor shows the task's marks (``RHO_MISSION_ID``, ``RHO_TASK_ID``) in its own
 ``/proc/<pid>/environ``: the zygote is started with a blank variable whose bytes the child
-overwrites with them (``_mark``), so the processes of a mission are found by them as before
+overwrites with them (``_mark``), so the processes of a mission are found by them
 (``_mission_processes``).
+
+Decision: docs/decisions/0704-supervisor.md
 """
 
 from __future__ import annotations

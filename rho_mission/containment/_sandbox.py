@@ -33,6 +33,8 @@ it started), with every capability dropped (as root, a capability would let it r
 read-only views), and with the network of the host unless asked otherwise (agents call model
 APIs). Its HEAD is detached before it starts (``refs/`` is read-only: a commit moves HEAD
 only); rho moves the feature branch to what it left, as for any worker.
+
+Decision: docs/decisions/0705-sandbox.md
 """
 
 from __future__ import annotations

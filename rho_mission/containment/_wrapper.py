@@ -1,4 +1,7 @@
-"""What a task's shell runs under: its supervisor, and inside it the sandbox when asked."""
+"""What a task's shell runs under: its supervisor, and inside it the sandbox when asked.
+
+Decision: docs/decisions/0704-supervisor.md, docs/decisions/0705-sandbox.md
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Start task supervisors without an interpreter's start-up each: the zygote, rho's side.
 
-A supervisor per task (``_reaper``) used to be a new ``python -I -S`` process: about 20 ms of
-start-up (and ``ctypes``) paid by every task, 1,000 times at the caps. Now one warm process per
+A new ``python -I -S`` process per task's supervisor (``_reaper``) would pay an interpreter's
+start-up (and ``ctypes``) at every task (figures: docs/performance.md). So one warm process per
 rho process, the *zygote* (``_reaper.py --zygote``, started on the first task), forks each
 supervisor on request. rho sends it the supervisor's arguments, the working folder, the
 environment, and two descriptors (the task's log, and one end of a socket pair for the answer);
@@ -25,6 +25,8 @@ pidfd, not through the zygote; when the zygote does not tell how it ended, rho r
 itself: it is rho's child once its zygote is gone (rho is the subreaper above). The tasks of
 an ended zygote end by their supervisors' parent-death signal, and rho waits for them. A
 supervisor a task stopped is continued (nothing of rho's ever stops one).
+
+Decision: docs/decisions/0704-supervisor.md
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from pydantic import ValidationError
 from ..git._commit import changed_files
 from ..git._refs import RefHistory
 from ..git._repo import GitRepo
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ..records._document import Feature, Handoff, MissionDocument
 from ..records._journal import Journal, journal_entries
 from ..records._logs import log_path
@@ -182,7 +182,7 @@ def _adopt(mission: MissionDocument, feature: Feature, run: _Run, handoff: Hando
     feature.conflict = None
     feature.handoff = handoff
     feature.started_at = run.started or feature.started_at
-    feature.completed_at = _text(run.last.get("at")) or now_rfc3339()
+    feature.completed_at = _text(run.last.get("at")) or now_rfc3339_millis()
     log = log_path(mission, feature.id)
     feature.log = f"logs/{log.name}" if log.exists() else None
 
@@ -192,7 +192,7 @@ def _journal_adoption(journal: Journal, feature: Feature) -> None:
     assert handoff is not None  # just adopted with it
     journal.record(
         "adopt",
-        now_rfc3339(),
+        now_rfc3339_millis(),
         feature_id=feature.id,
         attempt=feature.attempts,
         files_changed_count=len(handoff.files_changed),

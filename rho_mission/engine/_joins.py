@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from .._errors import MergeConflictError
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ..records._document import Conflict, Feature, MissionStatus, Verification, WaveJoin
 from ..records._usage import UsageTotal
 
@@ -221,7 +221,7 @@ def join_record(
         not_run_ids=not_run,
         conflicted_ids=conflicted,
         started_at=started,
-        completed_at=now_rfc3339(),
+        completed_at=now_rfc3339_millis(),
         summary=summary,
         verification=checked,
         usage=usage,

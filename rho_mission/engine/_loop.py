@@ -38,7 +38,7 @@ from ..containment._mission_processes import end_mission_processes
 from ..executors._contract import Attempt, Executor, Observer, SetupStep, Worker
 from ..git._refs import RefHistory, check_id_free, feature_head, settle_refs
 from ..git._repo import GitRepo, MergeChain
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ..records._document import (
     Conflict,
     Feature,
@@ -289,7 +289,7 @@ class _WaveRunner:
         save_mission(mission)
         self.journal.record(
             "mission",
-            now_rfc3339(),
+            now_rfc3339_millis(),
             mission_id=mission.id,
             status="executing",
             first_wave=first + 1,
@@ -312,7 +312,7 @@ class _WaveRunner:
         mission = self.mission
         mission.waves = waves
         mission.status = "executing"
-        mission.started_at = mission.started_at or now_rfc3339()
+        mission.started_at = mission.started_at or now_rfc3339_millis()
         mission.completed_at = None
         if not (self.folder / "mission.json").exists():
             save_mission(mission)
@@ -329,7 +329,7 @@ class _WaveRunner:
                 return  # a later wave never starts from an unverified head
 
     async def _run_wave(self, number: int, ids: list[str]) -> WaveJoin:
-        started = now_rfc3339()
+        started = now_rfc3339_millis()
         head = self.mission.integration_head
         assert head is not None  # settled in _start; moved only by joins
         # With keep_going, a feature downstream of a failure stays pending (never dispatched).
@@ -395,7 +395,7 @@ class _WaveRunner:
 
     async def _dispatch(self, feature: Feature) -> None:
         feature.status = "in_progress"
-        feature.started_at = now_rfc3339()
+        feature.started_at = now_rfc3339_millis()
         feature.log = f"logs/{feature.id}.log"
         self.journal.record("dispatch", feature.started_at, feature_id=feature.id)
         # Queued now, in order with the feature's other changes; written by _start_written.
@@ -455,7 +455,7 @@ class _WaveRunner:
         replay: bool = False,
     ) -> Attempt:
         def started(pgid: int) -> None:
-            self.journal.record("process", now_rfc3339(), feature_id=feature.id, pgid=pgid)
+            self.journal.record("process", now_rfc3339_millis(), feature_id=feature.id, pgid=pgid)
 
         self.caps[feature.id] = self.budget.left_usd()
         return Attempt(
@@ -496,7 +496,7 @@ class _WaveRunner:
         # Numbers and the model's digest only (the journal is metadata).
         self.journal.record(
             "usage",
-            now_rfc3339(),
+            now_rfc3339_millis(),
             feature_id=feature_id,
             stage=record.stage,
             wave=record.wave,
@@ -522,7 +522,7 @@ class _WaveRunner:
         self.mission.budget_stop = reason
         self.journal.record(
             "budget",
-            now_rfc3339(),
+            now_rfc3339_millis(),
             durable=True,
             decision="stop",
             hard=self.budget.hard,
@@ -573,7 +573,7 @@ class _WaveRunner:
     ) -> None:
         feature.status = status
         feature.error = error
-        feature.completed_at = now_rfc3339()
+        feature.completed_at = now_rfc3339_millis()
         if feature.log and not (self.folder / feature.log).exists():
             feature.log = None  # a library worker that wrote no log: name no missing file
         self.journal.record(
@@ -856,7 +856,7 @@ class _WaveRunner:
         feature.attempts += 1
         feature.status = "in_progress"
         self.journal.record(
-            "replay", now_rfc3339(), feature_id=feature.id, attempt=feature.attempts
+            "replay", now_rfc3339_millis(), feature_id=feature.id, attempt=feature.attempts
         )
         self.observer.feature_changed(self.mission, feature)
         problem = await self._prepare_wave(head)
@@ -958,7 +958,7 @@ class _WaveRunner:
         mission.usage = mission.total_usage()
         if mission.budget_stop is not None:
             mission.budget_stop = self.budget.final_stop(mission.budget_stop, mission.usage)
-        mission.completed_at = now_rfc3339()
+        mission.completed_at = now_rfc3339_millis()
         ran = time.monotonic() - self.run_began
         mission.run_seconds = round((mission.run_seconds or 0.0) + ran, 3)
         save_mission(mission)

@@ -59,7 +59,7 @@ from ..containment._process import note_in_log
 from ..executors._contract import Worker, WorkerContext
 from ..executors._shell import run_in_worktree, worker_environment
 from ..git._commit import LITERAL_PATHSPECS, path_text, stage_all
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ..records._document import Feature, MissionDocument
 from ..records._journal import Journal
 from ..records._places import resolve_brief, resolve_log, resolve_prompt
@@ -137,7 +137,8 @@ class ConflictResolver:
         started = time.monotonic()
         branch = runner.branch("resolve")
         log = resolve_log(self.folder, feature.id)
-        note_in_log(log, f"{feature.id} resolve attempt {at.attempt}: started {now_rfc3339()}")
+        stamp = now_rfc3339_millis()
+        note_in_log(log, f"{feature.id} resolve attempt {at.attempt}: started {stamp}")
         try:
             worktree = await runner.acquire(branch, at.head)
         except MissionError as exc:
@@ -185,7 +186,7 @@ class ConflictResolver:
         note_in_log(log, f"{at.feature.id} resolve attempt {at.attempt} {status}{said}")
         self.journal.record(
             "resolve",
-            now_rfc3339(),
+            now_rfc3339_millis(),
             feature_id=at.feature.id,
             attempt=at.attempt,
             status=status,

@@ -27,10 +27,11 @@ from ..executors._contract import SetupStep, Worker, WorkerContext
 from ..executors._local import close_pool
 from ..executors._setup import SetupFor, kept_for, prepare_worktree
 from ..executors._worker_call import call_worker, failure_text, note_verdict, timed_out
+from ..git._leftovers import prune_stale
+from ..git._pool import WorktreePool
 from ..git._refs import RefHistory, branch_to_move, mission_ref_prefix
 from ..git._repo import GitRepo
-from ..git._worktrees import WorktreePool, prune_stale
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ..records._document import FeatureSetup, MissionDocument
 from ..records._journal import Journal
 from ..records._places import RHO_PATTERN, mission_worktrees
@@ -170,7 +171,7 @@ class StageRunner:
 
     def started(self, name: str, pgid: int) -> None:
         """Journal a process a stage started (recovery ends it after a crash)."""
-        self.journal.record("process", now_rfc3339(), feature_id=name, pgid=pgid)
+        self.journal.record("process", now_rfc3339_millis(), feature_id=name, pgid=pgid)
 
     def pool(self) -> WorktreePool:
         """The stages' worktree pool, made on first use."""

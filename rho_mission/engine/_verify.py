@@ -37,7 +37,7 @@ from .._errors import MissionError
 from ..agents._reading import UsageAsk, usage_ask
 from ..containment._process import note_in_log
 from ..executors._contract import Worker, WorkerContext
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ..records._document import Feature, MissionDocument, Verification, VerificationStatus
 from ..records._journal import Journal
 from ..records._persist import save_mission
@@ -211,7 +211,7 @@ class JoinChecks:
 
     def _begin(self, stage: StageRun, head: str) -> None:
         self._tell(stage)
-        self._log(stage, f"on {head[:12]} at {now_rfc3339()}")
+        self._log(stage, f"on {head[:12]} at {now_rfc3339_millis()}")
 
     def _end(self, stage: StageRun, extra: Mapping[str, Any]) -> None:
         """Say how a stage run ended: at the end of its log (so that a fix reads why the
@@ -219,7 +219,7 @@ class JoinChecks:
         self._log(stage, f"{stage.status}: {stage.error}" if stage.error else stage.status)
         self.journal.record(
             stage.stage,
-            now_rfc3339(),
+            now_rfc3339_millis(),
             wave=stage.wave,
             attempt=stage.attempt,
             status=stage.status,

@@ -12,6 +12,8 @@
 Direction: imports ``git``, ``records``, ``containment`` and ``rho_mission._errors``; never the
 engine, the planning stage or the mission (the engine hands attempts in through the contract).
 Public names load on first use, so that importing the contract does not load Dask's executor.
+
+Decision: docs/decisions/0503-executors.md
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ error text); a cancellation releases the worktree and propagates. Work whose own
 worker's, not rho's) hold a ``--copy`` file is such a failure: no commit rho lands carries one
 (``setup._carried``). So is a run whose agent reported a failure (``agents._verdicts``: an
 agent may exit 0 having failed), and, under ``require_changes``, one that changed nothing.
+
+Decision: docs/decisions/0503-executors.md, docs/decisions/0602-git-per-feature.md
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from .._errors import FeatureResultError, MissionError, RefMovedError
 from ..agents._reading import UsageAsk, log_size, read_attempt, usage_ask, usage_place
 from ..agents._verdicts import Verdict
 from ..git._commit import WorktreeResult, commit_worktree
+from ..git._pool import KeptOutputs, WorktreePool
 from ..git._repo import GitRepo
-from ..git._worktrees import KeptOutputs, WorktreePool
 from ..records._document import Feature, Handoff
 from ..records._usage import AttemptUsage
 from ..setup import WorktreeSetup, refuse_carried

@@ -8,6 +8,8 @@ machine; the Dask executor on a cluster's worker, through a git remote.
 
 This module imports nothing else of the package at run time (the models are named for the type
 checker only), so that every other module may import it without an import circle.
+
+Decision: docs/decisions/0503-executors.md
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ it at the join as usual. At most ``max_workers`` attempts are in flight (the eng
 Failure semantics are the local executor's: a worker that dies, a lost connection, a push that
 fails or a timeout fails the attempt (never a silent success); a cancellation cancels the Dask
 task and kills the task's processes on every worker.
+
+Decision: docs/decisions/0503-executors.md
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ running (``task_1 failed: dask: WorkerLostError: the dask worker running this at
 The worker processes of a ``--local-cluster`` log in their own processes: they are started with
 only CRITICAL records shown (``silence_logs``), since each of their failures reaches the
 coordinator as the result of its task.
+
+Decision: docs/decisions/0503-executors.md
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The default executor: each attempt in a worktree of a pool on this machine."""
+"""The default executor: each attempt in a worktree of a pool on this machine.
+
+Decision: docs/decisions/0503-executors.md, docs/decisions/0601-worktree-pool.md
+"""
 
 from __future__ import annotations
 
@@ -9,8 +12,10 @@ import anyio
 from .._errors import MissionError
 from ..agents import left_by
 from ..containment._folders import private_folder
+from ..git._leftovers import prune_stale
+from ..git._pool import WorktreePool
 from ..git._repo import GitRepo
-from ..git._worktrees import WorktreePool, pool_limit, prune_pool, prune_stale
+from ..git._shared_pool import pool_limit, prune_pool
 from ..records._document import MissionDocument
 from ..records._places import RHO_PATTERN, pool_folder, worktrees_folder
 from ..setup import WorktreeSetup, read_copies

@@ -6,6 +6,8 @@ branch (pushed by the coordinator before the wave), runs the attempt in a worktr
 clone exactly as the local executor would (``attempt_in_pool``: worktree, worker, commit), and
 pushes the feature branch back. Its log, handoff and timing travel back in the result.
 Nothing here writes to the coordinator's repository or mission folder.
+
+Decision: docs/decisions/0503-executors.md
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from .._errors import GitOperationError, MissionError
 from ..containment._environ import child_environ
 from ..containment._folders import remove_tree
 from ..containment._mission_processes import kill_mission_processes, kill_task_processes
+from ..git._pool import WorktreePool
 from ..git._repo import GitRepo
-from ..git._worktrees import WorktreePool
 from ..records._document import MissionDocument
 from ..records._places import integration_branch
 from ..records._usage import AttemptUsage

@@ -6,6 +6,8 @@ under its supervisor, with the task timeout, the log cap and ``--sandbox``, its 
 worker (``run_staged(setup=...)``). What it leaves git ignores becomes the worktree's kept
 outputs (``rho_mission.setup``). A failed setup fails the attempt, with its log's last lines;
 the next attempt sets up again.
+
+Decision: docs/decisions/0604-setup-and-copy.md
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import anyio
 from .._errors import FeatureFailedError, MissionError
 from ..containment._environ import child_environ
 from ..containment._process import note_in_log
-from ..git._worktrees import KeptOutputs
-from ..records._clock import now_rfc3339
+from ..git._pool import KeptOutputs
+from ..records._clock import now_rfc3339_millis
 from ..records._document import Feature, FeatureSetup, MissionDocument
 from ..records._logs import read_tail
 from ..records._places import setup_log as setup_log_of
@@ -156,7 +158,8 @@ async def _run_setup(asked: SetupFor, step: SetupStep, worktree: Path, log: Path
         log_path=log,
         on_process_start=asked.on_process_start,
     )
-    note_in_log(log, f"setup in {worktree.name} for {asked.asked_by}: started {now_rfc3339()}")
+    stamp = now_rfc3339_millis()
+    note_in_log(log, f"setup in {worktree.name} for {asked.asked_by}: started {stamp}")
     timeout = config.task_timeout
     try:
         with anyio.move_on_after(timeout) as scope:  # None: no limit

@@ -4,6 +4,8 @@ The command is the task's ``metadata.command``, else the mission's ``--run``. It
 process group with the RHO_* environment (docs/architecture.md); its output goes to
 ``logs/<task>.log``.
 Exit 0 is success; the engine then commits whatever the command changed.
+
+Decision: docs/decisions/0503-executors.md
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from ..containment._process import ProcessResult, note_in_log, run_command
 from ..containment._quarantine import Quarantine, admit, discard, open_quarantine
 from ..containment._wrapper import TaskPlace, task_wrapper
 from ..git._repo import GitRepo
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ..records._places import feature_prompt, rho_folder
 
 if TYPE_CHECKING:
@@ -69,7 +71,7 @@ async def shell_worker(ctx: WorkerContext) -> Handoff | None:
     # Each attempt between two lines of rho's own: a log of several attempts reads apart, and
     # one whose command printed nothing still says what ran and how it ended.
     attempt = f"{ctx.feature.id} attempt {ctx.attempt}"
-    started = f"command sha256 {sha256_hex(command)[:16]}, started {now_rfc3339()}"
+    started = f"command sha256 {sha256_hex(command)[:16]}, started {now_rfc3339_millis()}"
     note_in_log(ctx.log_path, f"{attempt}: {started}")
     try:
         prompt = ctx.prompt_file or write_task_prompt(ctx)  # written by the attempt, as a rule

@@ -9,6 +9,8 @@ A worker's exception fails its feature. Its type and traceback go to the feature
 feature's ``error`` starts with the type's name, so a failure can be understood after the fact.
 ``FeatureFailedError`` is the worker's own way of saying "failed, for this reason": its message
 is the error as it is, with no traceback.
+
+Decision: docs/decisions/0503-executors.md
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ tree again: the listed paths are staged by name, and the commit is made from the
 commit`` refreshes the whole index first (an ``lstat`` of every tracked file) and has no option
 that skips it. The commit is byte for byte the one ``git commit --cleanup=whitespace`` makes:
 the message is cleaned here the way git cleans it (``cleaned_message``).
+
+Decision: docs/decisions/0602-git-per-feature.md
 """
 
 from __future__ import annotations

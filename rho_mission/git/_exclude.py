@@ -7,6 +7,8 @@ as a mission) adds ``.rho/`` to ``<git common dir>/info/exclude``, which applies
 worktree and is never committed itself.
 
 Standard library only: the ``rho task`` commands call it and must stay light (no git process).
+
+Decision: docs/decisions/0702-safety-invariants.md
 """
 
 from __future__ import annotations

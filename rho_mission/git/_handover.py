@@ -34,18 +34,25 @@ holding what changed since. At 60,000 files each index write is then a few kilob
 with the index's and compared at every hand-over, since git itself neither checks its
 checksum on reading nor leaves its times alone (each read "freshens" it); the one the saved
 index names survives the trim, any other goes.
+
+Decision: docs/decisions/0603-worktree-handover.md
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..containment import require_pinned
-from ..containment._folders import FileIdentity, file_identity, open_unfollowed, remove_tree
+from ..containment._folders import (
+    FileIdentity,
+    file_identity,
+    open_unfollowed,
+    remove_tree,
+    replace_unfollowed,
+)
 from ._repo import GitRepo
 
 __all__ = [
@@ -194,19 +201,9 @@ def restore_index(worktree: Path, saved: SavedIndex) -> bool:
     if intact and index_identity(worktree) == saved.identity:
         return False
     if not intact and shared is not None:
-        _replace(git_dir, shared.name, shared.data)
-    _replace(git_dir, "index", saved.data)
+        replace_unfollowed(git_dir, shared.name, shared.data)
+    replace_unfollowed(git_dir, "index", saved.data)
     return True
-
-
-def _replace(git_dir: Path, name: str, data: bytes) -> None:
-    temporary = git_dir / f"index.rho-{os.getpid()}"
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(temporary)
-    fd = open_unfollowed(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(temporary, git_dir / name)
 
 
 def carry_index(repo: GitRepo, worktree: Path, saved: SavedIndex) -> None:

@@ -2,6 +2,8 @@
 
 A thread lock shared by every ``GitRepo`` of one repository in this process, combined with a
 file lock (``filelock``, 0600) at ``<git common dir>/rho-mission.lock`` for other processes.
+
+Decision: docs/decisions/0702-safety-invariants.md
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ Before a run, ``settle_refs`` compares every ref of the mission with that record
 A feature branch whose last move rho journaled was the end of an attempt, and which still holds
 that commit, holds that attempt's work: what a resume adopts when the attempt finished before a
 crash (``attempt_ended_at``, ``engine._adopt``).
+
+Decision: docs/decisions/0702-safety-invariants.md
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import TYPE_CHECKING
 from graph import sha256_hex as digest
 
 from .._errors import InvalidMissionError, RefMovedError
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ..records._journal import Journal, journal_entries
 from ..records._places import mission_ref_prefix
 
@@ -70,7 +72,7 @@ class RefHistory:
         """Record, before rho moves *ref* to *commit*, that it does so and why."""
         ref_digest, head_digest = digest(ref), digest(commit)
         self.journal.record(
-            "ref", now_rfc3339(), ref_sha256=ref_digest, head_sha256=head_digest, why=why
+            "ref", now_rfc3339_millis(), ref_sha256=ref_digest, head_sha256=head_digest, why=why
         )
         self._remember(ref_digest, head_digest, why)
 

@@ -2,10 +2,10 @@
 
 A feature's worktree is put on its branch at every attempt: the branch made where it must not
 exist yet, or moved from where rho last recorded it. One ``git update-ref`` process per move
-cost a process start each (2-5 ms here, on the path of every feature); this stream keeps one
-``git update-ref -m MESSAGE --stdin`` per repository and sends it one transaction per move
-(``start``, the ``create``/``update`` line, ``commit``): ~0.3 ms. git still does all of the
-work: the ref's lock, the compare against the old value, the reflog, the packed refs.
+would pay a process start on the path of every feature (figures: docs/performance.md); this
+stream keeps one ``git update-ref -m MESSAGE --stdin`` per repository and sends it one
+transaction per move (``start``, the ``create``/``update`` line, ``commit``). git still does
+all of the work: the ref's lock, the compare against the old value, the reflog, the packed refs.
 
 The stream is a socket pair, not pipes: a process of the same user can open another process's
 pipe through ``/proc/<pid>/fd`` and write to it, but not a socket; so no task can add a
@@ -22,6 +22,8 @@ A task can still stop it (``kill -STOP``): every send and every answer has a dea
 once, once; one that had is the move's failure (git may or may not have carried it out: the
 caller reads the branch). A close that does not end the process within the deadline ends it
 too.
+
+Decision: docs/decisions/0602-git-per-feature.md
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every git call of the mission engine goes through ``GitRepo.run``, the one place where git's
 failures become ``MissionError``s. Nothing here touches the user's working tree, index or
-current branch: feature work happens in linked worktrees (``_worktrees.WorktreePool``) and merges
+current branch: feature work happens in linked worktrees (``_pool.WorktreePool``) and merges
 are computed with ``git merge-tree`` and written with ``commit-tree`` + ``update-ref``. What a
 feature's worktree holds is committed by ``_commit.commit_worktree`` (``commit_all``).
 
@@ -14,6 +14,8 @@ All calls are synchronous; the engine runs them in worker threads (``anyio.to_th
 operation that changes git metadata (worktrees, branches, merges, commits that move a ref) holds
 ``GitRepo.locked()``: a thread lock shared by all ``GitRepo`` objects of one repository in this
 process, combined with a file lock at ``<git common dir>/rho-mission.lock`` for other processes.
+
+Decision: docs/decisions/0602-git-per-feature.md, docs/decisions/0703-git-hardening.md
 """
 
 from __future__ import annotations

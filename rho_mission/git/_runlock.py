@@ -4,6 +4,8 @@
 copy of the mission folder (``resume COPY_DIR``) shares it with the original, as it shares its
 branches. Whether a mission is alive is whether its lock is held: the operating system drops
 the lock of a process that dies, however it dies.
+
+Decision: docs/decisions/0702-safety-invariants.md
 """
 
 from __future__ import annotations

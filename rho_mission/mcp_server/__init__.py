@@ -9,6 +9,8 @@ error with that same line, and the server keeps serving.
 Direction: imports ``taskstore`` and the library (``mission``, ``records``,
 ``rho_mission._errors``); never the CLI or the server. The CLI only starts it (``cli/_mcp``);
 nothing else imports it.
+
+Decision: docs/decisions/0803-mcp.md
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Each tool is a method of ``Tools`` (the store and the repository the server was 
 Its typed parameters are its JSON schema; its dict result is the structured result. A domain
 error (a bad id, an invalid graph, a refused claim) is answered as a tool error holding the
 CLI's one line, so the agent reads the same words a person would.
+
+Decision: docs/decisions/0803-mcp.md
 """
 
 from __future__ import annotations

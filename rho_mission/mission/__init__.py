@@ -1,6 +1,7 @@
 """Missions as their callers have them: ``Mission``, made from the store, named, merged, cleaned.
 
-- ``_mission``: ``Mission``, the library API (``new``, ``run``, ``run_staged``, ``resume``);
+- ``_mission``: ``Mission``, the library API (``new``, ``load``, ``plan``, ``run_staged``,
+  ``resume``, each with its ``_sync`` twin);
 - ``_fromtasks``: a mission from the task store; ``_selection``: which tasks it runs and holds;
 - ``_waves``: the waves a mission runs, given and checked, or computed from ``blocked_by``;
 - ``_resume_refresh``: resume with the fix, the features still to run read again from the store;
@@ -14,4 +15,6 @@ Direction: the top of the library. Imports ``planning``, ``engine``, ``executors
 ``records``, ``containment``, ``rho_mission._errors``, ``taskstore`` and ``graph``; nothing of the
 library imports it but ``rho_mission``'s public names. The CLI, the server and the MCP tools call
 it; it never imports them.
+
+Decision: docs/decisions/0501-missions.md
 """

@@ -10,6 +10,8 @@ A claim is a lease too: after ``claim_ttl`` seconds (``--claim-ttl``, default 24
 its last update the claimant is taken to have gone, and a mission may run the task. A claim of
 unknown age (no ``updatedAt``) never expires. ``include_claimed`` (``--include-claimed``) takes
 every claimed task anyway.
+
+Decision: docs/decisions/0105-claims-and-leases.md
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ refuses, having changed nothing, when:
 Then it ends the mission's processes, removes its worktrees, deletes its branches (each one
 noted in the journal first, then ``git update-ref -d REF OLD``: a compare-and-swap), releases its
 leases and, when asked, deletes its folder.
+
+Decision: docs/decisions/0508-mission-commands.md
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ from ..engine._leases import LEASE_KEY, release_tasks
 from ..git._refs import RefHistory, mission_ref_prefix
 from ..git._repo import GitRepo
 from ..git._runlock import run_lock
-from ..git._worktrees import drop_pooled, held_by
-from ..records._clock import now_rfc3339
+from ..git._shared_pool import drop_pooled, held_by
+from ..records._clock import now_rfc3339_millis
 from ..records._document import MergeRecord, MissionDocument
 from ..records._journal import Journal
 from ..records._persist import save_mission
@@ -143,7 +145,7 @@ def clean_mission(
             remove_tree(Path(mission.dir))
             report.folder = Path(mission.dir)
         else:  # under the run lock, like a run: the list says it was cleaned
-            mission.cleaned_at = now_rfc3339()
+            mission.cleaned_at = now_rfc3339_millis()
             save_mission(mission)
     return report
 

@@ -9,6 +9,8 @@ A feature's work is its completed commit, else what its branch holds beyond its 
 of a feature whose merge failed stays on its branch). Only pairs whose changes touch a common
 path (or a file and a folder of one name) are merged: two changes that share no path cannot
 conflict, and a mission of 40 features would otherwise cost 780 merges.
+
+Decision: docs/decisions/0505-conflicts.md
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Plan a mission from the task store: one feature per task still to do, in flattened wave order."""
+"""Plan a mission from the task store: one feature per task still to do, in flattened wave order.
+
+Decision: docs/decisions/0506-living-store.md
+"""
 
 from __future__ import annotations
 

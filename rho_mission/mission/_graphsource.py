@@ -2,6 +2,8 @@
 
 What ``rho graph export`` prints and what ``rho serve``'s graph routes send: both call these,
 so a client gets the command's bytes for the same source and scope.
+
+Decision: docs/decisions/0201-portable-graph.md
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ could refuse is decided before the checkout is touched:
 Then the branch moves to the result, which always descends from it: in the user's checkout by
 ``git merge --ff-only --no-overwrite-ignore`` (git checks the work tree again as it goes), or, for
 ``--into`` a branch no work tree has checked out, by compare-and-swap (``git update-ref``).
+
+Decision: docs/decisions/0508-mission-commands.md
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from taskstore import TaskStore
 from .._errors import MergeConflictError, MergeRefusedError, RefMovedError, quote
 from ..engine._carryover import record_work
 from ..git._repo import GitRepo
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ..records._document import MergeRecord, MissionDocument
 from ..records._persist import save_mission
 from ..records._places import RHO_DIR, RHO_PATTERN
@@ -146,7 +148,7 @@ def _merge_record(
         squash=squash,
         only=sorted(only),
         tasks=tasks,
-        merged_at=now_rfc3339(),
+        merged_at=now_rfc3339_millis(),
     )
 
 

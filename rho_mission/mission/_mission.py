@@ -1,4 +1,7 @@
-"""``Mission``: the mission.json document plus the library API that runs it."""
+"""``Mission``: the mission.json document plus the library API that runs it.
+
+Decision: docs/decisions/0501-missions.md
+"""
 
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ from ..executors._shell import shell_worker
 from ..git._repo import GitRepo
 from ..git._runlock import is_running, run_lock
 from ..planning import Planner, run_planning
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ..records._document import Feature, MissionConfig, MissionDocument, feature_id_problem
 from ..records._journal import Journal
 from ..records._persist import prepare_mission_dir
@@ -58,6 +61,25 @@ class Mission(MissionDocument):
     Build one with ``Mission.new``, run it with ``await mission.run_staged(worker, waves=...)``
     (or ``run_staged_sync``), reopen one with ``Mission.load(dir)``. After a run, ``status``,
     ``features`` and ``wave_joins`` hold the outcome.
+
+    Running one (``run_staged``, ``resume``, ``plan`` and their ``_sync`` forms) changes the
+    calling process, for the rest of its life unless said:
+
+    - The first task makes it a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``, never
+      undone; ``containment._orphans``): any orphaned descendant, a task's or one of the
+      caller's own subprocesses' children, is re-parented to it instead of PID 1. rho ends
+      and reaps a task's orphans when the task's supervisor dies by a signal, including a
+      process the caller started in a session of its own while a task ran and whose parent
+      died; the caller reaps any other. A caller that cannot have that runs rho in a process
+      of its own.
+    - The first task starts one helper process, the zygote, which forks each task's supervisor;
+      it ends with the interpreter (an ``atexit`` handler, and its parent-death signal).
+    - The first save starts one thread, ``rho-save``, kept for the process.
+    - While waves run, ``sys.setswitchinterval`` is lowered to 0.5 ms (put back after).
+    - No signal handler is installed in the calling process: Ctrl-C or SIGTERM reach the
+      caller as usual, and a mission interrupted by them is resumed with ``resume``.
+
+    Decision: docs/decisions/0704-supervisor.md, docs/decisions/0501-missions.md
     """
 
     _warnings: list[str] = PrivateAttr(default_factory=list)
@@ -179,6 +201,9 @@ class Mission(MissionDocument):
         setup: Worker | None = None,
     ) -> Mission:
         """Run the features wave after wave, and return this mission.
+
+        Changes the calling process (a child subreaper, a helper process, a thread, the switch
+        interval while waves run): see ``Mission``.
 
         *waves* names the features of each wave; without it, the mission's own waves, else
         waves cut from the features' ``blocked_by`` by the task store's validator. Without
@@ -317,7 +342,7 @@ class Mission(MissionDocument):
     def _refresh(self, fresh: Sequence[Feature]) -> None:
         changed = refresh_features(self, fresh)
         Journal(Path(self.dir) / "journal.jsonl").record(
-            "refreshed", now_rfc3339(), changed=list(changed), commands_sha256=changed
+            "refreshed", now_rfc3339_millis(), changed=list(changed), commands_sha256=changed
         )
 
     def run_staged_sync(

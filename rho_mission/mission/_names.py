@@ -2,6 +2,8 @@
 
 Every mission command (``show``, ``resume``, ``log``, ``merge``, ``clean``) takes one of these,
 so that the ids ``rho mission list`` prints can be used as they are.
+
+Decision: docs/decisions/0508-mission-commands.md
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ index (``GitRepo.apply_change``), never a work tree.
 
 A chosen task whose blocker (in the mission) is not chosen too is refused: its work was made on
 top of that blocker's, and without it the result would be a tree nobody ran.
+
+Decision: docs/decisions/0508-mission-commands.md
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ their blockers changed, are refused (they need a new mission); tasks added to th
 are the next mission's. What changed is journaled as a ``refreshed`` event, with digests only.
 A task the store says another mission (or the user) completed since, or holds by its status
 now, is never run by a resume: it is refused with the next command.
+
+Decision: docs/decisions/0506-living-store.md
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ and the store marks it completed when its children are (``engine._leases.release
 
 The mission's waves are the validator's waves of the tasks it runs, with the blocking edges
 among them: a new task blocked only by completed work starts in the first wave.
+
+Decision: docs/decisions/0506-living-store.md
 """
 
 from __future__ import annotations

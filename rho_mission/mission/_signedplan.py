@@ -11,6 +11,8 @@ description, command (its own, else the mission's ``--run``), blockers.
 commands from the store): the plan must verify against the trusted keys, and the store must
 hold exactly the plan's tasks, each under the same parent with the same scope. So an agent that
 adds a subtask, moves a task, or edits a command after signing is refused, by name.
+
+Decision: docs/decisions/0402-signed-plans.md
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def task_scope_hash(task: Task, run_command: str | None) -> str:
         "command": task.command or run_command,
         "blockers": sorted(set(task.blocker_ids)),
     }
-    return hashlib.sha256(canonical_swarm_bytes(scope)).hexdigest()
+    return _sha256(scope)
 
 
 def _sha256(data: Mapping[str, Any]) -> str:

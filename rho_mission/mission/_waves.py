@@ -5,6 +5,8 @@ feature in or before the wave of one of its blockers (it would start without its
 work). Without waves, the task store's own validator (``taskstore.compute_schedule``) cuts the
 features' ``blocked_by`` graph into waves, with its checks and messages (cycles, missing
 blockers, the caps).
+
+Decision: docs/decisions/0502-the-users-loop.md
 """
 
 from __future__ import annotations

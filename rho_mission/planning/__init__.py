@@ -11,6 +11,8 @@ Direction: imports ``executors`` (the shell worker and the worker call), ``git``
 worktree), ``records``, ``containment``, ``rho_mission._errors`` and ``taskstore``'s plan format;
 never the engine or the mission. The mission (``mission._mission``) calls it, nothing here
 calls back.
+
+Decision: docs/decisions/0507-planning.md
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ mission that a resume plans again); the prompt at ``prompts/plan.md``; the plann
 ``logs/plan.log``; then either ``prd.md``, ``plan.json`` and mission.json with the features,
 waves and the plan's digests, or mission.json ``failed`` with the reason. The journal gets the
 digests only.
+
+Decision: docs/decisions/0507-planning.md
 """
 
 from __future__ import annotations
@@ -41,9 +43,10 @@ from ..containment._process import note_in_log
 from ..executors._contract import WorkerContext
 from ..executors._shell import run_in_worktree, write_prompt
 from ..executors._worker_call import call_worker, failure_text
+from ..git._leftovers import prune_stale
+from ..git._pool import WorktreePool
 from ..git._repo import GitRepo
-from ..git._worktrees import WorktreePool, prune_stale
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ..records._document import (
     Feature,
     MissionDocument,
@@ -143,7 +146,7 @@ async def run_planning(
     folder = Path(mission.dir)
     journal = Journal(folder / "journal.jsonl")
     command = mission.config.planner_command
-    mission.planning = Planning(started_at=now_rfc3339())
+    mission.planning = Planning(started_at=now_rfc3339_millis())
     mission.status = "planning"
     save_mission(mission)
     journal.record(
@@ -214,7 +217,7 @@ async def _call(
         attempt=1,
         log_path=feature_log(folder, PLAN_ID),
         on_process_start=lambda pgid: journal.record(
-            "process", now_rfc3339(), feature_id=PLAN_ID, pgid=pgid
+            "process", now_rfc3339_millis(), feature_id=PLAN_ID, pgid=pgid
         ),
         plan_file=worktree / PLAN_FILE_NAME,
         budget_left_usd=mission.budget_left_usd(),
@@ -352,7 +355,7 @@ def _adopt(
     mission.planning = mission.planning.model_copy(
         update={
             "status": "completed",
-            "completed_at": now_rfc3339(),
+            "completed_at": now_rfc3339_millis(),
             "prd_sha256": digest(plan.prd),
             "plan_sha256": digest(plan_bytes.decode()),
             "plain": plan.plain,
@@ -374,7 +377,7 @@ def _adopt(
 def _end(mission: MissionDocument, journal: Journal, status: str, error: str) -> None:
     """Record the planning stage's end without a plan: the mission failed (or was cancelled)."""
     assert mission.planning is not None
-    ended = now_rfc3339()
+    ended = now_rfc3339_millis()
     mission.planning = mission.planning.model_copy(
         update={"status": "failed", "completed_at": ended, "error": error}
     )

@@ -15,4 +15,6 @@
 Direction: imports ``rho_mission._errors``, ``containment`` (its folders and files that never
 follow a link), ``taskstore`` and ``graph``; never git, the executors, the engine or the mission.
 Everything above reads and writes a mission through here.
+
+Decision: docs/decisions/0510-mission-records.md
 """

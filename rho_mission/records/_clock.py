@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-__all__ = ["now_rfc3339"]
+__all__ = ["now_rfc3339_millis"]
 
 
-def now_rfc3339() -> str:
+def now_rfc3339_millis() -> str:
     """The current UTC time as RFC 3339 with millisecond precision."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -4,6 +4,8 @@ Keys are snake_case, as in mission.json (docs/architecture.md). ``Mission`` is b
 persisted document and the object a library caller drives (``Mission.new(...)``,
 ``await mission.run_staged(...)``); the behaviour lives in ``engine._loop`` and is attached in
 ``mission._mission``.
+
+Decision: docs/decisions/0501-missions.md
 """
 
 from __future__ import annotations

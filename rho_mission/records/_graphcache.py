@@ -13,6 +13,8 @@ Fragments are built by the projection's own functions, so every fact is still ch
 graph's models as it is made; the document-wide checks (ids unique, every reference present)
 hold by construction (fragments are made from unique feature ids and wave numbers, edges only
 point at features of the mission) and are checked again on ids when the set of ids changes.
+
+Decision: docs/decisions/0510-mission-records.md
 """
 
 from __future__ import annotations

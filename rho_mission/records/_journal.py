@@ -5,6 +5,8 @@ Each line is one JSON object: ``seq``, ``at``, ``event`` (``mission``, ``dispatc
 branch names, paths, errors and output never appear in clear. Lines are flushed as they are
 written and fsynced at every join, when mission.json becomes durable too. Between two joins the
 journal alone knows what ended: a resume reads it back (``git._refs``, ``engine._adopt``).
+
+Decision: docs/decisions/0510-mission-records.md
 """
 
 from __future__ import annotations

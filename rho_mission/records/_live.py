@@ -9,6 +9,8 @@ does not show ended. A record older than the file (read between its write and it
 mark) could only repeat what the file says of an ended feature: those are never changed.
 
 Only a mission the file says is ``executing`` is read so: any other is as its file says.
+
+Decision: docs/decisions/0801-serve.md
 """
 
 from __future__ import annotations

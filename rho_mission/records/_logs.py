@@ -11,6 +11,8 @@ mission.json, which a hand edit could point anywhere.
 
 The CLI (``cli._logs``: printing, following), the server and the MCP tools all read through
 here, so none of them imports another's module.
+
+Decision: docs/decisions/0805-logs-and-output.md
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ JSON, keyed on `feature_key` and `join_key` (every field, copied), and splices t
 the dump of the mission without its features and joins. The bytes
 are those of ``mission.model_dump_json(indent=2)`` plus a newline: a test compares them at
 every join of real missions and after random changes.
+
+Decision: docs/decisions/0510-mission-records.md
 """
 
 from __future__ import annotations

@@ -2,7 +2,10 @@
 about and where it was merged; a feature's conflicted merge, for the progress lines and
 ``show``; what attempts spent (a ``UsageTotal`` as mission.json holds it), for every view.
 The standard library only: the CLI's quick lane reads mission.json as plain JSON and imports
-this."""
+this.
+
+Decision: docs/decisions/0508-mission-commands.md
+"""
 
 from __future__ import annotations
 

@@ -4,6 +4,8 @@
 so, and a wave starts its tasks so, after their priority (0 first: ``rho task update
 --priority``). Only the start follows priority: a join merges in its own fixed order (sorted
 ids), whatever order tasks started or finished in, so the same tasks give the same tree.
+
+Decision: docs/decisions/0502-the-users-loop.md
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Durable writes of a mission folder: mission.json and mission-graph.json, atomically, 0600."""
+"""Durable writes of a mission folder: mission.json and mission-graph.json, atomically, 0600.
+
+Decision: docs/decisions/0510-mission-records.md
+"""
 
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ down, in the folder of what wrote it: ``logs/resolve/<task>.log``,
 ``prompts/resolve/<task>.md`` and ``<task>.conflict.json``, ``logs/setup/<worktree>.log``,
 ``logs/executor/dask.log``. A feature id holds no ``/``, so no task, whatever its id, shares
 a file with a stage.
+
+Decision: docs/decisions/0702-safety-invariants.md
 """
 
 from __future__ import annotations

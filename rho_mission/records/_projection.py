@@ -10,6 +10,8 @@ whatever order its features or tasks come, always projects to the same bytes.
 Every fact carries the scope's ``repository_id``: for a mission, by default the basename of
 the mission's repository folder (what ``mission-graph.json`` holds on disk); for a store, the
 one the caller names (a list of tasks knows no repository).
+
+Decision: docs/decisions/0201-portable-graph.md
 """
 
 from __future__ import annotations

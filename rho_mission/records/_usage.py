@@ -15,6 +15,8 @@ by hand) meets them: an attempt's figure outside them (``Infinity``,
 and a sum's reads as not known (None), one of its attempts at least unknown. So no sum
 overflows, and no view meets a number it cannot print. The usage file's own model refuses
 such a figure (the reason names it).
+
+Decision: docs/decisions/0509-usage-and-budgets.md
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ mission.json that holds one is refused when read, and a budget outside them is b
 
 A budget (``--budget-usd``, ``--budget-tokens``) is above 0 and at most what one attempt may
 report. The standard library only: the CLI's quick lane checks mission.json's figures here.
+
+Decision: docs/decisions/0509-usage-and-budgets.md
 """
 
 from __future__ import annotations

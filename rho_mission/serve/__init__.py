@@ -14,6 +14,8 @@ nothing takes a lock of a mission or of the task store.
 Direction: imports the library (``mission``, ``git``, ``records``, ``containment``,
 ``rho_mission._errors``), ``taskstore`` and ``graph``; never the CLI, which only starts it
 (``cli/_serve``, ``cli/_report``).
+
+Decision: docs/decisions/0801-serve.md
 """
 
 from __future__ import annotations

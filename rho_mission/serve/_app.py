@@ -15,6 +15,8 @@ Routes (all ``GET``; every ``/v1`` route needs the token, see ``_auth``)::
 
 Errors are JSON ``{"error": message}`` with the status of the error (400, 401, 404, 500).
 File reads run in worker threads; nothing here takes a lock (see ``_source``).
+
+Decision: docs/decisions/0801-serve.md
 """
 
 from __future__ import annotations

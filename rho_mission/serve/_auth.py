@@ -8,6 +8,8 @@ Anything else gets 401 with a JSON error and no data.
 
 Before the token, the ``Host`` a request names must be one the server answers to
 (``HostCheck``): a loopback bind answers loopback names only, against DNS rebinding.
+
+Decision: docs/decisions/0801-serve.md
 """
 
 from __future__ import annotations

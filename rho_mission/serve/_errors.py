@@ -9,6 +9,8 @@ The tree::
         └── TokenError           no usable token: a bad token file, an unsafe .rho folder
 
 The HTTP layer (``_app``) maps ``status`` to the response; the CLI prints the message.
+
+Decision: docs/decisions/0801-serve.md
 """
 
 from __future__ import annotations

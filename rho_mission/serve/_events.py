@@ -19,6 +19,8 @@ A client that reconnects by itself (a browser's ``EventSource``) should close on
 Both files are polled (``stat``, then a read of what changed), since no portable notification
 of a file's growth exists; comments (``: keepalive``) keep an idle connection open. A mission
 left ``executing`` by a crash never ends: its stream stays open until the client leaves.
+
+Decision: docs/decisions/0801-serve.md
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 ``rho graph export`` builds its document with ``rho_mission.mission._graphsource`` and prints
 ``graph.dump_graph`` of it; the server calls the very same functions, so a client gets, for
 one mission or store and scope, the bytes the command prints.
+
+Decision: docs/decisions/0801-serve.md, docs/decisions/0201-portable-graph.md
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ inline, the two scripts as one, so the page needs nothing else (no CDN, no netwo
 Content-Security-Policy allows exactly these two inline blocks, by their SHA-256, and nothing
 from elsewhere. The live page carries no data (it reads the API); a report carries its data as
 JSON in a ``<script type="application/json">`` element, escaped so that no value can close it.
+
+Decision: docs/decisions/0801-serve.md
 """
 
 from __future__ import annotations

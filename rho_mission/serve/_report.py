@@ -6,6 +6,8 @@ out, and so is an error unless it has one of the engine's own fixed shapes (``co
 exit code 2``, ``timed out after 5s``, ...), since a library worker's or git's message may
 quote any of them. What remains is ids, statuses, times, counts and join summaries.
 ``include_text`` puts the whole of mission.json and the failed features' log tails in.
+
+Decision: docs/decisions/0801-serve.md, docs/decisions/0302-cloud-allow-lists.md
 """
 
 from __future__ import annotations

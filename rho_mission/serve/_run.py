@@ -3,6 +3,8 @@
 The socket is bound before anything is printed, so the printed URL (with the real port when
 ``--port 0`` asked for any free one) already accepts connections. Ctrl-C and SIGTERM stop the
 server gracefully (open event streams get two seconds) and end the command with exit 0.
+
+Decision: docs/decisions/0801-serve.md
 """
 
 from __future__ import annotations
@@ -82,7 +84,12 @@ def page_url(sock: socket.socket) -> str:
 
 
 def run_server(app: ASGIApp, sock: socket.socket, ready: Callable[[], None]) -> None:
-    """Serve *app* on *sock* until Ctrl-C or SIGTERM; *ready* is called once before serving."""
+    """Serve *app* on *sock* until Ctrl-C or SIGTERM; *ready* is called once before serving.
+
+    Process-wide while it serves: a SIGTERM handler of its own and uvicorn's SIGINT and SIGTERM
+    handlers (each put back at the end), so it runs in the main thread; ``rho serve`` is its
+    caller, never a mission.
+    """
     import uvicorn
 
     config = uvicorn.Config(

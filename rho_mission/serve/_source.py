@@ -8,6 +8,8 @@ store's lock. Inputs from a request are checked before anything is opened: a mis
 be one of the mission's features. Every path opened is built from those listings, never from
 the request's text, and files are opened with ``O_NOFOLLOW`` below folders checked not to be
 links.
+
+Decision: docs/decisions/0801-serve.md
 """
 
 from __future__ import annotations

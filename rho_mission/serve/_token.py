@@ -3,6 +3,8 @@
 A made token is ``secrets.token_urlsafe(32)`` (256 random bits), written to
 ``<repo>/.rho/serve.token`` with mode 0600 by an atomic replace, in a ``.rho`` folder that is
 checked not to be a link, made 0700 and excluded from git; each start makes a new one.
+
+Decision: docs/decisions/0801-serve.md
 """
 
 from __future__ import annotations

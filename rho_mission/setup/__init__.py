@@ -12,6 +12,8 @@
 - ``_carried``: whether commits about to land carry a ``--copy`` file (none rho lands may).
 
 Direction: uses ``git``, ``records`` and ``containment``; the executors run the setup itself.
+
+Decision: docs/decisions/0604-setup-and-copy.md
 """
 
 from __future__ import annotations

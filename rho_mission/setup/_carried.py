@@ -26,6 +26,8 @@ Only the copied paths are looked at: the secret's content written under another 
 a commit message, is not recognised (a task can read the file, with ``--sandbox`` too). The
 walk reads history as its objects say (no replace refs); a graft or ``shallow`` file, which only
 a task without ``--sandbox`` can write (``.git`` is read-only in the sandbox), can still cut it.
+
+Decision: docs/decisions/0604-setup-and-copy.md
 """
 
 from __future__ import annotations

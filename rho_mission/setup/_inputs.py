@@ -8,6 +8,8 @@ worktree already). Copies are read once, with their mode, and never written into
 
 A ``--setup-key`` path names a file (or folder) of the repository whose content at a feature's
 start commit is part of the setup key (a lockfile); it must exist at the mission's base.
+
+Decision: docs/decisions/0604-setup-and-copy.md
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ A setup serves later missions only when it ran on the mission's start commit and
 is the user's own (``_trust``); one made on a commit holding tasks' work (a later wave's start,
 a check's merged head, any commit of a mission started from rho's branch) serves its own
 mission alone: another mission that gets the worktree cleans its outputs and sets it up again.
+
+Decision: docs/decisions/0604-setup-and-copy.md
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from taskstore import ensure_private_dir, write_atomic
 
 from .._errors import FeatureFailedError
 from ..git._commit import listed_entries, spared_by
-from ..records._clock import now_rfc3339
+from ..records._clock import now_rfc3339_millis
 from ._inputs import CopiedFile
 from ._key import setup_key
 from ._manifest import take_manifest
@@ -36,8 +38,8 @@ from ._state import SetupState, drop_state, folder_identity, read_state, write_s
 from ._trust import users_own
 
 if TYPE_CHECKING:
+    from ..git._pool import KeptOutputs
     from ..git._repo import GitRepo
-    from ..git._worktrees import KeptOutputs
 
 __all__ = ["SetupLeftFilesError", "WorktreeSetup"]
 
@@ -163,7 +165,7 @@ class WorktreeSetup:
             entries=manifest.entries,
             bytes=manifest.size,
             folder=folder_identity(worktree),
-            set_up_at=now_rfc3339(),
+            set_up_at=now_rfc3339_millis(),
         )
         write_state(self.repo.root, worktree, state)
         with self._guard:

@@ -4,6 +4,8 @@ A digest of what runs (the shell command, or a library setup's name) and of the 
 (``--setup-key``: lockfiles) as they stand at the feature's start commit: their paths and blob
 ids from one ``git ls-tree -r`` (a folder given counts every file in it). Two features that
 start from commits whose lockfiles agree share a key; a changed lockfile gives a new one.
+
+Decision: docs/decisions/0604-setup-and-copy.md
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""``rho worktrees list``: the shared pool's worktrees, each with its setup, size and last use."""
+"""``rho worktrees list``: the shared pool's worktrees, each with its setup, size and last use.
+
+Decision: docs/decisions/0604-setup-and-copy.md
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..git._worktrees import pooled_worktrees
+from ..git._shared_pool import pooled_worktrees
 from ..records._places import pool_folder
 from ._state import read_state
 

@@ -10,6 +10,8 @@ where a folder was is an entry, never followed).
 The change time is what makes this cheap and still sound: the kernel sets it at every write,
 rename, chmod or ``utime``, and no process can set it back, so a file rewritten with its old
 size and modification time still differs. No content is read: one ``lstat`` per entry.
+
+Decision: docs/decisions/0604-setup-and-copy.md
 """
 
 from __future__ import annotations

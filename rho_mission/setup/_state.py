@@ -8,6 +8,8 @@ the worktree's folder by device and inode too: a folder made again under the sam
 the one set up. It names the commit the setup ran on and, when that commit holds tasks' work
 (``_trust``), the one mission that may reuse it. A state of an older schema is not read: that
 worktree is set up again.
+
+Decision: docs/decisions/0604-setup-and-copy.md
 """
 
 from __future__ import annotations

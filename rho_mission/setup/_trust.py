@@ -12,6 +12,8 @@ their copies on a remote). A mission's integration head is the user's once a bra
 holds it (they merged it, or named a branch for it); before that it is not, whether a mission
 starts from it by ``--continue``, by its branch's name or by its commit id. Under ``--sandbox``
 a task cannot make a ref (``refs/`` is read-only there).
+
+Decision: docs/decisions/0604-setup-and-copy.md
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ The mapping of each tool's statuses and link types is written in
 ``docs/decisions/0104-trackers.md``: a link blocks only where the tool itself says it blocks.
 
 Direction: uses ``taskstore`` alone (its model and limits); ``rho_mission``'s CLI calls it.
+
+Decision: docs/decisions/0104-trackers.md
 """
 
 from __future__ import annotations

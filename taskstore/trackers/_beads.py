@@ -8,6 +8,8 @@ sometimes a ``parent`` field beside its ``parent-child`` link. Only ``blocks`` b
 ready``; ``parent-child`` is the hierarchy; every other type (``related``, ``discovered-from``,
 ``tracks``...) is a plain link. A ``tombstone`` (a deleted issue) is not imported, and links to
 one are dropped: it blocks nothing.
+
+Decision: docs/decisions/0104-trackers.md
 """
 
 from __future__ import annotations

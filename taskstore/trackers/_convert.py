@@ -1,4 +1,7 @@
-"""From a tracker's file to store tasks, and from the store back to a tracker's shape."""
+"""From a tracker's file to store tasks, and from the store back to a tracker's shape.
+
+Decision: docs/decisions/0104-trackers.md
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ touches any unfinished task still decides what runs: the store refuses it, namin
 
 A link closes such a cycle when both its ends are completed and lie in one strongly connected
 component of the blocking links between completed tasks (every such link lies on a cycle).
+
+Decision: docs/decisions/0104-trackers.md
 """
 
 from __future__ import annotations

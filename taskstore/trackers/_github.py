@@ -5,6 +5,8 @@ An issue becomes the task of id ``<number>``. A line of its body saying ``blocke
 on GitHub; sub-issues, where the JSON holds them (``subIssues: [{number}]`` or ``parent:
 {number}``), become children. Labels keep their names, with each character a label cannot hold
 made ``-``.
+
+Decision: docs/decisions/0104-trackers.md
 """
 
 from __future__ import annotations

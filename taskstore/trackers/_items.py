@@ -1,4 +1,7 @@
-"""The neutral record a tracker's item becomes, and the errors of reading one."""
+"""The neutral record a tracker's item becomes, and the errors of reading one.
+
+Decision: docs/decisions/0104-trackers.md
+"""
 
 from __future__ import annotations
 

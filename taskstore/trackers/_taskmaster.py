@@ -12,6 +12,8 @@ A subtask may have subtasks of its own: ``P.S.T``, a child of ``P.S``. Task Mast
 ``42``): the subtasks of a parent whose ids repeat are numbered by their position under it
 (1, 2, ...), the way Task Master numbers them, one warning per parent; the same file gives the
 same ids at every import.
+
+Decision: docs/decisions/0104-trackers.md
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ from rho_mission.git._commit import (
     parse_status,
     path_text,
 )
+from rho_mission.git._pool import WorktreePool
 from rho_mission.git._repo import GitRepo, MergeChain
-from rho_mission.git._worktrees import WorktreePool
 
 from ._cli_helpers import branches, import_tasks, kill_leftover_groups, run_rho, spec
 from ._helpers import plan

@@ -32,8 +32,8 @@ from pathlib import Path
 import pytest
 
 from rho_mission.git._handover import _read_plain, index_identity, index_is_plain
+from rho_mission.git._pool import WorktreePool
 from rho_mission.git._repo import GitRepo
-from rho_mission.git._worktrees import WorktreePool
 
 from ._cli_helpers import (
     RhoRuns,

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from rho_mission._errors import GitOperationError, RefMovedError
+from rho_mission.git._pool import WorktreePool
 from rho_mission.git._repo import GitRepo
-from rho_mission.git._worktrees import WorktreePool
 
 from ._cli_helpers import WAIT
 from .conftest import run_git

@@ -19,8 +19,9 @@ from rho_mission._errors import (
     RefMovedError,
     WorktreeTamperedError,
 )
+from rho_mission.git._leftovers import prune_stale
+from rho_mission.git._pool import WorktreePool
 from rho_mission.git._repo import GitRepo
-from rho_mission.git._worktrees import WorktreePool, prune_stale
 
 Git = Callable[..., str]
 MISSION = "abc12345"
@@ -481,7 +482,7 @@ def test_prune_stale_keeps_the_worktrees_of_an_open_pool(pool: WorktreePool) -> 
 _CRASHING_RUN = """
 import pathlib, sys
 from rho_mission.git._repo import GitRepo
-from rho_mission.git._worktrees import WorktreePool
+from rho_mission.git._pool import WorktreePool
 root, folder, event = sys.argv[1:]
 pool = WorktreePool(GitRepo.open(root), folder, "abc12345")
 path = pool.acquire("rho-mission/abc12345/a", "HEAD")

@@ -3,7 +3,7 @@
 Each example writes one store twice, once through ``TaskStore`` and once through the light
 path, from the same file and the same arguments (valid or not), and compares what each returned
 or raised and the bytes each left. The clock is the one thing replaced: both paths read it
-through their module's ``now_rfc3339``, and a second that turns between the two runs would
+through their module's ``now_rfc3339_seconds``, and a second that turns between the two runs would
 otherwise tell them apart.
 """
 
@@ -45,8 +45,8 @@ PRIORITIES = st.none() | st.integers(-1, 5)
 @contextmanager
 def frozen_clock(stamp: str = STAMP) -> Iterator[None]:
     with (
-        mock.patch.object(_store, "now_rfc3339", return_value=stamp),
-        mock.patch.object(_fastwrite, "now_rfc3339", return_value=stamp),
+        mock.patch.object(_store, "now_rfc3339_seconds", return_value=stamp),
+        mock.patch.object(_fastwrite, "now_rfc3339_seconds", return_value=stamp),
     ):
         yield
 

@@ -1,9 +1,10 @@
-"""A pool of linked worktrees for one mission, and the clean-up of those a crash left behind.
+"""A pool of linked worktrees for one mission: a feature borrows one and gives it back.
 
-A fresh ``git worktree add`` checks out every file and registers a new worktree; reusing an
-idle one is several times cheaper (``bench/bench_worktrees.py``): check the start commit out over
+Reusing an idle worktree is cheaper than a fresh ``git worktree add``, which checks out every
+file and registers a new worktree (``bench/bench_worktrees.py``): check the start commit out over
 it, clean it, and point its branch there. So a feature borrows a worktree with ``acquire`` and
-gives it back with ``release``; ``close`` removes them all at the end of the mission.
+gives it back with ``release``; ``close`` removes them all at the end of the mission, or, for a
+shared pool, gives the healthy idle ones back to the repository's pool (``_shared_pool``).
 
 A feature whose worktree comes back spotless (``release(..., spotless=True)``: its last ``git
 status`` listed nothing, not even an ignored file) is not cleaned again at its next ``acquire``:
@@ -11,26 +12,16 @@ a no-op feature costs one git process (its commit step's ``status``; its branch 
 the repository's one ``update-ref --stdin``, ``GitRepo.start_branch``): a released worktree
 stays on its branch until the next ``acquire`` puts another one there.
 
-Each worktree is registered *locked*, with the reason ``rho-mission <mission> pid <pid>``: git's
-own ``worktree prune`` leaves it alone, and ``prune_stale`` can tell a worktree that a live
-process is using from one that a crashed process left behind.
+Each worktree is registered locked with its mission's reason (``_leftovers``), so that a crash's
+leftovers can be told from worktrees in use. A reused worktree is handed on as new
+(``_handover``); one that fails its checks is replaced, never repaired.
 
-A *shared* pool (``shared=True``, the engine's ``<repo>/.rho/worktrees/pool``) outlives its
-mission: ``close`` gives its healthy idle worktrees back to the folder, detached and locked with
-the reason ``rho-pool idle``, up to ``limit`` worktrees in the folder in all. A later mission of the
-repository (or a resume) reclaims one instead of checking out every file again: only a worktree
-given back that way, whose claim lock (``<git common dir>/rho-pool-<name>.lock``, ``flock``)
-nobody holds, and that passes the checks a new one passes (``pin_worktree``: a real folder whose
-``.git`` names its own git directory, which points back; nothing unfinished in it). Then the
-start commit is checked out over it and it is cleaned, as any reused worktree is. One that
-fails is deleted without running git on it. A worktree whose holder died without giving it back
-is never reclaimed (what the holder started may still write there); ``prune_pool`` removes it.
+Decision: docs/decisions/0601-worktree-pool.md, docs/decisions/0603-worktree-handover.md
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import secrets
@@ -47,15 +38,8 @@ from .._errors import (
     RefMovedError,
     WorktreeTamperedError,
 )
-from ..containment import PinnedWorktree, pinned, unpin
-from ..containment._folders import (
-    check_own_folder,
-    folder_anchor,
-    open_unfollowed,
-    private_folder,
-    remove_tree,
-)
-from ..containment._pids import pid_alive
+from ..containment import pinned
+from ..containment._folders import folder_anchor, private_folder, replace_unfollowed
 from ._handover import (
     SavedIndex,
     carry_index,
@@ -64,41 +48,27 @@ from ._handover import (
     save_index,
     trim_git_dir,
 )
+from ._leftovers import (
+    checked_folder,
+    forget,
+    in_use,
+    intact,
+    mark_live,
+    mission_lock_reason,
+    remove_worktree,
+)
 from ._repo import PARALLEL_CHECKOUT, GitRepo, WorktreeInfo, ref_moved
+from ._shared_pool import (
+    DEFAULT_POOL_LIMIT,
+    IDLE_REASON,
+    Claims,
+    drop_lock_file,
+    drop_unverified,
+    pooled,
+    someone_works_in,
+)
 
-__all__ = [
-    "DEFAULT_POOL_LIMIT",
-    "SHARED_POOL",
-    "KeptOutputs",
-    "WorktreePool",
-    "drop_pooled",
-    "held_by",
-    "pool_limit",
-    "pooled_worktrees",
-    "prune_pool",
-    "prune_stale",
-]
-
-_LOCK_REASON = re.compile(r"^rho-mission \S+ pid (\d+)$")
-IDLE_REASON = "rho-pool idle"
-SHARED_POOL = "pool"  # the shared pool's folder, in <repo>/.rho/worktrees
-# Worktrees a shared pool keeps between missions: one per worker of a usual --workers 4 and as
-# many spare (RHO_WORKTREE_POOL=N to change it; 0 keeps none).
-DEFAULT_POOL_LIMIT = 8
-
-
-def pool_limit() -> int:
-    """``$RHO_WORKTREE_POOL`` as a count of worktrees, or ``DEFAULT_POOL_LIMIT``.
-
-    Raises:
-        InvalidMissionError: the variable is set to anything but a whole number >= 0.
-    """
-    value = os.environ.get("RHO_WORKTREE_POOL", "").strip()
-    if not value:
-        return DEFAULT_POOL_LIMIT
-    if not value.isdigit() or not value.isascii():
-        raise InvalidMissionError(f"RHO_WORKTREE_POOL must be a whole number >= 0, not {value!r}")
-    return int(value)
+__all__ = ["KeptOutputs", "WorktreePool"]
 
 
 class _Unset:
@@ -125,10 +95,6 @@ _MISSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # What a worker can leave in a worktree's git dir that a checkout does not clear (an unfinished
 # rebase, cherry-pick sequence, bisect, or a git killed mid-write): such a worktree is replaced.
 _UNFINISHED = ("rebase-merge", "rebase-apply", "sequencer", "BISECT_LOG", "index.lock")
-
-# The worktrees of every open pool of this process: never stale, whatever their lock says.
-_LIVE: set[Path] = set()
-_LIVE_GUARD = threading.Lock()
 
 
 class WorktreePool:
@@ -162,14 +128,14 @@ class WorktreePool:
         self.repo = repo
         # Whether the folder is ignored is checked at the first "worktree add": the caller
         # may exclude ".rho/" after creating the pool.
-        self.folder = _checked_folder(repo, folder, ignored=False)
+        self.folder = checked_folder(repo, folder, ignored=False)
         self._folder_checked = False
         self.mission_id = mission_id
         self._keep = keep
         self._shared = shared and not keep  # a kept worktree is the user's to inspect
         self._limit = limit
-        # The claim locks this pool holds on shared worktrees: path -> descriptor.
-        self._claims: dict[Path, int] = {}
+        # The claim locks this pool holds on shared worktrees.
+        self._claims = Claims(repo)
         self._reclaimable = True  # until a look at the pool's folder found none free
         self._state = threading.Lock()
         self._idle: list[Path] = []
@@ -431,14 +397,14 @@ class WorktreePool:
             with self.repo.locked():
                 given = self._give_to_pool(idle) if self._shared else []
                 doomed = [path for path in doomed if path not in given]
-                removed = [_remove_worktree(self.repo, path) for path in doomed]
+                removed = [remove_worktree(self.repo, path) for path in doomed]
                 for path in kept:
                     self.repo.run_status("worktree", "unlock", str(path))
                 if not all(removed):  # deleted by hand: git's record is still there
                     self.repo.run("worktree", "prune")
         finally:
-            _forget(*doomed, *kept)
-            self._drop_claims(*self._claims)
+            forget(*doomed, *kept)
+            self._claims.drop(*self._claims.held())
             self.repo.close()  # its branch moves' git process: no further move comes
         if not kept:
             with contextlib.suppress(OSError):  # not empty: someone else's files, left alone
@@ -463,7 +429,7 @@ class WorktreePool:
         """A worktree of the shared folder that a mission gave back, claimed and checked; None
         when there is none free."""
         with self.repo.locked():
-            for path, reason in _pooled(self.repo, self.folder):
+            for path, reason in pooled(self.repo, self.folder):
                 if reason != IDLE_REASON:
                     continue
                 with self._state:
@@ -471,7 +437,7 @@ class WorktreePool:
                         raise RuntimeError("worktree pool is closed")
                     if path in self._busy or path in self._idle:
                         continue
-                if not self._claim(path):
+                if not self._claims.take(path):
                     continue  # another mission's now
                 if self._adopt(path):
                     return path
@@ -481,35 +447,34 @@ class WorktreePool:
         # Checked as strictly as a new worktree, then marked as this process's.
         with self._state:
             self._busy.add(path)
-        with _LIVE_GUARD:
-            _LIVE.add(path)
+        mark_live(path)
         try:
             self.repo.pin_worktree(path)
         except WorktreeTamperedError:  # no git runs on it: its .git may name any repository
             try:
-                _drop_unverified(self.repo, path)
+                drop_unverified(self.repo, path)
             finally:
                 self._let_go(path)
             return False
         if not _reusable(path):
             self._discard(path)
             return False
-        if _someone_works_in(path):  # a process left behind: its worktree is not for reuse
+        if someone_works_in(path):  # a process left behind: its worktree is not for reuse
             self._let_go(path)
             return False
-        self._relock(path, self._reason())
+        self._relock(path, mission_lock_reason(self.mission_id))
         return True
 
     def _let_go(self, path: Path) -> None:
         # No longer this pool's: neither in use nor pinned nor claimed (the worktree stays).
         with self._state:
             self._busy.discard(path)
-        _forget(path)
-        self._drop_claims(path)
+        forget(path)
+        self._claims.drop(path)
 
     def _give_to_pool(self, idle: list[Path]) -> list[Path]:
         """Detach, mark idle and let go of up to the pool's room of *idle*; the ones given."""
-        others = [path for path, _ in _pooled(self.repo, self.folder) if path not in self._claims]
+        others = [path for path, _ in pooled(self.repo, self.folder) if path not in self._claims]
         given: list[Path] = []
         for path in idle[: max(0, self._limit - len(others))]:
             try:
@@ -521,43 +486,25 @@ class WorktreePool:
             except (GitOperationError, WorktreeTamperedError):
                 continue
             given.append(path)
-        _forget(*given)
-        self._drop_claims(*given)
+        forget(*given)
+        self._claims.drop(*given)
         return given
-
-    def _reason(self) -> str:
-        return f"rho-mission {self.mission_id} pid {os.getpid()}"
 
     def _relock(self, path: Path, reason: str) -> None:
         # What "git worktree unlock" then "lock --reason" leave, the file <git dir>/locked: two
         # git processes fewer per worktree at each claim and give-back.
         _write_git_file(path, "locked", reason)
 
-    def _claim(self, path: Path) -> bool:
-        """Take *path*'s claim lock, or False when another process holds it."""
-        fd = _try_claim(self.repo, path)
-        if fd is None:
-            return False
-        with self._state:
-            self._claims[path] = fd
-        return True
-
-    def _drop_claims(self, *paths: Path) -> None:
-        with self._state:
-            fds = [self._claims.pop(path) for path in paths if path in self._claims]
-        for fd in fds:
-            os.close(fd)  # lets go of the flock
-
     def _create(self, start: str) -> Path:
         with self.repo.locked():
             if not self._folder_checked:  # under the lock: once, whichever thread comes first
-                _checked_folder(self.repo, self.folder)
+                checked_folder(self.repo, self.folder)
                 self._folder_checked = True
             path, stale = self._free_path()
-            if self._shared and not self._claim(path):  # a fresh name: nobody can hold it
+            if self._shared and not self._claims.take(path):  # a fresh name: nobody can hold it
                 raise InvalidMissionError(f"worktree {path} is claimed by another process")
             in_the_way = stale is not None or path.exists()
-            if in_the_way and not _remove_worktree(self.repo, path):
+            if in_the_way and not remove_worktree(self.repo, path):
                 self.repo.run("worktree", "prune")
             private_folder(self.folder, folder_anchor(self.folder, self.repo.root))
             add = (
@@ -567,14 +514,13 @@ class WorktreePool:
                 "--no-checkout",
                 "--lock",
                 "--reason",
-                self._reason(),
+                mission_lock_reason(self.mission_id),
             )
             with self._state:
                 if self._closed:  # closed by another thread while this one waited for the lock
                     raise RuntimeError("worktree pool is closed")
                 self._busy.add(path)
-            with _LIVE_GUARD:
-                _LIVE.add(path)
+            mark_live(path)
             # The busy entry comes first so that a failed add is discarded like any other.
             try:
                 self.repo.run(*add, str(path), start)
@@ -598,7 +544,7 @@ class WorktreePool:
                 path = self.folder / f"{name}-{self._run}-{self._next}"
                 self._next += 1
                 entry = registered.get(path)
-                if entry is None or not _in_use(entry):
+                if entry is None or not in_use(entry):
                     return path, entry
 
     def _switch(
@@ -662,277 +608,19 @@ class WorktreePool:
                 self._idle.remove(path)
         try:
             with self.repo.locked():
-                if not _remove_worktree(self.repo, path):
+                if not remove_worktree(self.repo, path):
                     self.repo.run("worktree", "prune")
         finally:
-            _forget(path)
+            forget(path)
             if path in self._claims:
-                _drop_lock_file(self.repo, path)
-            self._drop_claims(path)
-
-
-def prune_pool(
-    repo: GitRepo, folder: str | os.PathLike[str], *, idle_too: bool = False
-) -> list[Path]:
-    """Remove the worktrees of the shared pool at *folder* that nobody holds; their paths.
-
-    Those whose holder died without giving them back go (what it started may still write
-    there), and so do folders git does not know. Idle ones given back stay unless *idle_too*
-    (``rho worktrees prune``). No git runs in any of them.
-
-    Raises:
-        InvalidMissionError: *folder* is the work tree, holds it, or lies in it unignored.
-        GitOperationError: git could not list, unlock or prune its worktrees.
-    """
-    root = _checked_folder(repo, folder)
-    with repo.locked():
-        trees = repo.worktrees()
-        pooled = _pooled(repo, root, trees)
-        candidates = [path for path, reason in pooled if idle_too or reason != IDLE_REASON]
-        removed = drop_pooled(repo, candidates)  # those a live mission holds stay
-        registered = {Path(os.path.abspath(t.path)) for t in trees}.difference(removed)
-        removed += _remove_unregistered(root, registered)
-        if root.is_dir() and not any(root.iterdir()):
-            root.rmdir()
-    return sorted(removed)
-
-
-def held_by(repo: GitRepo, folder: Path, mission_id: str) -> list[Path]:
-    """The worktrees of the shared pool at *folder* locked for a run of *mission_id*."""
-    return sorted(
-        path
-        for path, reason in _pooled(repo, folder)
-        if _LOCK_REASON.match(reason or "") and (reason or "").split()[1] == mission_id
-    )
-
-
-def pooled_worktrees(repo: GitRepo, folder: Path) -> list[tuple[Path, str]]:
-    """The worktrees of the shared pool at *folder*, sorted, each with who holds it: ``idle``
-    (given back), ``mission <id> (pid <n>)`` for a live mission's, or ``left by mission <id>``
-    for one whose holder died (``prune`` removes it)."""
-    found = []
-    for path, reason in _pooled(repo, folder):
-        match = _LOCK_REASON.match(reason or "")
-        if reason == IDLE_REASON:
-            holder = "idle"
-        elif match is None:
-            holder = "unknown (not locked by rho)"
-        else:
-            pid, mission = int(match[1]), (reason or "").split()[1]
-            alive = pid == os.getpid() or pid_alive(pid)
-            holder = f"mission {mission} (pid {pid})" if alive else f"left by mission {mission}"
-        found.append((path, holder))
-    return sorted(found)
-
-
-def _pooled(
-    repo: GitRepo, folder: Path, trees: list[WorktreeInfo] | None = None
-) -> list[tuple[Path, str | None]]:
-    """The registered worktrees right under the pool's *folder* (of *trees*, default git's
-    list), each with its lock reason."""
-    listed = repo.worktrees() if trees is None else trees
-    found = [(Path(os.path.abspath(tree.path)), tree.locked) for tree in listed]
-    return [(path, reason) for path, reason in found if path.parent == folder]
-
-
-def drop_pooled(repo: GitRepo, paths: list[Path]) -> list[Path]:
-    """Remove pooled worktrees nobody holds (as ``prune_pool`` does); the ones removed."""
-    removed: list[Path] = []
-    with repo.locked():
-        for path in paths:
-            fd = _try_claim(repo, path)
-            if fd is None:
-                continue  # in use by a live mission
-            try:
-                _drop_unverified(repo, path)
-            finally:
-                os.close(fd)
-            _drop_lock_file(repo, path)
-            removed.append(path)
-    return removed
-
-
-def _claim_path(repo: GitRepo, path: Path) -> Path:
-    return repo.common_dir / f"rho-pool-{path.name}.lock"
-
-
-def _try_claim(repo: GitRepo, path: Path) -> int | None:
-    """The descriptor of *path*'s claim lock, now held; None when another process holds it."""
-    fd = open_unfollowed(_claim_path(repo, path), os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _drop_lock_file(repo: GitRepo, path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(_claim_path(repo, path))
-
-
-def _drop_unverified(repo: GitRepo, path: Path) -> None:
-    # Deleted as a tampered worktree is (no git in it), then git's record unlocked and pruned.
-    _remove_tampered(path, None)
-    repo.run_status("worktree", "unlock", str(path))
-    repo.run("worktree", "prune")
-
-
-def prune_stale(repo: GitRepo, folder: str | os.PathLike[str]) -> list[Path]:
-    """Remove the worktrees under *folder* that no live process uses; return their paths.
-
-    For ``rho mission resume`` after a crash: registered worktrees under *folder* whose owner
-    is gone (or that no rho process registered), and folders under it that git no longer
-    knows, are deleted; git's records are pruned; *folder* goes too once empty. Worktrees of
-    open pools in this process and of live ``rho`` processes stay.
-
-    Raises:
-        InvalidMissionError: *folder* is the work tree, holds it, or lies in it unignored.
-        GitOperationError: git could not list or prune its worktrees.
-        OSError: a folder could not be deleted.
-    """
-    root = _checked_folder(repo, folder)
-    removed: list[Path] = []
-    with repo.locked():
-        trees = repo.worktrees()
-        pruned = True
-        for tree in trees:
-            path = tree.path.resolve()
-            if path.is_relative_to(root) and path != root and not _in_use(tree):
-                pruned = _remove_worktree(repo, path) and pruned
-                removed.append(path)
-        if not pruned:  # deleted by hand: git's record is still there
-            repo.run("worktree", "prune")
-        # What git still knows is what it listed, less what was just removed: the rest is in
-        # use (locked), and nobody else adds a worktree while the lock is held.
-        registered = {tree.path.resolve() for tree in trees}.difference(removed)
-        removed += _remove_unregistered(root, registered)
-        if root.is_dir() and not any(root.iterdir()):
-            root.rmdir()
-    return sorted(removed)
-
-
-def _checked_folder(repo: GitRepo, folder: str | os.PathLike[str], *, ignored: bool = True) -> Path:
-    # Whatever lies under the folder may be deleted, and worktrees in the user's work tree must
-    # not show up in their "git status": refuse the work tree itself, or an unignored part, and
-    # a symbolic link on the way (its target would be what gets deleted).
-    path = Path(os.path.abspath(folder))
-    if repo.root.is_relative_to(path):
-        raise InvalidMissionError(f"worktree folder {path} holds the repository itself")
-    check_own_folder(path, folder_anchor(path, repo.root))
-    inside = ignored and path.is_relative_to(repo.root)
-    if inside and repo.run_status("check-ignore", "-q", f"{path}/")[0] != 0:
-        raise InvalidMissionError(
-            f"worktree folder {path} is inside the work tree but not ignored by git"
-        )
-    return path
-
-
-def _remove_unregistered(root: Path, registered: set[Path]) -> list[Path]:
-    if not root.is_dir():
-        return []
-    with _LIVE_GUARD:
-        keep = registered | _LIVE
-    leftovers = [child for child in root.iterdir() if child.resolve() not in keep]
-    for child in leftovers:
-        remove_tree(child)
-    return [child.resolve() for child in leftovers]
-
-
-def _remove_worktree(repo: GitRepo, path: Path) -> bool:
-    # Double --force: the worktree is locked (by us) and may hold changes or untracked files.
-    # git also refuses a folder it does not know: that is a leftover, deleted by hand. Returns
-    # whether git removed it, record and all (if not, a "worktree prune" is due).
-    check_own_folder(
-        path.parent, folder_anchor(path.parent, repo.root)
-    )  # what holds it is rho's folder
-    pin = pinned(path)
-    if not _intact(path, pin):
-        _remove_tampered(path, pin)
-        return False
-    status, _, _ = repo.run_status("worktree", "remove", "--force", "--force", str(path))
-    if status != 0 and path.exists():
-        repo.run_status("worktree", "unlock", str(path))
-        remove_tree(path)
-    return status == 0
-
-
-def _intact(path: Path, pin: PinnedWorktree | None) -> bool:
-    # The folder rho made (or, unrecorded, a real folder): git may be run on it.
-    if pin is None:
-        return not os.path.islink(path)
-    try:
-        pin.check()
-    except WorktreeTamperedError:
-        return False
-    return True
-
-
-def _remove_tampered(path: Path, pin: PinnedWorktree | None) -> None:
-    # What a task left in place of its worktree: a link (removed, never followed) or another
-    # folder (deleted: it stands in rho's own folder). No git runs on it. git's record loses
-    # its lock, through the git dir only when that is still the one recorded, so that the
-    # "worktree prune" due next drops it.
-    if pin is not None and pin.git_dir_unchanged():
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(pin.git_dir / "locked")
-    remove_tree(path)
-
-
-def _in_use(tree: WorktreeInfo) -> bool:
-    with _LIVE_GUARD:
-        if tree.path.resolve() in _LIVE:
-            return True
-    if tree.locked is None:
-        return False
-    match = _LOCK_REASON.match(tree.locked)
-    if match is None:
-        return True  # locked by the user or another tool, for its own reasons
-    pid = int(match[1])
-    # Our own pid with no open pool here means a previous process that had the same pid.
-    return pid != os.getpid() and pid_alive(pid)
-
-
-def _someone_works_in(path: Path) -> bool:
-    """Whether a live process holds *path* open: its working folder, an open file or a mapped
-    file there (``/proc/<pid>/cwd``, ``fd/``, ``map_files/``).
-
-    A pooled worktree is given back only after its mission ended its processes, and a task
-    could forge the ``rho-pool idle`` lock reason; so one that a process still holds (a
-    daemon that did ``cd /`` but kept a file of it open) is left alone.
-    """
-    inside = str(path)
-    try:
-        entries = [entry.name for entry in os.scandir("/proc") if entry.name.isdigit()]
-    except OSError:
-        return False  # no /proc: the claim lock and the lock reason are what there is
-    return any(_holds(pid, inside) for pid in entries)
-
-
-def _holds(pid: str, inside: str) -> bool:
-    # Another user's (or a vanished) process shows nothing: it is not rho's to find.
-    for link in (f"/proc/{pid}/cwd", *_links(f"/proc/{pid}/fd"), *_links(f"/proc/{pid}/map_files")):
-        try:
-            target = os.readlink(link)
-        except OSError:
-            continue
-        if target == inside or target.startswith(inside + os.sep):
-            return True
-    return False
-
-
-def _links(folder: str) -> list[str]:
-    try:
-        return [f"{folder}/{name}" for name in os.listdir(folder)]
-    except OSError:
-        return []
+                drop_lock_file(self.repo, path)
+            self._claims.drop(path)
 
 
 def _reusable(path: Path) -> bool:
     # The folder rho made, with its git dir, and no unfinished git operation in it.
     pin = pinned(path)
-    if pin is None or not _intact(path, pin):
+    if pin is None or not intact(path, pin):
         return False
     return not any((pin.git_dir / name).exists() for name in _UNFINISHED)
 
@@ -948,16 +636,4 @@ def _write_git_file(path: Path, name: str, text: str) -> None:
     if pin is None:
         raise WorktreeTamperedError(path, "is no worktree rho made")
     pin.check()
-    temp = pin.git_dir / f".{name}.{os.getpid()}.tmp"
-    fd = open_unfollowed(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
-    os.replace(temp, pin.git_dir / name)
-
-
-def _forget(*paths: Path) -> None:
-    with _LIVE_GUARD:
-        _LIVE.difference_update(paths)
-    unpin(*paths)
+    replace_unfollowed(pin.git_dir, name, text.encode())
