@@ -58,7 +58,7 @@ _WORDS: Mapping[str, frozenset[str]] = {
     "decision": frozenset({"stop"}),
     "hard": frozenset({"true", "false"}),
 }
-# What attempts spent (issue 39): numbers only, on the mission, its features and its joins.
+# What attempts spent: numbers only, on the mission, its features and its joins.
 _USAGE = (
     "usage_cost_microusd",
     "usage_input_tokens",
@@ -104,7 +104,7 @@ _NODE_KEYS: Mapping[str, frozenset[str]] = {
             "branch_sha256",
             "command_sha256",
             "error_sha256",
-            # A merge that conflicted at its join (issue 37): counts and digests only.
+            # A merge that conflicted at its join: counts and digests only.
             "conflict_outcome",
             "conflict_path_count",
             "conflict_with_count",
