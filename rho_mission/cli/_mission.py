@@ -798,7 +798,9 @@ def resume(
 
 @mission.command("show")
 @click.argument("name", metavar="MISSION")
-@click.option("--json", "as_json", is_flag=True, help="Print mission.json.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print mission.json, with its integration counts."
+)
 @click.option(
     "--format",
     "fmt",
@@ -818,7 +820,12 @@ def show(name: str, as_json: bool, fmt: str) -> int:
 
     target = load_mission(name)
     if as_json:
-        sys.stdout.write(target.model_dump_json(indent=2) + "\n")
+        from ..records._stats import mission_stats
+
+        # mission.json's document, and the integration counts derived from it (never stored).
+        document = target.model_dump(mode="json")
+        document["integration"] = mission_stats(document)
+        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         return 0
     if fmt != "table":
         from ._diagram import mission_diagram
