@@ -19,7 +19,6 @@ from rho_mission.records._stats import graph_counts, integration_words, mission_
 
 from ._cli_helpers import import_tasks, mission_dir, run_rho, spec
 from ._overlap_helpers import STAND_IN, package, registering_tasks
-from .conftest import run_git
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

@@ -16,8 +16,8 @@ import anyio
 import pytest
 from pytest_httpserver import HTTPServer
 
-from rho_mission import Mission, MissionConfig
-from rho_mission.notify import attention
+from rho_mission import Feature, Mission, MissionConfig
+from rho_mission.notify import Notifier, attention, end_event
 from rho_mission.records._document import Verification, WaveJoin
 
 from ._cli_helpers import import_tasks, mission_dir, run_rho, spec
@@ -224,7 +224,8 @@ def test_bad_notify_options_are_refused_before_anything_runs(
     done = run_rho("mission", "--from-tasks", *(a.format(token=token) for a in args), cwd=project)
 
     assert done.code == 2
-    assert done.stderr_lines[0].startswith("error: ") and message in done.stderr_lines[0]
+    assert done.stderr_lines[0].startswith("error: ")
+    assert message in done.stderr_lines[0]
     assert not (project / ".rho" / "missions").exists()
 
 
@@ -261,3 +262,35 @@ def _split_documents(text: str) -> list[str]:
         found.append(text[at:end])
         at = end + 1
     return found
+
+
+def test_the_library_notifies_through_the_config(project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "event.json"
+    config = MissionConfig(notify_command=_copy_event(out))
+    mission = Mission.new(project, "from Python", [Feature("a", command="echo a > a.txt")], config)
+
+    mission.run_staged_sync()
+
+    event = json.loads(out.read_text())
+    assert (event["kind"], event["mission"], event["counts"]["completed"]) == (
+        "mission_ended",
+        mission.id,
+        1,
+    )
+    assert mission.warnings == []
+
+
+def test_a_notifier_past_its_time_limit_is_stopped_and_warned_of(
+    project: Path, tmp_path: Path
+) -> None:
+    config = MissionConfig(notify_command="echo started; exec sleep 600")
+    mission = Mission.new(project, "slow notifier", config=config)
+    Path(mission.dir).mkdir(parents=True)
+    warnings: list[str] = []
+
+    anyio.run(Notifier(mission, warnings, timeout=0.5).send, end_event(mission))
+
+    assert warnings == [
+        "the notifier of mission_stopped failed: timed out after 0.5s"
+        " (its output: logs/notify/notifier.log)"
+    ]
