@@ -35,6 +35,8 @@ from graph import (
 from ._stats import graph_counts, mission_stats
 
 if TYPE_CHECKING:
+    from pydantic.main import IncEx
+
     from taskstore import Task
 
     from ._document import Conflict, Feature, MissionDocument, WaveJoin
@@ -253,6 +255,13 @@ def _mission_attributes(mission: MissionDocument) -> dict[str, str | int]:
     }
 
 
+# What ``_stats.mission_stats`` reads of a mission (the graph's counts need no more).
+_STATS_READ: IncEx = {
+    "features": {"__all__": {"id", "status", "attempts", "handoff", "conflict", "culprit_replays"}},
+    "wave_joins": {"__all__": {"wave", "completed_ids", "conflicted_ids", "verification"}},
+}
+
+
 def integration_attributes(mission: MissionDocument) -> dict[str, str | int]:
     """The integration counts (``_stats.graph_counts``) that are not 0: conflicts by outcome,
     bisection runs, culprits; nothing for a mission without any, whose graph keeps its bytes
@@ -262,7 +271,7 @@ def integration_attributes(mission: MissionDocument) -> dict[str, str | int]:
     )
     if not culprits and not any(f.conflict or f.culprit_replays for f in mission.features):
         return {}
-    return dict(graph_counts(mission_stats(mission.model_dump(mode="json"))))
+    return dict(graph_counts(mission_stats(mission.model_dump(mode="json", include=_STATS_READ))))
 
 
 def _planning_attributes(mission: MissionDocument) -> dict[str, str | int]:
