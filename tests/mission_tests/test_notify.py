@@ -16,7 +16,7 @@ import anyio
 import pytest
 from pytest_httpserver import HTTPServer
 
-from rho_mission import Feature, Mission, MissionConfig
+from rho_mission import Feature, InvalidMissionError, Mission, MissionConfig
 from rho_mission.notify import Notifier, attention, end_event
 from rho_mission.records._document import Verification, WaveJoin
 
@@ -294,3 +294,16 @@ def test_a_notifier_past_its_time_limit_is_stopped_and_warned_of(
         "the notifier of mission_stopped failed: timed out after 0.5s"
         " (its output: logs/notify/notifier.log)"
     ]
+
+
+def test_an_error_of_the_run_comes_out_as_itself(project: Path) -> None:
+    # The notifier's sends run beside the run in a task group: the run's own error must not
+    # come out wrapped in a group (a library caller catches MissionError).
+    mission = Mission.new(project, "raises", config=MissionConfig(notify_command="true"))
+
+    async def run() -> None:
+        async with attention(mission, None, []):
+            raise InvalidMissionError("the run's own error")
+
+    with pytest.raises(InvalidMissionError, match=r"^the run's own error$"):
+        anyio.run(run)
