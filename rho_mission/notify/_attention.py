@@ -29,34 +29,51 @@ _ENDED = frozenset({"completed", "failed", "partial", "cancelled"})
 
 
 class CulpritWatch:
-    """An observer passing progress on to *inner*, calling *found* once per join's culprits."""
+    """An observer passing progress on to *inner*, calling *found* once per join's culprits.
+
+    An *inner* that raises is dropped as the engine drops an observer (its first error one
+    line of *warnings*), and the watch goes on: a closed stdout never silences the notifier.
+    """
 
     def __init__(
-        self, inner: Observer | None, found: Callable[[MissionDocument, WaveJoin], None]
+        self,
+        inner: Observer | None,
+        found: Callable[[MissionDocument, WaveJoin], None],
+        warnings: list[str],
     ) -> None:
         self.inner = inner
         self.found = found
+        self.warnings = warnings
         self.seen: set[tuple[int, tuple[str, ...]]] = set()
 
     def feature_changed(self, mission: MissionDocument, feature: Feature) -> None:
         """Pass it on."""
-        if self.inner is not None:
-            self.inner.feature_changed(mission, feature)
+        self._pass_on(lambda inner: inner.feature_changed(mission, feature))
 
     def wave_joined(self, mission: MissionDocument, join: WaveJoin) -> None:
-        """Note its culprits (first: an observer that raises is dropped), then pass it on."""
+        """Note its culprits, then pass it on."""
         key = (join.wave, tuple(join.verification.culprit_ids))
         if join.verification.culprit_ids and key not in self.seen:
             self.seen.add(key)
             self.found(mission, join)
-        if self.inner is not None:
-            self.inner.wave_joined(mission, join)
+        self._pass_on(lambda inner: inner.wave_joined(mission, join))
 
     def stage_changed(self, mission: MissionDocument, run: object) -> None:
         """Pass it on to an observer that takes it (``engine._stage_workers.StageObserver``)."""
         method = getattr(self.inner, "stage_changed", None)
         if method is not None:
-            method(mission, run)
+            self._pass_on(lambda _: method(mission, run))
+
+    def _pass_on(self, call: Callable[[Observer], None]) -> None:
+        if self.inner is None:
+            return
+        try:
+            call(self.inner)
+        except Exception as exc:  # the caller's observer, like a worker: its error is a warning
+            self.inner = None
+            self.warnings.append(
+                f"progress display stopped: {type(exc).__name__}: {exc}".rstrip(": ")
+            )
 
 
 @contextlib.asynccontextmanager
@@ -76,7 +93,7 @@ async def attention(
                 group.start_soon(notifier.send, culprit_event(document, join))
 
             try:
-                yield CulpritWatch(observer, found)
+                yield CulpritWatch(observer, found, warnings)
             finally:
                 with anyio.CancelScope(shield=True):
                     if mission.status in _ENDED:

@@ -18,7 +18,7 @@ from pytest_httpserver import HTTPServer
 
 from rho_mission import Feature, InvalidMissionError, Mission, MissionConfig
 from rho_mission.notify import Notifier, attention, end_event
-from rho_mission.records._document import Verification, WaveJoin
+from rho_mission.records._document import MissionDocument, Verification, WaveJoin
 
 from ._cli_helpers import import_tasks, mission_dir, run_rho, spec
 
@@ -307,3 +307,42 @@ def test_an_error_of_the_run_comes_out_as_itself(project: Path) -> None:
 
     with pytest.raises(InvalidMissionError, match=r"^the run's own error$"):
         anyio.run(run)
+
+
+class _Broken:
+    """A progress display whose output is gone: every call raises."""
+
+    def feature_changed(self, mission: MissionDocument, feature: object) -> None:
+        raise BrokenPipeError("stdout closed")
+
+    def wave_joined(self, mission: MissionDocument, join: WaveJoin) -> None:
+        raise BrokenPipeError("stdout closed")
+
+
+def test_a_broken_display_never_silences_the_culprits(project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "culprits"
+    config = MissionConfig(notify_command=f'cat "$RHO_EVENT_FILE" >> {shlex.quote(str(out))}')
+    mission = Mission.new(project, "culprits", config=config)
+    Path(mission.dir).mkdir(parents=True)
+    joins = [_culprit_join(1, "a"), _culprit_join(2, "b")]
+    warnings: list[str] = []
+
+    async def run() -> None:
+        async with attention(mission, _Broken(), warnings) as watched:
+            assert watched is not None
+            for join in joins:
+                watched.wave_joined(mission, join)
+
+    anyio.run(run)
+
+    events = [json.loads(part) for part in _split_documents(out.read_text())]
+    assert sorted(e["culprits"][0] for e in events) == ["a", "b"]
+    assert warnings == ["progress display stopped: BrokenPipeError: stdout closed"]
+
+
+def _culprit_join(wave: int, culprit: str) -> WaveJoin:
+    return WaveJoin(
+        wave=wave, feature_ids=[culprit], completed_ids=[], failed_ids=[culprit], blocked_ids=[],
+        started_at="2026-01-01T00:00:00Z", completed_at="2026-01-01T00:00:01Z", summary="",
+        verification=Verification(status="failed", bisect_runs=1, culprit_ids=[culprit]),
+    )  # fmt: skip
