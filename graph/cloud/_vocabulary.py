@@ -88,6 +88,14 @@ _NODE_KEYS: Mapping[str, frozenset[str]] = {
             "prd_sha256",
             "plan_sha256",
             *_USAGE,
+            # How integration went (rho_mission/records/_stats): counts, each only when not 0.
+            "conflict_driver_count",
+            "conflict_resolved_count",
+            "conflict_replayed_count",
+            "conflict_failed_count",
+            "bisect_run_count",
+            "culprit_count",
+            "culprit_landed_count",
         }
     ),
     "mission_feature": frozenset(

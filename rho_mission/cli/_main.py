@@ -33,6 +33,7 @@ _NOUNS = {
     "mission": (
         "rho_mission.cli._mission:mission",
         "rho_mission.cli._mission_tools",  # log, diff, merge, clean
+        "rho_mission.cli._mission_stats",  # stats
         "rho_mission.cli._plan",  # plan
         "rho_mission.cli._report",  # report
     ),

@@ -80,6 +80,12 @@ _SIZE = re.compile(r"^\s*(\d+)\s*([KMG]i?B?|B)?\s*$", re.IGNORECASE)
 _UNIT_BYTES = {"": 1, "B": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 
 
+def _http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not re.fullmatch(r"https?://\S+", value):
+        raise click.BadParameter("give an http:// or https:// URL", ctx=ctx, param=param)
+    return value
+
+
 def _size(ctx: click.Context, param: click.Parameter, value: str) -> int:
     """Parse ``4096``, ``512K``, ``16M`` or ``1G`` (binary units; ``KiB``, ``MB`` too)."""
     match = _SIZE.match(value)
@@ -257,6 +263,28 @@ _PROMPT_KEY = "rho.mission.prompt"
     metavar="LABEL",
     help="Run the tasks with this label and their unfinished blockers (repeatable).",
 )
+@click.option(
+    "--notify",
+    "notify_command",
+    metavar="CMD",
+    help="Run CMD when the mission ends, stops, reaches its budget or a join finds culprits, "
+    "with $RHO_EVENT_FILE naming a JSON event (a resume keeps it).",
+)
+@click.option(
+    "--notify-url",
+    "notify_url",
+    callback=_http_url,
+    metavar="URL",
+    help="POST the same JSON event to URL.",
+)
+@click.option(
+    "--notify-token-file",
+    "notify_token_file",
+    type=click.Path(exists=True, dir_okay=False, resolve_path=True),
+    metavar="FILE",
+    help="With --notify-url: send the token FILE holds as 'Authorization: Bearer TOKEN' (as "
+    "rho serve --token-file takes it).",
+)
 @check_options
 @setup_options
 @agent_options
@@ -373,6 +401,8 @@ def _config(options: dict[str, Any], **extra: Any) -> MissionConfig:
     """
     from rho_mission import MissionConfig
 
+    if options["notify_token_file"] is not None and options["notify_url"] is None:
+        raise click.UsageError("--notify-token-file needs --notify-url URL")
     no_network = options["no_network"]
     refuse_offline_agents(options["agents"], no_network)
     task_timeout = options["task_timeout"]
@@ -391,6 +421,9 @@ def _config(options: dict[str, Any], **extra: Any) -> MissionConfig:
         sandbox_network=not no_network,
         **_sandbox_reach(options),
         log_limit=options["log_limit"],
+        notify_command=options["notify_command"],
+        notify_url=options["notify_url"],
+        notify_token_file=options["notify_token_file"],
         **options["agents"],
         **options["setup"],
         **extra,
@@ -765,7 +798,9 @@ def resume(
 
 @mission.command("show")
 @click.argument("name", metavar="MISSION")
-@click.option("--json", "as_json", is_flag=True, help="Print mission.json.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print mission.json, with its integration counts."
+)
 @click.option(
     "--format",
     "fmt",
@@ -785,7 +820,12 @@ def show(name: str, as_json: bool, fmt: str) -> int:
 
     target = load_mission(name)
     if as_json:
-        sys.stdout.write(target.model_dump_json(indent=2) + "\n")
+        from ..records._stats import mission_stats
+
+        # mission.json's document, and the integration counts derived from it (never stored).
+        document = target.model_dump(mode="json")
+        document["integration"] = mission_stats(document)
+        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         return 0
     if fmt != "table":
         from ._diagram import mission_diagram

@@ -40,7 +40,9 @@ def next_commands(target: MissionDocument) -> list[str]:
     ident = target.id
     if target.budget_stop is not None and target.status == "partial":
         flag = "--budget-usd" if target.config.budget_usd is not None else "--budget-tokens"
-        higher = _higher_budget(target)
+        from ..notify._event import higher_budget
+
+        higher = higher_budget(target)
         return [
             f"stopped: {target.budget_stop}",
             f"next, with a higher budget: rho mission resume {ident} {flag} {higher}",
@@ -52,14 +54,3 @@ def next_commands(target: MissionDocument) -> list[str]:
     if target.status == "cancelled":
         return [f"next: rho mission resume {ident}"]
     return []
-
-
-def _higher_budget(target: MissionDocument) -> str:
-    """Twice the budget that stopped *target*: a value to edit, not a guess at what is left
-    (at most the largest budget the option takes)."""
-    from ..records._usagelimits import MAX_COST_USD, MAX_TOKENS
-
-    config = target.config
-    if config.budget_usd is not None:
-        return f"{min(config.budget_usd * 2, MAX_COST_USD):g}"
-    return str(min((config.budget_tokens or 0) * 2, MAX_TOKENS))

@@ -23,6 +23,7 @@ from ..records._missionwords import (
     what_words,
 )
 from ..records._places import feature_log, stage_log_found
+from ..records._stats import integration_words, mission_stats
 from ._plain import Cell, columns, natural_key, naturally, painted, shown
 
 __all__ = ["merge_words", "mission_list_text", "mission_rows", "mission_text", "mission_what"]
@@ -110,6 +111,9 @@ def mission_text(mission: JsonMission, state: str) -> str:
         if spent:
             lines.append(f"  usage: {shown(spent)}")
         lines += _verification_lines(mission, join)
+    integrated = integration_words(mission_stats(mission))
+    if integrated:
+        lines.append(f"integration: {integrated}")
     if mission["held"]:
         count = len(mission["held"])
         lines.append(

@@ -39,6 +39,7 @@ from ..executors._setup import shell_setup
 from ..executors._shell import shell_worker
 from ..git._repo import GitRepo
 from ..git._runlock import is_running, run_lock
+from ..notify import attention
 from ..planning import Planner, run_planning
 from ..records._clock import now_rfc3339_millis
 from ..records._document import Feature, MissionConfig, MissionDocument, feature_id_problem
@@ -316,27 +317,31 @@ class Mission(MissionDocument):
         stages = stages_for(self.config, *checks)
         executor = executor or LocalExecutor()
         step = setup_step(self.config, setup, executor)
+        if resolve is None and self.config.resolve_command:
+            resolve = resolve_shell_worker
         if worker is None and fresh is None and not planning:
             self.check_runnable(plan)  # before anything is written
         with _exclusive(self):
-            if planning:
-                await run_planning(self, planner, need_commands=worker is None)
-                plan = staged_plan(self, None)
-            if fresh is not None:
-                self._refresh(fresh)
-                if worker is None:
-                    self.check_runnable(plan)
-            await run_waves(
-                self,
-                worker or shell_worker,
-                plan,
-                executor=executor,
-                observer=observer,
-                warnings=self.warnings,
-                stages=stages,
-                resolve=resolve or (resolve_shell_worker if self.config.resolve_command else None),
-                setup=step,
-            )
+            # The notifier (if any) hears of culprits as joins find them, and of the end.
+            async with attention(self, observer, self.warnings) as watched:
+                if planning:
+                    await run_planning(self, planner, need_commands=worker is None)
+                    plan = staged_plan(self, None)
+                if fresh is not None:
+                    self._refresh(fresh)
+                    if worker is None:
+                        self.check_runnable(plan)
+                await run_waves(
+                    self,
+                    worker or shell_worker,
+                    plan,
+                    executor=executor,
+                    observer=watched,
+                    warnings=self.warnings,
+                    stages=stages,
+                    resolve=resolve,
+                    setup=step,
+                )
         return self
 
     def _refresh(self, fresh: Sequence[Feature]) -> None:

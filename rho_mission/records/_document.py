@@ -446,6 +446,12 @@ class MissionConfig(BaseModel):
     setup_command: str | None = None
     setup_key: list[str] = Field(default_factory=list)
     copy_paths: list[str] = Field(default_factory=list)
+    # Attention (``notify``): the command run, and the URL posted to, with a JSON event when
+    # the mission ends, stops, reaches its budget or a join finds culprits; the file holding
+    # the bearer token the URL needs (the file's path only: mission.json holds no secret).
+    notify_command: str | None = None
+    notify_url: str | None = Field(default=None, pattern=r"^https?://[^\s]+$")
+    notify_token_file: str | None = None
     # The git remote a run on a Dask cluster pushed the mission's branches to (set by the
     # executor): ``rho mission clean`` deletes them there too.
     remote: str | None = None

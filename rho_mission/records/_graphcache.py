@@ -51,6 +51,7 @@ from ._projection import (
     feature_link_facts,
     feature_ref,
     feature_state_facts,
+    integration_attributes,
     latest_stamp,
     mission_facts,
     mission_latest,
@@ -416,6 +417,7 @@ def _mission_key(mission: MissionDocument) -> tuple[object, ...]:
         mission.config.budget_usd,
         mission.config.budget_tokens,
         mission.config.budget_hard,
+        tuple(sorted(integration_attributes(mission).items())),
     )
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "mission_ref_prefix",
     "mission_worktrees",
     "missions_folder",
+    "notify_log",
     "pool_folder",
     "resolve_brief",
     "resolve_log",
@@ -148,6 +149,11 @@ def setup_log(mission_dir: Path | str, worktree: str) -> Path:
 def dask_log(mission_dir: Path | str) -> Path:
     """``<mission>/logs/executor/dask.log``: what Dask said while the mission ran on it."""
     return Path(mission_dir, LOGS, "executor", "dask.log")
+
+
+def notify_log(mission_dir: Path | str) -> Path:
+    """``<mission>/logs/notify/notifier.log``: what the notifier (``--notify``) printed."""
+    return Path(mission_dir, LOGS, "notify", "notifier.log")
 
 
 # Where a mission written before stages had their folders kept a stage's log, at the top.

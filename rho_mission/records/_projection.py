@@ -34,7 +34,11 @@ from graph import (
     sha256_hex,
 )
 
+from ._stats import graph_counts, mission_stats
+
 if TYPE_CHECKING:
+    from pydantic.main import IncEx
+
     from taskstore import Task
 
     from ._document import Conflict, Feature, MissionDocument, WaveJoin
@@ -44,6 +48,7 @@ __all__ = [
     "feature_link_facts",
     "feature_ref",
     "feature_state_facts",
+    "integration_attributes",
     "latest_stamp",
     "mission_facts",
     "mission_graph",
@@ -248,7 +253,27 @@ def _mission_attributes(mission: MissionDocument) -> dict[str, str | int]:
         "integration_branch_sha256": sha256_hex(mission.integration_branch),
         **_planning_attributes(mission),
         **usage_attributes(mission.usage),
+        **integration_attributes(mission),
     }
+
+
+# What ``_stats.mission_stats`` reads of a mission (the graph's counts need no more).
+_STATS_READ: IncEx = {
+    "features": {"__all__": {"id", "status", "attempts", "handoff", "conflict", "culprit_replays"}},
+    "wave_joins": {"__all__": {"wave", "completed_ids", "conflicted_ids", "verification"}},
+}
+
+
+def integration_attributes(mission: MissionDocument) -> dict[str, str | int]:
+    """The integration counts (``_stats.graph_counts``) that are not 0: conflicts by outcome,
+    bisection runs, culprits; nothing for a mission without any, whose graph keeps its bytes
+    (and is not dumped for it: a join's save at the caps reads 1,000 features)."""
+    culprits = any(
+        j.verification.bisect_runs or j.verification.culprit_ids for j in mission.wave_joins
+    )
+    if not culprits and not any(f.conflict or f.culprit_replays for f in mission.features):
+        return {}
+    return dict(graph_counts(mission_stats(mission.model_dump(mode="json", include=_STATS_READ))))
 
 
 def _planning_attributes(mission: MissionDocument) -> dict[str, str | int]:

@@ -84,18 +84,21 @@ def report_html(mission: MissionDocument, folder: Path, *, include_text: bool = 
 def report_payload(
     mission: MissionDocument, folder: Path, *, include_text: bool = False
 ) -> dict[str, Any]:
-    """What the page's renderer reads: ``{"mission", "tails", "text"}``.
+    """What the page's renderer reads: ``{"mission", "tails", "text", "integration"}``, the
+    last the integration counts in words (``records._stats``: counts only, in every report).
 
     Raises:
         UnsafePathError, OSError: see ``report_html``.
     """
+    from ..records._stats import integration_words, mission_stats
+
+    whole = mission.model_dump(mode="json")
+    integration = integration_words(mission_stats(whole))
     if not include_text:
-        return {"mission": _metadata_only(mission), "tails": {}, "text": False}
-    return {
-        "mission": mission.model_dump(mode="json"),
-        "tails": _tails(mission, folder),
-        "text": True,
-    }
+        payload = {"mission": _metadata_only(mission), "tails": {}, "text": False}
+    else:
+        payload = {"mission": whole, "tails": _tails(mission, folder), "text": True}
+    return {**payload, "integration": integration}
 
 
 def _tails(mission: MissionDocument, folder: Path) -> dict[str, list[str]]:

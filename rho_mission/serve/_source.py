@@ -27,6 +27,7 @@ from ..records._document import FEATURE_STATUSES
 from ..records._live import live_changes
 from ..records._missionwords import merged_words, what_words
 from ..records._places import feature_log, missions_folder
+from ..records._stats import integration_words, mission_stats
 from ._errors import BadRequestError, NotFoundError, ServeError
 
 if TYPE_CHECKING:
@@ -122,6 +123,8 @@ def mission_summary(mission: MissionDocument) -> dict[str, Any]:
             mission.cleaned_at is not None,
         )
         or None,
+        # How integration went, in words (``records._stats``; None: nothing integrated yet).
+        "integration": integration_words(mission_stats(mission.model_dump(mode="json"))),
     }
 
 

@@ -19,7 +19,7 @@
   // -- the live page ----------------------------------------------------------------------------
 
   const live = {
-    token: null, mission: null, tails: {}, asked: new Set(), source: null, timer: null, frame: 0, route: 0,
+    token: null, mission: null, integration: null, tails: {}, asked: new Set(), source: null, timer: null, frame: 0, route: 0,
   };
 
   function fragment() {
@@ -87,9 +87,10 @@
         (m.counts.failed ? ", " + m.counts.failed + " failed" : "") }),
       el("td", { class: "what", text: m.what || "" }),
       el("td", { class: "merged", text: m.merged || "" }),
+      el("td", { class: "integration", text: m.integration || "" }),
       el("td", { text: m.started_at || "-" }),
       el("td", { text: m.completed_at || "-" })));
-    const head = el("tr", {}, ...["mission", "status", "features", "what", "merged", "started", "completed"].map((t) => el("th", { text: t })));
+    const head = el("tr", {}, ...["mission", "status", "features", "what", "merged", "integration", "started", "completed"].map((t) => el("th", { text: t })));
     app.replaceChildren(el("h2", { text: body.missions.length + " mission(s)" }),
       rows.length ? el("table", { class: "list" }, el("thead", {}, head), el("tbody", {}, ...rows))
         : el("p", { class: "note", text: "No mission in this repository yet: rho mission --from-tasks runs one." }));
@@ -104,9 +105,19 @@
     live.mission = mission;
     live.tails = {};
     live.asked = new Set();
+    live.integration = null;
     draw();
     loadTails();
     follow(id);
+    integrate(id).catch(fail);
+  }
+
+  // The mission's integration in words: its row of the missions' list (records/_stats.py).
+  async function integrate(id) {
+    const body = await api("/v1/missions");
+    const row = body.missions.find((m) => m.id === id);
+    live.integration = (row && row.integration) || null;
+    draw();
   }
 
   function follow(id) {
@@ -118,6 +129,7 @@
       live.mission = JSON.parse(event.data);
       loadTails();
       draw();
+      integrate(id).catch(fail);
     });
     source.addEventListener("journal", (event) => {
       apply(JSON.parse(event.data));
@@ -160,7 +172,7 @@
     if (live.frame) return;
     live.frame = requestAnimationFrame(() => {
       live.frame = 0;
-      app.replaceChildren(renderMission({ mission: live.mission, tails: live.tails, text: true }));
+      app.replaceChildren(renderMission({ mission: live.mission, tails: live.tails, text: true, integration: live.integration }));
     });
   }
 

@@ -161,6 +161,8 @@ const RhoRender = (function () {
     const spent = usageText(mission.usage);
     if (spent) box.append(el("p", { class: "meta usage", text: "usage: " + spent }));
     if (mission.budget_stop) box.append(el("p", { class: "meta budget", text: "stopped: " + mission.budget_stop }));
+    // Counts in rho's words (records/_stats.py), given by the report or the missions' list.
+    if (view.integration) box.append(el("p", { class: "meta integration", text: "integration: " + view.integration }));
     if (!view.text) {
       box.append(el("p", { class: "note", text:
         "Prompts, descriptions, commands and logs are left out of this report " +

@@ -183,8 +183,12 @@ def test_show_and_list_describe_a_finished_mission(
     ]
     row = ["1", "task_1", "completed", "1", "1", f"rho-mission/{ident}/task_1", "1 file(s) changed"]
     assert [cells[:4] + cells[5:] for cells in plain_table(shown.stdout, "wave")[1:]] == [row]
-    assert shown.stdout_lines[-1].startswith("wave 1 joined 1 feature(s), 1 completed, 0 failed  (")
-    assert as_json.json() == document
+    assert shown.stdout_lines[-2].startswith("wave 1 joined 1 feature(s), 1 completed, 0 failed  (")
+    assert shown.stdout_lines[-1] == "integration: 1 merge, 1 agent run per landed task"
+    # mission.json, and the integration counts derived from it (records._stats).
+    shown_document = as_json.json()
+    assert shown_document.pop("integration")["merges"] == 1
+    assert shown_document == document
     assert plain_table(listed.stdout)[1:] == [
         [ident, "completed", "1", "1", "", document["started_at"], "do task_1", str(folder)]
     ]

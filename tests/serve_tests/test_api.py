@@ -108,6 +108,8 @@ def test_missions_lists_ids_statuses_counts_and_times(world: World) -> None:
                 "joined_waves": 1,
                 "what": ", ".join(f["description"] for f in record["features"][:2]) + " +1 more",
                 "merged": None,
+                # t1 landed; t1 and t2 each ran once.
+                "integration": "1 merge, 2 agent runs per landed task",
             }
         ]
     }

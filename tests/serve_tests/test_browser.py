@@ -143,6 +143,9 @@ def test_a_static_report_opens_offline_with_the_same_view(
     error = page.inner_text('.failure[data-feature-id="task_2"] .error')
     assert error == "error: command failed: exit code 3"
     assert page.locator("pre.log").count() == 0  # no log text without --include-text
+    assert page.inner_text(".head .integration") == (
+        "integration: 1 merge, 2 agent runs per landed task"
+    )
     assert [url for url in requests if not url.startswith(("file:", "data:"))] == []
     assert errors == []
 
@@ -188,6 +191,16 @@ def test_the_page_shows_what_came_of_a_conflicted_merge(
         assert line.get_attribute("data-outcome") == "resolved"
         assert page.locator(f"{_card('add_a', 'completed')} .conflict").count() == 0
         assert "1 conflicted" in page.inner_text(".join")
+        # The mission's integration, in rho's words (its row of the missions' list).
+        page.wait_for_selector(".head .integration")
+        assert page.inner_text(".head .integration") == (
+            "integration: 2 merges, 1 conflict (1 resolved), 1.5 agent runs per landed task"
+        )
+        page.goto(f"{server.url}#token={server.token}")
+        row = page.locator(f'tr[data-mission-id="{mission_id}"] .integration')
+        assert (
+            row.inner_text() == "2 merges, 1 conflict (1 resolved), 1.5 agent runs per landed task"
+        )
     assert errors == []
 
 
