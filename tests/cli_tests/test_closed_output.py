@@ -21,19 +21,9 @@ import pytest
 
 from rho_mission import Feature, Mission, WaveJoin
 from rho_mission.cli._progress import PlainProgress
-
-from ._cli_helpers import (
-    RHO,
-    WAIT,
-    Result,
-    import_tasks,
-    kill_leftover_groups,
-    mission_dir,
-    rho_env,
-    run_rho,
-    spec,
-    store_tasks,
-)
+from support.procs import kill_leftover_groups
+from support.rho import RHO, WAIT, Result, rho_env, run_rho
+from support.stores import import_tasks, mission_dir, spec, store_tasks
 
 _RUN = ("mission", "--from-tasks", "--run", "echo hi > out.txt")
 _TWO_WAVES = [
@@ -95,7 +85,7 @@ def _run_closed(project: Path, *args: str, first_bytes: int = 0) -> Result:
     with errors.open("wb") as stderr:
         process = _start(project, args, subprocess.PIPE, stderr)
     _read_then_close(process.stdout, first_bytes)
-    return Result(_wait(process), "", errors.read_text(encoding="utf-8"))
+    return Result(_wait(process), b"", errors.read_text(encoding="utf-8"))
 
 
 def _outcome(project: Path, code: int) -> tuple[int, str, dict[str, str], dict[str, str]]:

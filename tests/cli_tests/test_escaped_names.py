@@ -22,18 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from ._cli_helpers import (
-    RHO,
-    WAIT,
-    Result,
-    import_tasks,
-    integration_branch,
-    mission_dir,
-    rho_env,
-    run_rho,
-    spec,
-)
-from .conftest import run_git
+from support.repos import integration_branch, run_git
+from support.rho import RHO, WAIT, Result, rho_env, run_rho
+from support.stores import import_tasks, mission_dir, spec
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ._cli_helpers import import_tasks, mission_dir, run_rho, spec
+from support.rho import run_rho
+from support.stores import import_tasks, mission_dir, spec
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from ._cli_helpers import RHO, import_tasks, run_rho, spec
+from support.rho import RHO, run_rho
+from support.stores import import_tasks, spec
 
 FULL_CLI = "import sys; from rho_mission.cli._main import main; main(sys.argv[1:])"
 HEAVY = {"click", "pydantic", "pydantic_core", "rich", "filelock", "anyio", "git"}

@@ -20,14 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from ._cli_helpers import (
-    import_tasks,
-    integration_branch,
-    mission_dir,
-    run_rho,
-    spec,
-    tree_files,
-)
+from support.repos import integration_branch, tree_files
+from support.rho import run_rho
+from support.stores import import_tasks, mission_dir, spec
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks", "bwrap")
 

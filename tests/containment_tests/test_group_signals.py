@@ -23,19 +23,8 @@ from typing import Any
 
 import pytest
 
-from ._cli_helpers import (
-    RHO,
-    WAIT,
-    RhoRuns,
-    import_tasks,
-    mission_dir,
-    rho_env,
-    run_rho,
-    spec,
-    store_tasks,
-    wait_file_cmd,
-    wait_until,
-)
+from support.rho import RHO, WAIT, RhoRuns, rho_env, run_rho, wait_file_cmd, wait_until
+from support.stores import import_tasks, mission_dir, spec, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

@@ -18,8 +18,7 @@ import pytest
 from rho_mission._errors import QuarantineRefusedError
 from rho_mission.containment._hostmask import host_mask
 from rho_mission.containment._quarantine import Quarantine, admit, discard, open_quarantine
-
-from .conftest import run_git
+from support.repos import run_git
 
 
 @pytest.fixture

@@ -22,19 +22,9 @@ from pathlib import Path
 import pytest
 
 from rho_mission import Feature, Mission, MissionConfig
-
-from ._cli_helpers import (
-    exclude_rho,
-    import_tasks,
-    mission_dir,
-    run_rho,
-    spec,
-    store_bytes,
-    store_tasks,
-    tree_files,
-    wait_file_cmd,
-)
-from .conftest import run_git, user_snapshot
+from support.repos import run_git, tree_files, user_snapshot
+from support.rho import run_rho, wait_file_cmd
+from support.stores import exclude_rho, import_tasks, mission_dir, spec, store_bytes, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks", "bwrap")
 

@@ -21,17 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from ._cli_helpers import (
-    import_tasks,
-    integration_branch,
-    rho_env,
-    run_rho,
-    spec,
-    store_bytes,
-    store_tasks,
-    tree_files,
-)
-from .conftest import run_git
+from support.repos import integration_branch, run_git, tree_files
+from support.rho import rho_env, run_rho
+from support.stores import import_tasks, spec, store_bytes, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks", "bwrap")
 

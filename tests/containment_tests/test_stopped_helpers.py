@@ -22,19 +22,9 @@ from pathlib import Path
 import pytest
 
 from rho_mission.git._repo import GitRepo
-
-from ._cli_helpers import (
-    WAIT,
-    RhoRuns,
-    import_tasks,
-    mission_dir,
-    pid_gone,
-    read_pid,
-    spec,
-    store_tasks,
-    wait_file_cmd,
-    wait_until,
-)
+from support.procs import pid_gone, running_stat, state_of
+from support.rho import WAIT, RhoRuns, read_pid, wait_file_cmd, wait_until
+from support.stores import import_tasks, mission_dir, spec, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 
@@ -67,8 +57,7 @@ def _stop_ref_stream(record: Path) -> str:
 
 
 def _stopped(pid: int) -> bool:
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return fields[0] == "T"
+    return state_of(pid) == "T"
 
 
 def _left_by(rho: int, repo: Path) -> list[str]:
@@ -166,7 +155,7 @@ def test_a_git_call_of_rhos_that_a_task_stopped_is_continued(repo: GitRepo, mark
     call = pool.submit(repo.run, "-c", f"alias.held={alias}", "held")
     git = 0
     try:
-        git = int(Path(f"/proc/{read_pid(shell)}/stat").read_text().rpartition(")")[2].split()[1])
+        git = int(running_stat(read_pid(shell))[1])
         os.kill(git, signal.SIGSTOP)
         wait_until(lambda: _stopped(git), "rho's git to be stopped")
         go.touch()

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from rho_mission.containment import _cgroup
-
-from ._cli_helpers import import_tasks, run_rho, spec
+from support.rho import run_rho
+from support.stores import import_tasks, spec
 
 pytestmark = pytest.mark.usefixtures("task_cgroups")
 

@@ -20,24 +20,10 @@ from typing import Any
 
 import pytest
 
-from ._cli_helpers import (
-    RHO,
-    RhoRuns,
-    branches,
-    import_tasks,
-    mission_dir,
-    pid_gone,
-    read_pid,
-    rho_env,
-    run_rho,
-    spec,
-    store_bytes,
-    store_tasks,
-    tree_files,
-    wait_file_cmd,
-    wait_until,
-    worktree_paths,
-)
+from support.procs import pid_gone
+from support.repos import branches, tree_files, worktree_paths
+from support.rho import RHO, RhoRuns, read_pid, rho_env, run_rho, wait_file_cmd, wait_until
+from support.stores import import_tasks, mission_dir, spec, store_bytes, store_tasks
 
 
 @pytest.fixture(autouse=True)

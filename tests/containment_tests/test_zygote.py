@@ -21,8 +21,8 @@ from rho_mission.containment import _zygote
 from rho_mission.containment._pids import stat_fields
 from rho_mission.containment._process import group_alive, run_command
 from rho_mission.containment._wrapper import supervisor_args
-
-from ._cli_helpers import WAIT, pid_gone, wait_until
+from support.procs import pid_gone, running_stat
+from support.rho import WAIT, wait_until
 
 pytestmark = pytest.mark.anyio
 _T = TypeVar("_T")
@@ -36,10 +36,6 @@ def anyio_backend() -> str:
 
 def _env(**extra: str) -> dict[str, str]:
     return {"PATH": os.environ["PATH"], **extra}
-
-
-def _stat(pid: int) -> list[str]:
-    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
 
 
 async def _supervised(tmp_path: Path, command: str, **extra: str) -> int | None:
@@ -72,7 +68,7 @@ async def test_a_forked_supervisor_leads_its_session_under_the_zygote_and_carrie
     assert zygote is not None
     assert zygote.process.pid != os.getpid()
     # The zygote is rho's child, in rho's session; it is no subreaper (orphans come to rho).
-    fields = _stat(zygote.process.pid)
+    fields = running_stat(zygote.process.pid)
     assert int(fields[1]) == os.getpid()
     assert int(fields[3]) == os.getsid(0)
     zygote_environ = await anyio.Path(f"/proc/{zygote.process.pid}/environ").read_bytes()

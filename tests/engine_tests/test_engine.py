@@ -13,8 +13,7 @@ from rho_mission import Feature, Handoff, Mission, MissionDocument, WaveJoin, Wo
 from rho_mission.git._refs import RefHistory
 from rho_mission.git._repo import GitRepo
 from rho_mission.records._journal import Journal
-
-from ._helpers import (
+from support.library import (
     WAIT,
     JoinLog,
     ScriptedWorker,

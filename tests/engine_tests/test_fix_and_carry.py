@@ -12,17 +12,10 @@ from typing import Any
 import pytest
 
 from rho_mission import Feature, InvalidMissionError, Mission
-
-from ._cli_helpers import (
-    import_tasks,
-    journal_events,
-    mission_dir,
-    run_rho,
-    spec,
-    store_tasks,
-    tree_files,
-)
-from ._helpers import git_out
+from support.library import git_out
+from support.repos import tree_files
+from support.rho import run_rho
+from support.stores import import_tasks, journal_events, mission_dir, spec, store_tasks
 
 
 @pytest.fixture

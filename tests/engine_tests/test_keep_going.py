@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ._cli_helpers import import_tasks, mission_dir, run_rho, spec, store_tasks, tree_files
+from support.repos import tree_files
+from support.rho import run_rho
+from support.stores import import_tasks, mission_dir, spec, store_tasks
 
 
 @pytest.fixture

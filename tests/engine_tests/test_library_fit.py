@@ -9,8 +9,7 @@ import anyio
 import pytest
 
 from rho_mission import Feature, InvalidMissionError, Mission, MissionError, WorkerContext
-
-from ._helpers import fails, git_out, tracked_files
+from support.library import fails, git_out, tracked_files
 
 
 def _mission(repo: Path, *features: Feature) -> Mission:

@@ -18,19 +18,9 @@ import pytest
 from rho_mission import Feature, Handoff
 from rho_mission._errors import MergeConflictError
 from rho_mission.engine._joins import conflict_text
-
-from ._cli_helpers import (
-    branches,
-    import_tasks,
-    integration_branch,
-    mission_dir,
-    run_rho,
-    spec,
-    store_tasks,
-    tree_files,
-    worktree_paths,
-)
-from .conftest import run_git
+from support.repos import branches, integration_branch, run_git, tree_files, worktree_paths
+from support.rho import run_rho
+from support.stores import import_tasks, mission_dir, spec, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

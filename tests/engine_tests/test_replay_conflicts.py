@@ -21,17 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from ._cli_helpers import (
-    RhoRuns,
-    integration_branch,
-    mission_dir,
-    run_rho,
-    store_tasks,
-    tree_files,
-    wait_file_cmd,
-    wait_until,
-)
-from ._overlap_helpers import (
+from support.overlap import (
     NAMES,
     REGISTRY,
     STAND_IN,
@@ -41,7 +31,9 @@ from ._overlap_helpers import (
     registering_tasks,
     runs_of,
 )
-from .conftest import run_git
+from support.repos import integration_branch, run_git, tree_files
+from support.rho import RhoRuns, run_rho, wait_file_cmd, wait_until
+from support.stores import mission_dir, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

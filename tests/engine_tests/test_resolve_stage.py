@@ -22,16 +22,7 @@ from pathlib import Path
 import pytest
 
 from rho_mission import Feature, Mission, MissionConfig, WorkerContext
-
-from ._cli_helpers import (
-    integration_branch,
-    journal_events,
-    mission_dir,
-    run_rho,
-    store_tasks,
-    tree_files,
-)
-from ._overlap_helpers import (
+from support.overlap import (
     NAMES,
     REGISTRY,
     STAND_IN,
@@ -41,7 +32,9 @@ from ._overlap_helpers import (
     registering_tasks,
     runs_of,
 )
-from .conftest import run_git
+from support.repos import integration_branch, run_git, tree_files
+from support.rho import run_rho
+from support.stores import journal_events, mission_dir, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

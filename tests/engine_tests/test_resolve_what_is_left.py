@@ -23,9 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from ._cli_helpers import import_tasks, integration_branch, run_rho, spec, tree_files
-from ._overlap_helpers import NAMES, REGISTRY, features, package, registering_tasks, runs_of
-from .conftest import run_git
+from support.overlap import NAMES, REGISTRY, features, package, registering_tasks, runs_of
+from support.repos import integration_branch, run_git, tree_files
+from support.rho import run_rho
+from support.stores import import_tasks, spec
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

@@ -21,18 +21,9 @@ from typing import Any
 
 import pytest
 
-from ._cli_helpers import (
-    RhoRuns,
-    import_tasks,
-    journal_events,
-    mission_dir,
-    run_rho,
-    spec,
-    store_tasks,
-    tree_files,
-    wait_file_cmd,
-    wait_until,
-)
+from support.repos import tree_files
+from support.rho import RhoRuns, run_rho, wait_file_cmd, wait_until
+from support.stores import import_tasks, journal_events, mission_dir, spec, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

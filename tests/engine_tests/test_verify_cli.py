@@ -17,17 +17,9 @@ from typing import Any
 import pytest
 
 from graph import sha256_hex
-
-from ._cli_helpers import (
-    import_tasks,
-    journal_events,
-    mission_dir,
-    run_rho,
-    spec,
-    store_tasks,
-    tree_files,
-)
-from .conftest import run_git
+from support.repos import run_git, tree_files
+from support.rho import run_rho
+from support.stores import import_tasks, journal_events, mission_dir, spec, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

@@ -25,9 +25,8 @@ from rho_mission import (
 from rho_mission.engine._joins import first_unfinished, join_record
 from rho_mission.engine._stage_workers import StageRun
 from rho_mission.records._document import Feature, Verification, WaveJoin
-
-from ._helpers import JoinLog, git_out
-from .conftest import run_git
+from support.library import JoinLog, git_out
+from support.repos import run_git
 
 pytestmark = pytest.mark.anyio
 

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._cli_helpers import import_tasks, mission_dir, run_rho, spec
-from .conftest import run_git
+from support.repos import run_git
+from support.rho import run_rho
+from support.stores import import_tasks, mission_dir, spec
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser

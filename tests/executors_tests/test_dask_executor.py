@@ -22,21 +22,10 @@ from distributed import Client
 
 from rho_mission.containment._mission_processes import mission_processes
 from rho_mission.executors._remote import kill_remote_task
-
-from ._cli_helpers import (
-    RhoRuns,
-    import_tasks,
-    mission_dir,
-    read_pid,
-    rho_env,
-    run_rho,
-    spec,
-    store_tasks,
-    tree_files,
-    wait_file_cmd,
-    wait_until,
-)
-from .conftest import run_git
+from support.procs import environ_has
+from support.repos import run_git, tree_files
+from support.rho import RHO, RhoRuns, read_pid, rho_env, run_rho, wait_file_cmd, wait_until
+from support.stores import import_tasks, mission_dir, spec, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 
@@ -222,7 +211,7 @@ def test_a_task_timeout_on_the_cluster_fails_the_feature_and_ends_its_process(
 
 
 def _has_mark(pid: int) -> bool:
-    return b"RHO_MISSION_ID=0badc0de" in Path(f"/proc/{pid}/environ").read_bytes()
+    return environ_has(pid, "RHO_MISSION_ID=0badc0de")
 
 
 def _marked(task_id: str) -> dict[str, str]:
@@ -256,7 +245,7 @@ def test_without_distributed_the_dask_executor_is_refused_with_a_hint(
     repo = make_repo("repo", 1)
     import_tasks(repo, [spec("one", "true")])
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "rho"), "mission", "--from-tasks", "--executor", "dask",
+        [str(RHO), "mission", "--from-tasks", "--executor", "dask",
          "--local-cluster", "2"],
         cwd=repo, env={**rho_env(), "PYTHONPATH": str(shadow)}, capture_output=True, text=True,
         timeout=60,

@@ -32,10 +32,11 @@ from rho_mission.git._commit import (
 )
 from rho_mission.git._repo import GitRepo, MergeChain
 from rho_mission.git._worktrees import WorktreePool
-
-from ._cli_helpers import branches, import_tasks, kill_leftover_groups, run_rho, spec
-from ._helpers import plan
-from .conftest import run_git
+from support.library import plan
+from support.procs import kill_leftover_groups
+from support.repos import branches, run_git
+from support.rho import run_rho
+from support.stores import import_tasks, spec
 
 # The mission shape: 20 no-op tasks in 4 waves of 5 (each blocked by every task of the wave
 # before), 2 workers, 20 files. Before issue 13 it took 11.25 git processes per feature, then 4.0

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from rho_mission.git._commit import path_text
-
-from ._cli_helpers import import_tasks, mission_dir, run_rho, spec, store_tasks
+from support.rho import run_rho
+from support.stores import import_tasks, mission_dir, spec, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

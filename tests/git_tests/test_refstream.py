@@ -18,9 +18,8 @@ import pytest
 from rho_mission._errors import GitOperationError, RefMovedError
 from rho_mission.git._repo import GitRepo
 from rho_mission.git._worktrees import WorktreePool
-
-from ._cli_helpers import WAIT
-from .conftest import run_git
+from support.repos import run_git
+from support.rho import WAIT
 
 
 def _pool(repo: GitRepo) -> WorktreePool:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ._cli_helpers import RHO, import_tasks, run_rho, spec
+from support.rho import RHO, run_rho
+from support.stores import import_tasks, spec
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

@@ -17,8 +17,7 @@ import pytest
 
 from rho_mission import Feature, InvalidMissionError, Mission, WorkerContext
 from rho_mission._errors import RefMovedError
-
-from ._helpers import ScriptedWorker, fails, git_out, journal, plan, tracked_files
+from support.library import ScriptedWorker, fails, git_out, journal, plan, tracked_files
 
 # A pipeline script: plan two waves whose shell commands edit, stage and commit with git.
 _PIPELINE = """

@@ -46,9 +46,8 @@ from rho_mission.records._missionbytes import (
 from rho_mission.records._persist import save_mission
 from rho_mission.records._projection import mission_graph
 from rho_mission.records._usage import AttemptUsage, UsageTotal
+from support.library import ScriptedWorker, fails
 from taskstore import stage_atomic, write_atomic
-
-from ._helpers import ScriptedWorker, fails
 
 
 class _CompareAtEveryJoin:

@@ -26,18 +26,9 @@ import pytest
 from pydantic import ValidationError
 
 from rho_mission.records._document import MissionConfig
-
-from ._cli_helpers import (
-    Result,
-    branches,
-    import_tasks,
-    mission_dir,
-    run_rho,
-    spec,
-    store_bytes,
-    store_tasks,
-)
-from .conftest import run_git
+from support.repos import branches, run_git
+from support.rho import Result, run_rho
+from support.stores import import_tasks, mission_dir, spec, store_bytes, store_tasks
 
 _DIGITS = "9" * 400
 _TOKENS_WORDS = "a whole number from 0 below 10**15"

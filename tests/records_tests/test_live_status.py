@@ -15,17 +15,8 @@ import pytest
 
 from rho_mission import Mission
 from rho_mission.serve._source import mission_summary
-
-from ._cli_helpers import (
-    RhoRuns,
-    import_tasks,
-    journal_events,
-    mission_dir,
-    run_rho,
-    spec,
-    wait_file_cmd,
-    wait_until,
-)
+from support.rho import RhoRuns, run_rho, wait_file_cmd, wait_until
+from support.stores import import_tasks, journal_events, mission_dir, spec
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

@@ -14,9 +14,8 @@ from hypothesis import strategies as st
 import graph
 from rho_mission import Feature, Handoff, WaveJoin, mission_graph, task_store_graph
 from rho_mission.records._document import MissionDocument
+from support.library import sha256
 from taskstore import Dependency, Task, TaskStore
-
-from ._helpers import sha256
 
 M = "0123abcd"
 T0 = "2026-01-02T03:04:00Z"

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from ._cli_helpers import import_tasks, mission_dir, run_rho, spec
-from ._overlap_helpers import STAND_IN, package
+from support.overlap import STAND_IN, package
+from support.rho import run_rho
+from support.stores import import_tasks, mission_dir, spec
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

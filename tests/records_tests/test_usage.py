@@ -16,18 +16,9 @@ from typing import Any
 import pytest
 
 from graph import load_mission_graph, prepare_for_cloud
-
-from ._cli_helpers import (
-    RHO,
-    import_tasks,
-    journal_events,
-    mission_dir,
-    rho_env,
-    run_rho,
-    spec,
-    store_tasks,
-    tree_files,
-)
+from support.repos import tree_files
+from support.rho import RHO, rho_env, run_rho
+from support.stores import import_tasks, journal_events, mission_dir, spec, store_tasks
 
 
 def _chain(count: int) -> list[dict[str, Any]]:

@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 
 from rho_mission.containment._folders import remove_tree
-
-from ._cli_helpers import import_tasks, mission_dir, run_rho, spec, tree_files
+from support.repos import tree_files
+from support.rho import run_rho
+from support.stores import import_tasks, mission_dir, spec
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

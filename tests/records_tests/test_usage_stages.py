@@ -8,8 +8,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ._cli_helpers import import_tasks, mission_dir, run_rho, spec
-from .conftest import AGENT_STAND_IN
+from support.fixtures import AGENT_STAND_IN
+from support.rho import run_rho
+from support.stores import import_tasks, mission_dir, spec
 
 
 def _mission(project: Path) -> dict[str, Any]:

@@ -14,8 +14,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ._cli_helpers import branches, import_tasks, run_rho, spec, store_tasks, tree_files
-from .conftest import run_git
+from support.repos import branches, run_git, tree_files
+from support.rho import run_rho
+from support.stores import import_tasks, spec, store_tasks
 
 
 def _records(repo: Path) -> list[dict[str, Any]]:

@@ -34,23 +34,10 @@ import pytest
 from rho_mission.git._handover import _read_plain, index_identity, index_is_plain
 from rho_mission.git._repo import GitRepo
 from rho_mission.git._worktrees import WorktreePool
-
-from ._cli_helpers import (
-    RhoRuns,
-    import_tasks,
-    integration_branch,
-    pgid_of,
-    pid_gone,
-    read_pid,
-    rho_env,
-    run_rho,
-    spec,
-    store_tasks,
-    tree_files,
-    wait_until,
-    worktree_paths,
-)
-from .conftest import run_git
+from support.procs import pgid_of, pid_gone
+from support.repos import integration_branch, run_git, tree_files, worktree_paths
+from support.rho import RhoRuns, read_pid, rho_env, run_rho, wait_until
+from support.stores import import_tasks, spec, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

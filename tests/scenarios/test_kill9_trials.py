@@ -31,8 +31,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ._cli_helpers import RHO, WAIT, pid_gone, rho_env, run_rho, store_tasks, tree_files
-from ._cli_helpers import worktree_paths as registered_worktrees
+from support.procs import pid_gone
+from support.repos import tree_files
+from support.repos import worktree_paths as registered_worktrees
+from support.rho import RHO, WAIT, rho_env, run_rho
+from support.stores import store_tasks
 
 SEED = 20_240_917
 TRIALS = 12

@@ -19,27 +19,10 @@ from typing import Any
 import pytest
 
 from rho_mission.git._repo import GitRepo
-
-from ._cli_helpers import (
-    RHO,
-    RhoRuns,
-    branches,
-    group_alive,
-    import_tasks,
-    journal_events,
-    mission_dir,
-    pgid_of,
-    pid_gone,
-    read_pid,
-    rho_env,
-    run_rho,
-    spec,
-    store_tasks,
-    tree_files,
-    wait_file_cmd,
-    wait_until,
-    worktree_paths,
-)
+from support.procs import group_alive, pgid_of, pid_gone
+from support.repos import branches, tree_files, worktree_paths
+from support.rho import RHO, RhoRuns, read_pid, rho_env, run_rho, wait_file_cmd, wait_until
+from support.stores import import_tasks, journal_events, mission_dir, spec, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

@@ -24,21 +24,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from ._cli_helpers import (
-    RhoRuns,
-    exclude_rho,
-    import_tasks,
-    mission_dir,
-    pid_gone,
-    read_pid,
-    run_rho,
-    spec,
-    store_bytes,
-    store_tasks,
-    wait_file_cmd,
-    wait_until,
-)
-from .conftest import run_git, user_snapshot
+from support.procs import pid_gone
+from support.repos import run_git, user_snapshot
+from support.rho import RhoRuns, read_pid, run_rho, wait_file_cmd, wait_until
+from support.stores import exclude_rho, import_tasks, mission_dir, spec, store_bytes, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
-from ._cli_helpers import import_tasks, integration_branch, run_rho, spec, tree_files
-from ._overlap_helpers import STAND_IN, package, registering_tasks
-from .conftest import run_git
+from support.overlap import STAND_IN, package, registering_tasks
+from support.repos import integration_branch, run_git, tree_files
+from support.rho import run_rho
+from support.stores import import_tasks, spec
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

@@ -28,8 +28,9 @@ from unittest.mock import ANY
 
 import pytest
 
-from ._cli_helpers import import_tasks, run_rho, spec, tree_files, wait_file_cmd
-from .conftest import run_git
+from support.repos import run_git, tree_files
+from support.rho import run_rho, wait_file_cmd
+from support.stores import import_tasks, spec
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

@@ -15,15 +15,9 @@ from typing import Any
 
 import pytest
 
-from ._cli_helpers import (
-    import_tasks,
-    journal_events,
-    run_rho,
-    spec,
-    store_bytes,
-    tree_files,
-)
-from .conftest import run_git
+from support.repos import run_git, tree_files
+from support.rho import run_rho
+from support.stores import import_tasks, journal_events, spec, store_bytes
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

@@ -1,26 +1,22 @@
-"""Fixtures for the mission engine's tests: real temporary git repositories, hermetic git."""
+"""Fixtures of the tests that run missions: hermetic git, real repositories, ``rho`` runs.
+
+A folder's ``conftest.py`` takes the ones its tests use by importing them (``hermetic_git`` is
+autouse there: the machine's git config never reaches those tests or the ``rho`` they run).
+"""
 
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from rho_mission.git._repo import GitRepo
-
-from ._cli_helpers import RhoRuns, kill_leftover_groups
-
-# Every commit a test makes by hand uses this identity (through the environment, never through
-# the user's global config).
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "Test Author",
-    "GIT_AUTHOR_EMAIL": "author@example.com",
-    "GIT_COMMITTER_NAME": "Test Author",
-    "GIT_COMMITTER_EMAIL": "author@example.com",
-}
+from support.environ import IDENTITY
+from support.procs import kill_leftover_groups
+from support.repos import init_repo, run_git, user_snapshot
+from support.rho import RhoRuns
 
 
 @pytest.fixture(autouse=True)
@@ -33,23 +29,6 @@ def hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
         monkeypatch.delenv(name, raising=False)
     for name, value in IDENTITY.items():
         monkeypatch.setenv(name, value)
-
-
-def run_git(cwd: Path, *args: str) -> str:
-    """Run the real git CLI in *cwd* and return its output (independent of the code under test)."""
-    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
-    return done.stdout
-
-
-def init_repo(root: Path, files: int) -> Path:
-    """Create a git repository at *root* on branch ``main`` with one commit of *files* files."""
-    root.mkdir(parents=True)
-    run_git(root, "init", "--quiet", "--initial-branch=main")
-    for index in range(files):
-        (root / f"file{index:04d}.txt").write_text(f"line {index}\n", encoding="utf-8")
-    run_git(root, "add", "--all")
-    run_git(root, "commit", "--quiet", "--message=initial")
-    return root
 
 
 @pytest.fixture
@@ -68,20 +47,6 @@ def repo_path(make_repo: Callable[[str, int], Path]) -> Path:
 def git() -> Callable[..., str]:
     """``git(cwd, *args)``: the real git CLI, for arranging and checking a test's repository."""
     return run_git
-
-
-def user_snapshot(root: Path) -> str:
-    """What the user sees of their checkout: current branch, HEAD, status, unstaged, staged."""
-    return "".join(
-        run_git(root, *args)
-        for args in (
-            ("symbolic-ref", "HEAD"),
-            ("rev-parse", "HEAD"),
-            ("status", "--porcelain=v1", "--untracked-files=all"),
-            ("diff",),
-            ("diff", "--cached"),
-        )
-    )
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._cli_helpers import import_tasks, mission_dir, spec
-from .conftest import run_git
+from support.repos import run_git
+from support.stores import import_tasks, mission_dir, spec
 
 ROOT = Path(__file__).resolve().parents[2]
 STAND_IN = ROOT / "examples" / "agents" / "stand-in-resolver.sh"

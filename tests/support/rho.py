@@ -1,51 +1,43 @@
-"""Helpers of the mission CLI and reliability tests: real ``rho`` processes, stores and /proc.
+"""Running the real ``rho``: the one runner of the suite, its result, background runs, waits.
 
-Every ``rho`` here is the installed console script run as a real subprocess, in a real git
-repository, with the environment of the test (which ``conftest.hermetic_git`` keeps away from the
-machine's git config). Waits are bounded polls on files or on /proc, never fixed sleeps.
+Every ``rho`` here is the installed console script run as a real subprocess, in a folder the
+test chose, with stdin empty (never the terminal of the test run) and an environment made by
+``rho_env``: no ``RHO_*`` variable unless the test passes one, wide unstyled rich output, and,
+given a *home*, that folder as ``HOME`` with no git configuration or git variable of the
+machine. Without a *home* the test's own environment is used, which the ``hermetic_git`` fixture
+(``support.fixtures``) keeps away from the machine's git config. Waits are bounded polls on
+files, never fixed sleeps.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+from support.environ import rho_env
 
 __all__ = [
     "RHO",
     "WAIT",
     "Result",
     "RhoRuns",
-    "branches",
+    "RunRho",
+    "assert_bad_input",
     "dry_run_waves",
-    "exclude_rho",
-    "group_alive",
-    "import_tasks",
-    "journal_events",
-    "kill_leftover_groups",
-    "mission_dir",
-    "pgid_of",
-    "pid_gone",
+    "gate_cmd",
     "read_pid",
     "rho_env",
     "run_rho",
-    "spec",
-    "store_bytes",
-    "store_path",
-    "store_tasks",
-    "tree_files",
     "wait_file_cmd",
     "wait_until",
-    "worktree_paths",
 ]
 
 RHO = Path(sys.executable).parent / "rho"
@@ -54,17 +46,27 @@ _POLL = 0.02
 _PID = re.compile(r"^\d+\n$")
 
 
+def _text(data: bytes, errors: str = "strict") -> str:
+    """*data* as text the way ``subprocess``'s text mode reads it: UTF-8, universal newlines."""
+    return data.decode("utf-8", errors).replace("\r\n", "\n").replace("\r", "\n")
+
+
 @dataclass(frozen=True)
 class Result:
-    """What one ``rho`` process did."""
+    """What one ``rho`` process did; ``out`` is stdout's exact bytes."""
 
     code: int
-    stdout: str
+    out: bytes
     stderr: str
+
+    @property
+    def stdout(self) -> str:
+        """stdout as text."""
+        return _text(self.out)
 
     def json(self) -> Any:
         """stdout parsed as exactly one JSON document (json.loads refuses trailing data)."""
-        return json.loads(self.stdout)
+        return json.loads(self.out)
 
     @property
     def stdout_lines(self) -> list[str]:
@@ -77,25 +79,39 @@ class Result:
         return self.stderr.splitlines()
 
 
-def rho_env() -> dict[str, str]:
-    """The test's environment without RHO_* variables, with wide unstyled rich output."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RHO_")}
-    env.update(COLUMNS="200", NO_COLOR="1")
-    return env
-
-
-def run_rho(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Result:
-    """Run ``rho ARGS`` in *cwd* and wait for it (a minute is a hang: the timeout fails);
-    *env* adds variables to the hermetic environment."""
+def run_rho(
+    *args: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+    stdin: bytes = b"",
+) -> Result:
+    """Run ``rho ARGS`` in *cwd* with *stdin* piped in and wait for it (a minute is a hang:
+    the timeout fails the test); *home* and *env* as ``rho_env`` takes them."""
     done = subprocess.run(
         [str(RHO), *args],
         cwd=cwd,
-        env={**rho_env(), **(env or {})},
+        env=rho_env(home, env),
+        input=stdin,
         capture_output=True,
-        text=True,
         timeout=60,
     )
-    return Result(done.returncode, done.stdout, done.stderr)
+    return Result(done.returncode, done.stdout, _text(done.stderr, "replace"))
+
+
+class RunRho(Protocol):
+    """The ``rho`` fixture of the CLI tests: ``rho ARGS`` (by default in the test's temporary
+    folder)."""
+
+    def __call__(
+        self, *args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    ) -> Result: ...
+
+
+def assert_bad_input(result: Result, message: str, hint: str | None = None) -> None:
+    """Exit 2, nothing on stdout, and on stderr exactly ``error: <message>`` (and the hint)."""
+    expected = [f"error: {message}"] + ([f"hint: {hint}"] if hint is not None else [])
+    assert (result.code, result.stderr_lines, result.stdout) == (2, expected, "")
 
 
 class RhoRuns:
@@ -127,7 +143,7 @@ class RhoRuns:
             process = subprocess.Popen(
                 [*before, str(RHO), *args],
                 cwd=cwd,
-                env={**rho_env(), **(env or {})},
+                env=rho_env(env=env),
                 stdout=stdout,
                 stderr=stderr,
                 process_group=0 if own_group else None,
@@ -139,7 +155,7 @@ class RhoRuns:
         """Wait (bounded) for *process* to end and return what it did."""
         code = process.wait(timeout=WAIT)
         _, out, err = next(run for run in self._runs if run[0] is process)
-        return Result(code, out.read_text(encoding="utf-8"), err.read_text(encoding="utf-8"))
+        return Result(code, out.read_bytes(), _text(err.read_bytes(), "replace"))
 
     def close(self) -> bool:
         """SIGKILL every run still going and reap it; return True if there was one."""
@@ -195,175 +211,6 @@ def wait_file_cmd(path: Path, limit: float = WAIT, *, written: bool = False) -> 
     )
 
 
-# -- task store ------------------------------------------------------------------------------
-
-
-def spec(task_id: str, command: str | None, *blockers: str) -> dict[str, Any]:
-    """One task for ``rho task import``: pending, subject ``do <id>``, blocked by *blockers*."""
-    task: dict[str, Any] = {
-        "id": task_id,
-        "subject": f"do {task_id}",
-        "status": "pending",
-        "dependencies": [{"targetId": blocker, "type": "blocks"} for blocker in blockers],
-    }
-    if command is not None:
-        task["metadata"] = {"command": command}
-    return task
-
-
-def import_tasks(repo: Path, tasks: list[dict[str, Any]], *store_args: str) -> None:
-    """Load *tasks* into the repository's store (or ``--store ...``) with ``rho task import``."""
-    source = repo.parent / f"{repo.name}-import.json"
-    source.write_text(json.dumps({"tasks": tasks}), encoding="utf-8")
-    result = run_rho("task", "import", str(source), *store_args, cwd=repo)
-    assert result.code == 0, result.stderr
-
-
-def exclude_rho(repo: Path) -> Path:
-    """Add ``.rho/`` to *repo*'s ``.git/info/exclude``, as rho's first mission does: a snapshot
-    of the user's checkout taken before a mission then differs only in what the mission did."""
-    with (repo / ".git" / "info" / "exclude").open("a", encoding="utf-8") as exclude:
-        exclude.write(".rho/\n")
-    return repo
-
-
-def store_path(repo: Path) -> Path:
-    """The default store of *repo*."""
-    return repo / ".rho" / "tasks.json"
-
-
-def store_bytes(repo: Path) -> bytes:
-    """The store file's bytes."""
-    return store_path(repo).read_bytes()
-
-
-def store_tasks(repo: Path, path: Path | None = None) -> dict[str, dict[str, Any]]:
-    """The store's tasks by id, read straight from the file."""
-    document = json.loads((path or store_path(repo)).read_text(encoding="utf-8"))
-    return {task["id"]: task for task in document["tasks"]}
-
-
-# -- mission folder and git ------------------------------------------------------------------
-
-
-def mission_dir(repo: Path) -> Path:
-    """The one mission folder of *repo*."""
-    (folder,) = (repo / ".rho" / "missions").iterdir()
-    return folder
-
-
-def journal_events(folder: Path, event: str) -> list[dict[str, Any]]:
-    """The journal entries of kind *event* of the mission in *folder*."""
-    journal = folder / "journal.jsonl"
-    if not journal.is_file():
-        return []
-    entries = [json.loads(line) for line in journal.read_text(encoding="utf-8").splitlines()]
-    return [entry for entry in entries if entry["event"] == event]
-
-
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
-    return done.stdout
-
-
-def branches(repo: Path) -> set[str]:
-    """Every local branch name."""
-    return set(_git(repo, "branch", "--format=%(refname:short)").split())
-
-
-def worktree_paths(repo: Path, *, pooled: bool = False) -> list[str]:
-    """The paths of the worktrees git has registered, the main one first: those in use or left
-    behind; the ones given back to the shared pool (locked ``rho-pool idle``) only if *pooled*."""
-    blocks = _git(repo, "worktree", "list", "--porcelain").split("\n\n")
-    return [
-        block.splitlines()[0].removeprefix("worktree ")
-        for block in blocks
-        if block.startswith("worktree ") and (pooled or "locked rho-pool idle" not in block)
-    ]
-
-
-def integration_branch(repo: Path) -> str:
-    """The integration branch of the newest mission of *repo*: by its start (to the
-    millisecond: two missions often start within one second, a commit's date), else, with no
-    mission folder left, by its branch's creation."""
-    records = [
-        json.loads(p.read_text()) for p in (repo / ".rho" / "missions").glob("*/mission.json")
-    ]
-    started = [record for record in records if record.get("started_at")]
-    if started:
-        newest = max(started, key=lambda record: record["started_at"])
-        return str(newest["integration_branch"])
-    listed = _git(repo, "for-each-ref", "--sort=-creatordate", "--format=%(refname:short)")
-    return next(ref for ref in listed.splitlines() if ref.endswith("/integration"))
-
-
-def tree_files(repo: Path, ref: str) -> dict[str, str]:
-    """The files of commit *ref*, each with its content."""
-    names = _git(repo, "ls-tree", "-r", "--name-only", ref).split()
-    return {name: _git(repo, "show", f"{ref}:{name}") for name in names}
-
-
-# -- processes -------------------------------------------------------------------------------
-
-
-def _stat(pid: int) -> tuple[str, int] | None:
-    """(state, process group) of *pid*, or None once it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    fields = text.rpartition(")")[2].split()
-    return fields[0], int(fields[2])
-
-
-def pid_gone(pid: int) -> bool:
-    """True when *pid* no longer runs: absent, or a zombie nobody reaped (init may not reap)."""
-    stat = _stat(pid)
-    return stat is None or stat[0] in ("Z", "X")
-
-
-def pgid_of(pid: int) -> int:
-    """The process group of the running *pid*."""
-    stat = _stat(pid)
-    assert stat is not None, f"process {pid} is gone"
-    return stat[1]
-
-
-def _live_members(pgid: int) -> list[int]:
-    members = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            stat = _stat(int(entry.name))
-            if stat is not None and stat[1] == pgid and stat[0] not in ("Z", "X"):
-                members.append(int(entry.name))
-    return members
-
-
-def group_alive(pgid: int) -> bool:
-    """True while some member of process group *pgid* runs (zombies do not count)."""
-    return bool(_live_members(pgid))
-
-
-def _runs_for(pid: int, mission_id: str) -> bool:
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return False
-    return f"RHO_MISSION_ID={mission_id}".encode() in environ.split(b"\0")
-
-
-def kill_leftover_groups(folder: Path) -> list[int]:
-    """SIGKILL every task process group that a mission under *folder* left running.
-
-    The groups are the ones the missions' journals recorded; a group is touched only while a
-    member still runs with that mission's id in its environment (process ids get reused).
-    """
-    killed = []
-    for journal in folder.rglob("journal.jsonl"):
-        mission_id = journal.parent.name
-        for entry in journal_events(journal.parent, "process"):
-            pgid = entry["pgid"]
-            if any(_runs_for(pid, mission_id) for pid in _live_members(pgid)):
-                os.killpg(pgid, signal.SIGKILL)
-                killed.append(pgid)
-    return killed
+def gate_cmd(path: Path, then: str, limit: float = WAIT) -> str:
+    """A command that waits until *path* exists (at most *limit* s, else exit 9), then *then*."""
+    return f"{wait_file_cmd(path, limit)}; {then}"
