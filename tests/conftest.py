@@ -8,6 +8,11 @@ v2 folders rho may make; and the real agent CLIs (claude, codex, gemini, aider) 
 module looks for one by itself
 (``tests/test_system_fixtures.py`` reads their source to hold that).
 
+The suite has two tiers: ``make test`` runs every test, ``make test-fast`` those not marked
+``slow``. What is slow is decided here, by folder or module (``SLOW_FOLDERS``, ``SLOW_MODULES``:
+real missions at scale, kill -9 trials, Dask clusters, browsers, real agent CLIs, the SDK
+suites), never in the test modules.
+
 On a machine without one, ``make test`` still passes: those tests skip, and pytest's summary
 names each skip with its reason (``-rs`` in pyproject.toml). ``.ci/run`` installs the packages
 and sets ``RHO_TESTS_REQUIRE_SYSTEM=1``: there a missing package fails the test instead, so CI
@@ -43,6 +48,31 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 _CI_INSTALLS = ".ci/run installs it"
+
+
+# The slow tier, by path below tests/ (Decision: docs/decisions/0903-tests-by-package.md).
+SLOW_FOLDERS = ("scenarios", "agent_cli_tests", "sdk_tests")
+SLOW_MODULES = (
+    "executors_tests/test_dask_executor.py",
+    "serve_tests/test_browser.py",
+    "engine_tests/test_verify_report.py",
+    "graph_tests/test_graph_at_the_caps.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test of ``SLOW_FOLDERS`` and ``SLOW_MODULES``; a listed path that no
+    longer exists (a file moved or renamed) stops the run instead of leaving the tier unsaid."""
+    tests = Path(__file__).parent
+    missing = [path for path in (*SLOW_FOLDERS, *SLOW_MODULES) if not (tests / path).exists()]
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py names slow tests that do not exist: {missing}")
+    for item in items:
+        if not item.path.is_relative_to(tests):
+            continue
+        relative = item.path.relative_to(tests).as_posix()
+        if relative.split("/")[0] in SLOW_FOLDERS or relative in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
 
 
 def require_system(what: str, problem: str | None) -> None:
