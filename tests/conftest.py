@@ -50,13 +50,70 @@ CHROMIUM_ARGS = [
 _CI_INSTALLS = ".ci/run installs it"
 
 
-# The slow tier, by path below tests/ (Decision: docs/decisions/0903-tests-by-package.md).
+# The slow tier, by path below tests/ (Decision: docs/decisions/0903-tests-by-package.md): the
+# folders of real agent CLIs, SDK suites and end-to-end runs, and every module whose tests run
+# real missions or many real rho processes (each module above about ten seconds of a worker's
+# time on 2 cores shared with other work; the performance log has the measure).
 SLOW_FOLDERS = ("scenarios", "agent_cli_tests", "sdk_tests")
 SLOW_MODULES = (
-    "executors_tests/test_dask_executor.py",
-    "serve_tests/test_browser.py",
+    "agents_tests/test_agent_limits.py",
+    "cli_tests/test_closed_output.py",
+    "cli_tests/test_escaped_names.py",
+    "cli_tests/test_fast_json_reads.py",
+    "cli_tests/test_quick_mission_views.py",
+    "cli_tests/test_task_cli.py",
+    "cli_tests/test_task_cli_errors.py",
+    "cli_tests/test_task_cli_limits.py",
+    "cli_tests/test_task_edit_cli.py",
+    "cli_tests/test_trackers.py",
+    "containment_tests/test_agent_homes.py",
+    "containment_tests/test_group_signals.py",
+    "containment_tests/test_sandbox.py",
+    "containment_tests/test_sandbox_reach.py",
+    "containment_tests/test_stopped_helpers.py",
+    "containment_tests/test_trust_cli.py",
+    "containment_tests/test_zygote.py",
+    "engine_tests/test_engine.py",
+    "engine_tests/test_fix_and_carry.py",
+    "engine_tests/test_overlapping_work.py",
+    "engine_tests/test_replay_conflicts.py",
+    "engine_tests/test_resolve_stage.py",
+    "engine_tests/test_resolve_what_is_left.py",
+    "engine_tests/test_resume_adopts_finished_work.py",
+    "engine_tests/test_verify_cli.py",
     "engine_tests/test_verify_report.py",
+    "executors_tests/test_dask_executor.py",
+    "git_tests/test_git_process_count.py",
+    "git_tests/test_shared_pool.py",
+    "graph_tests/test_cloud_cli.py",
     "graph_tests/test_graph_at_the_caps.py",
+    "graph_tests/test_graph_cli.py",
+    "graph_tests/test_graph_cli_rho.py",
+    "graph_tests/test_swarm_cli.py",
+    "mcp_tests/test_mcp_server.py",
+    "mission_tests/test_living_store.py",
+    "mission_tests/test_mission_cli.py",
+    "mission_tests/test_mission_loop_clean.py",
+    "mission_tests/test_mission_loop_cli.py",
+    "mission_tests/test_mission_loop_merge.py",
+    "mission_tests/test_planned_missions.py",
+    "mission_tests/test_signed_plan.py",
+    "records_tests/test_impossible_usage_figures.py",
+    "records_tests/test_stage_file_names.py",
+    "records_tests/test_usage.py",
+    "records_tests/test_usage_hostile.py",
+    "serve_tests/test_api.py",
+    "serve_tests/test_browser.py",
+    "serve_tests/test_follow.py",
+    "serve_tests/test_report.py",
+    "serve_tests/test_serve_cli.py",
+    "setup_tests/test_copy_never_landed.py",
+    "setup_tests/test_setup_from_tasks_work.py",
+    "setup_tests/test_worktree_setup.py",
+    "taskstore_tests/test_fastread.py",
+    "taskstore_tests/test_fastwrite.py",
+    "taskstore_tests/test_schedule_properties.py",
+    "test_examples.py",
 )
 
 
