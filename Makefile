@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench bench-scale stress clean
+.PHONY: demo test test-fast lint typecheck unit bench bench-scale stress clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -27,6 +27,11 @@ typecheck: $(STAMP)
 # cluster, a mission at the caps).
 unit: $(STAMP)
 	$(VENV)/bin/pytest -n 2 --dist loadfile
+
+# The fast tier: every test but the slow ones (tests/conftest.py marks them by folder and
+# module), without lint or mypy; a couple of minutes on 2 cores. `make test` runs them all.
+test-fast: $(STAMP)
+	$(VENV)/bin/pytest -n 2 --dist loadfile -m "not slow"
 
 demo: $(STAMP)
 	$(PY) examples/demo.py

@@ -21,7 +21,7 @@ set, so that git counts below its 1,000 entries too, where a checkout's pass ent
 Run: ``.venv/bin/python bench/bench_git_processes.py [--waves 4] [--width 5] [--workers 2]
 [--writes]`` (the shape of the test; ``--waves 10 --width 100 --workers 4`` is the
 1,000-feature mission). Target: **<= 5** per no-op feature;
-``tests/mission_tests/test_git_process_count.py`` holds it, and the walk count per writing
+``tests/git_tests/test_git_process_count.py`` holds it, and the walk count per writing
 feature (docs/decisions/0602-git-per-feature.md).
 """
 

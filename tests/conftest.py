@@ -8,6 +8,11 @@ v2 folders rho may make; and the real agent CLIs (claude, codex, gemini, aider) 
 module looks for one by itself
 (``tests/test_system_fixtures.py`` reads their source to hold that).
 
+The suite has two tiers: ``make test`` runs every test, ``make test-fast`` those not marked
+``slow``. What is slow is decided here, by folder or module (``SLOW_FOLDERS``, ``SLOW_MODULES``:
+real missions at scale, kill -9 trials, Dask clusters, browsers, real agent CLIs, the SDK
+suites), never in the test modules.
+
 On a machine without one, ``make test`` still passes: those tests skip, and pytest's summary
 names each skip with its reason (``-rs`` in pyproject.toml). ``.ci/run`` installs the packages
 and sets ``RHO_TESTS_REQUIRE_SYSTEM=1``: there a missing package fails the test instead, so CI
@@ -43,6 +48,88 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 _CI_INSTALLS = ".ci/run installs it"
+
+
+# The slow tier, by path below tests/ (Decision: docs/decisions/0903-tests-by-package.md): the
+# folders of real agent CLIs, SDK suites and end-to-end runs, and every module whose tests run
+# real missions or many real rho processes (each module above about ten seconds of a worker's
+# time on 2 cores shared with other work; the performance log has the measure).
+SLOW_FOLDERS = ("scenarios", "agent_cli_tests", "sdk_tests")
+SLOW_MODULES = (
+    "agents_tests/test_agent_limits.py",
+    "cli_tests/test_closed_output.py",
+    "cli_tests/test_escaped_names.py",
+    "cli_tests/test_fast_json_reads.py",
+    "cli_tests/test_quick_mission_views.py",
+    "cli_tests/test_task_cli.py",
+    "cli_tests/test_task_cli_errors.py",
+    "cli_tests/test_task_cli_limits.py",
+    "cli_tests/test_task_edit_cli.py",
+    "cli_tests/test_trackers.py",
+    "containment_tests/test_agent_homes.py",
+    "containment_tests/test_group_signals.py",
+    "containment_tests/test_sandbox.py",
+    "containment_tests/test_sandbox_reach.py",
+    "containment_tests/test_stopped_helpers.py",
+    "containment_tests/test_trust_cli.py",
+    "containment_tests/test_zygote.py",
+    "engine_tests/test_engine.py",
+    "engine_tests/test_fix_and_carry.py",
+    "engine_tests/test_overlapping_work.py",
+    "engine_tests/test_replay_conflicts.py",
+    "engine_tests/test_resolve_stage.py",
+    "engine_tests/test_resolve_what_is_left.py",
+    "engine_tests/test_resume_adopts_finished_work.py",
+    "engine_tests/test_verify_cli.py",
+    "engine_tests/test_verify_report.py",
+    "executors_tests/test_dask_executor.py",
+    "git_tests/test_git_process_count.py",
+    "git_tests/test_shared_pool.py",
+    "graph_tests/test_cloud_cli.py",
+    "graph_tests/test_graph_at_the_caps.py",
+    "graph_tests/test_graph_cli.py",
+    "graph_tests/test_graph_cli_rho.py",
+    "graph_tests/test_swarm_cli.py",
+    "mcp_tests/test_mcp_server.py",
+    "mission_tests/test_living_store.py",
+    "mission_tests/test_mission_cli.py",
+    "mission_tests/test_mission_loop_clean.py",
+    "mission_tests/test_mission_loop_cli.py",
+    "mission_tests/test_mission_loop_merge.py",
+    "mission_tests/test_planned_missions.py",
+    "mission_tests/test_signed_plan.py",
+    "records_tests/test_impossible_usage_figures.py",
+    "records_tests/test_stage_file_names.py",
+    "records_tests/test_usage.py",
+    "records_tests/test_usage_hostile.py",
+    "serve_tests/test_api.py",
+    "serve_tests/test_browser.py",
+    "serve_tests/test_follow.py",
+    "serve_tests/test_report.py",
+    "serve_tests/test_serve_cli.py",
+    "setup_tests/test_copy_never_landed.py",
+    "setup_tests/test_setup_from_tasks_work.py",
+    "setup_tests/test_worktree_setup.py",
+    "taskstore_tests/test_fastread.py",
+    "taskstore_tests/test_fastwrite.py",
+    "taskstore_tests/test_schedule_properties.py",
+    "test_examples.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test of ``SLOW_FOLDERS`` and ``SLOW_MODULES``; a listed path that no
+    longer exists (a file moved or renamed) stops the run instead of leaving the tier unsaid."""
+    tests = Path(__file__).parent
+    missing = [path for path in (*SLOW_FOLDERS, *SLOW_MODULES) if not (tests / path).exists()]
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py names slow tests that do not exist: {missing}")
+    for item in items:
+        if not item.path.is_relative_to(tests):
+            continue
+        relative = item.path.relative_to(tests).as_posix()
+        if relative.split("/")[0] in SLOW_FOLDERS or relative in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
 
 
 def require_system(what: str, problem: str | None) -> None:

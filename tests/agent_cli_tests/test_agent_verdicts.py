@@ -14,19 +14,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from support.rho import RHO
+
 from ._agents import Place, Run, base_env, make_place, scripted_model_env
 from ._model_server import ModelServer, serve
 from ._turns import Fail, Reply, RunCommand, Usage, WriteFile
 
 AgentCli = Callable[[str], Path]
-RHO = Path(sys.executable).parent / "rho"
 RHO_LIMIT = 60.0
 _PLAIN = {"COLUMNS": "200", "NO_COLOR": "1"}
 

@@ -18,19 +18,19 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from support.rho import RHO
+
 from ._agents import Place, Run, base_env, scripted_model_env
 from ._model_server import ModelServer, serve
 from ._turns import Reply, RunCommand, Turn, WriteFile
 
 AgentCli = Callable[[str], Path]
-RHO = Path(sys.executable).parent / "rho"
 RAN = "printf 'ran\\n' > ran.txt"
 LIMIT = 90.0  # one mission: a CLI run (1 to 12 s here) and rho around it
 

@@ -17,18 +17,18 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from support.rho import RHO
+
 from ._agents import LIMIT, Place, base_env, make_place
 from ._model_server import ModelServer, serve
 from ._turns import Reply, RunCommand, Turn, Usage, WriteFile
 
-RHO = Path(sys.executable).parent / "rho"
 MERGED = "base\na\nb\n"
 AgentCli = Callable[[str], Path]
 

@@ -1,4 +1,6 @@
-"""Fixtures of the CLI tests: a ``rho`` runner, a git repository, a shared read-only store."""
+"""Fixtures of the CLI tests: a ``rho`` runner, a git repository, a shared read-only store; and,
+for the tests of what ``rho mission`` prints, those of ``support.fixtures`` (hermetic git, real
+repositories, background ``rho`` runs)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,28 @@ from pathlib import Path
 
 import pytest
 
-from ._rho import DIAMOND, GIT_ENV, Result, RunRho, run_rho, write_store
+from support.environ import IDENTITY as GIT_ENV
+from support.fixtures import (
+    hermetic_git,
+    make_repo,
+    marks,
+    no_leftover_tasks,
+    project,
+    repo_path,
+    runs,
+)
+from support.rho import Result, RunRho, run_rho
+from support.stores import DIAMOND, write_store
+
+__all__ = [
+    "hermetic_git",
+    "make_repo",
+    "marks",
+    "no_leftover_tasks",
+    "project",
+    "repo_path",
+    "runs",
+]
 
 
 @pytest.fixture

@@ -14,9 +14,8 @@ import pytest
 
 from rho_mission.cli._diagram import mission_diagram, task_diagram
 from rho_mission.records._document import Feature, MissionDocument
+from support.rho import RunRho
 from taskstore import Dependency, Task, TaskStore
-
-from ._rho import RunRho
 
 
 def _task(

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support.rho import RHO
+from support.stores import DIAMOND, write_store
 from taskstore import TaskStore, read_task_dicts
-
-from ._rho import DIAMOND, RHO, write_store
 
 
 def _both(store: Path, *command: str) -> tuple[tuple[int, str, str], tuple[int, str, str]]:

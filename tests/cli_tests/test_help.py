@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._rho import run_rho
+from support.rho import run_rho
 
 TASK_COMMANDS = {
     "add",

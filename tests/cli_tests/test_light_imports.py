@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ._rho import DIAMOND, RHO, write_store
+from support.rho import RHO
+from support.stores import DIAMOND, write_store
 
 HEAVY = {"pydantic", "pydantic_core", "rich", "git", "anyio", "filelock", "httpx"}
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ._rho import DIAMOND, Result, RunRho, assert_bad_input, write_store
+from support.rho import Result, RunRho, assert_bad_input
+from support.stores import DIAMOND, write_store
 
 WRITES = [
     ("task", "add", "loose"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ._rho import RHO
+from support.rho import RHO
 
 BIN = RHO.parent
 SYSTEM_PATH = "/usr/bin:/bin"

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ._rho import DIAMOND, RunRho, write_store
+from support.rho import RunRho
+from support.stores import DIAMOND, write_store
 
 
 def _ids(store: Path) -> list[str]:

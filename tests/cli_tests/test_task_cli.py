@@ -9,7 +9,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from ._rho import DIAMOND_TO_RUN, DIAMOND_WAVES, RunRho, task, write_store
+from support.rho import RunRho
+from support.stores import DIAMOND_TO_RUN, DIAMOND_WAVES, task, write_store
 
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 

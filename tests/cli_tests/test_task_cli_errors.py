@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ._rho import RunRho, assert_bad_input, run_rho, task, write_store
+from support.rho import RunRho, assert_bad_input, run_rho
+from support.stores import task, write_store
 
 ALL_COMMANDS = [
     ["list"],

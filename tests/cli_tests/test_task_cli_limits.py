@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from ._rho import GIT_ENV, RHO, RunRho, assert_bad_input, run_rho, task, write_store
+from support.environ import IDENTITY as GIT_ENV
+from support.rho import RHO, RunRho, assert_bad_input, run_rho
+from support.stores import task, write_store
 
 DEEP = "[" * 100_000 + "]" * 100_000
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from ._rho import RunRho, assert_bad_input, run_rho, task, write_store
+from support.rho import RunRho, assert_bad_input, run_rho
+from support.stores import task, write_store
 
 
 @pytest.fixture(scope="module")

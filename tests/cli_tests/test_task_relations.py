@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ._rho import RunRho, task, write_store
+from support.rho import RunRho
+from support.stores import task, write_store
 
 
 def _rows(stdout: str) -> dict[str, str]:

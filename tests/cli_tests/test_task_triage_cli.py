@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ._rho import RunRho, assert_bad_input, run_rho
+from support.rho import RunRho, assert_bad_input, run_rho
 
 # Nine tasks as a user writes them: short subjects, long shell commands.
 NINE = [

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ._rho import GIT_ENV, RunRho
+from support.environ import IDENTITY as GIT_ENV
+from support.rho import RHO, RunRho
 
 FIXTURES = Path(__file__).with_name("trackers")
 
@@ -224,7 +224,7 @@ def test_a_link_outside_the_file_is_an_error_or_dropped(
 
 def test_a_file_read_from_standard_input(rho: RunRho, project: Path) -> None:
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "rho"), "task", "import", "--from",
+        [str(RHO), "task", "import", "--from",
          "github", "-"],
         input=(FIXTURES / "issues.json").read_text(), cwd=project, capture_output=True,
         text=True, check=False,

@@ -21,7 +21,12 @@ from typing import IO, Any
 import pytest
 from pytest_httpserver import HTTPServer
 
-from ._cli_helpers import RHO, Result, child_env, git, init_repo, run_rho, tree_digest, write_store
+from support.environ import rho_env as child_env
+from support.repos import git, tree_digest
+from support.repos import init_home_repo as init_repo
+from support.rho import RHO, Result, run_rho
+from support.stores import write_store
+
 from ._docs import contract_case
 
 TOKEN = "saved-token-6b2d0e"

@@ -26,8 +26,8 @@ from graph.cloud import (
 )
 from rho_mission.records._document import MissionDocument, WaveJoin
 from rho_mission.records._persist import prepare_mission_dir, save_mission
-
-from ._cli_helpers import init_repo, run_rho
+from support.repos import init_home_repo as init_repo
+from support.rho import run_rho
 
 _BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_join_persist.py"
 SYNC_PATH = "/v1/graph/sync"

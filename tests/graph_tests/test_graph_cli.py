@@ -25,16 +25,13 @@ from pytest_httpserver import HTTPServer
 
 from graph import load_mission_graph, validate_graph
 from graph.cloud import prepare_for_cloud
+from support.environ import rho_env as child_env
+from support.repos import init_home_repo as init_repo
+from support.repos import tree_digest
+from support.rho import Result, run_rho
+from support.stores import write_store
 
-from ._cli_helpers import (
-    BROKEN,
-    Result,
-    child_env,
-    init_repo,
-    run_rho,
-    tree_digest,
-    write_store,
-)
+from ._broken_graphs import BROKEN
 
 SUBJECT = "SUBJECT_MARKER_5e1d"
 DESCRIPTION = "DESCRIPTION_MARKER_77ab"

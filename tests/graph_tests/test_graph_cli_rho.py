@@ -19,8 +19,11 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from graph import MISSION_GRAPH_FILENAME, validate_graph
+from support.environ import rho_env as child_env
+from support.repos import init_home_repo as init_repo
+from support.rho import Result, run_rho
+from support.stores import write_store
 
-from ._cli_helpers import Result, child_env, init_repo, run_rho, write_store
 from ._docs import document, edge, event, node
 
 TOKEN = "rho-scope-token-0c3a"

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import rfc8785
 
-from ._cli_helpers import Result, run_rho
+from support.rho import Result, run_rho
+
 from ._swarm_vectors import NOW, SEED, TRUSTED, VALID_SHA256, VECTORS, base, fixture
 
 _NOW = ("--now", str(NOW))

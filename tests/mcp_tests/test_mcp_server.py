@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,9 +15,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from support.rho import RHO
 from taskstore import TaskList, TaskStore
 
-RHO = Path(sys.executable).parent / "rho"
 CORE = ["TaskCreate", "TaskGet", "TaskList", "TaskUpdate"]
 MISSIONS = ["MissionList", "MissionLog", "MissionShow"]
 

@@ -11,17 +11,9 @@ from typing import Any
 import pytest
 
 from rho_mission import InvalidMissionError, Mission, MissionConfig, mission_from_tasks
-
-from ._cli_helpers import (
-    branches,
-    dry_run_waves,
-    import_tasks,
-    run_rho,
-    spec,
-    store_tasks,
-    tree_files,
-)
-from .conftest import run_git
+from support.repos import branches, run_git, tree_files
+from support.rho import dry_run_waves, run_rho
+from support.stores import import_tasks, spec, store_tasks
 
 
 def _missions(repo: Path) -> list[dict[str, Any]]:

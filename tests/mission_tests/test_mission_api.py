@@ -30,9 +30,7 @@ from rho_mission import (
     shell_worker,
 )
 from rho_mission.containment._process import group_alive
-from taskstore import ScheduleError, TaskStore
-
-from ._helpers import (
+from support.library import (
     WAIT,
     JoinLog,
     ScriptedWorker,
@@ -47,6 +45,7 @@ from ._helpers import (
     tracked_files,
     wait_for,
 )
+from taskstore import ScheduleError, TaskStore
 
 pytestmark = pytest.mark.anyio
 

@@ -20,25 +20,19 @@ import pytest
 from rho_mission import MissionConfig, WorkerContext
 from rho_mission.engine._storesync import StoreSync
 from rho_mission.mission._fromtasks import mission_from_tasks
-from taskstore import TaskStore
-
-from ._cli_helpers import (
-    Result,
-    branches,
-    dry_run_waves,
-    group_alive,
+from support.procs import group_alive, kill_leftover_groups
+from support.repos import branches, run_git, tree_files
+from support.rho import Result, dry_run_waves, run_rho
+from support.stores import (
     import_tasks,
     journal_events,
-    kill_leftover_groups,
     mission_dir,
-    run_rho,
     spec,
     store_bytes,
     store_path,
     store_tasks,
-    tree_files,
 )
-from .conftest import run_git
+from taskstore import TaskStore
 
 _USAGE_HINT = "hint: run 'rho mission --help' for usage"
 

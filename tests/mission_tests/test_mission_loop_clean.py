@@ -13,20 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ._cli_helpers import (
-    RhoRuns,
-    branches,
-    import_tasks,
-    journal_events,
-    mission_dir,
-    pid_gone,
-    read_pid,
-    run_rho,
-    spec,
-    store_tasks,
-    wait_file_cmd,
-    worktree_paths,
-)
+from support.procs import pid_gone
+from support.repos import branches, worktree_paths
+from support.rho import RhoRuns, read_pid, run_rho, wait_file_cmd
+from support.stores import import_tasks, journal_events, mission_dir, spec, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

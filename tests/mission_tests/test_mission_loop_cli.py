@@ -18,20 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from ._cli_helpers import (
-    RHO,
-    WAIT,
-    Result,
-    RhoRuns,
-    import_tasks,
-    mission_dir,
-    rho_env,
-    run_rho,
-    spec,
-    tree_files,
-    wait_file_cmd,
-    wait_until,
-)
+from support.repos import tree_files
+from support.rho import RHO, WAIT, Result, RhoRuns, rho_env, run_rho, wait_file_cmd, wait_until
+from support.stores import import_tasks, mission_dir, spec
 
 # What sh says for a missing command: dash and busybox "not found", bash "No such file...".
 _NOT_FOUND = re.compile(r"^  \| .*\./agent\.sh: (not found|No such file or directory)$")

@@ -15,17 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ._cli_helpers import (
-    RhoRuns,
-    import_tasks,
-    mission_dir,
-    run_rho,
-    spec,
-    tree_files,
-    wait_file_cmd,
-    wait_until,
-    worktree_paths,
-)
+from support.repos import tree_files, worktree_paths
+from support.rho import RhoRuns, run_rho, wait_file_cmd, wait_until
+from support.stores import import_tasks, mission_dir, spec
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

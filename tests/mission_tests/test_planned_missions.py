@@ -19,18 +19,10 @@ import pytest
 
 from graph import sha256_hex
 from rho_mission import InvalidMissionError, Mission, MissionConfig, WorkerContext
+from support.repos import tree_files
+from support.rho import RhoRuns, read_pid, run_rho, wait_file_cmd
+from support.stores import import_tasks, mission_dir, store_tasks
 from taskstore import PlanDocument, ScheduleError, compute_schedule, plan_tasks, validate_plan
-
-from ._cli_helpers import (
-    RhoRuns,
-    import_tasks,
-    mission_dir,
-    read_pid,
-    run_rho,
-    store_tasks,
-    tree_files,
-    wait_file_cmd,
-)
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

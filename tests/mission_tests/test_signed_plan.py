@@ -18,8 +18,9 @@ import rfc8785
 
 from graph.swarm import SwarmGraphRejected, verify_swarm_task_graph
 from rho_mission import MissionConfig, SignedPlanError, mission_from_tasks
-
-from ._cli_helpers import import_tasks, run_rho, spec, store_bytes, store_path, tree_files
+from support.repos import tree_files
+from support.rho import run_rho
+from support.stores import import_tasks, spec, store_bytes, store_path
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

@@ -1,145 +1,43 @@
-"""Helpers of the ``rho serve`` tests: real repositories, real ``rho`` processes, a real server.
+"""Helpers of the ``rho serve`` tests: one finished mission behind a real server.
 
-Every process gets an explicit environment: a home of its own, no git config of the machine, a
-fixed identity, no ``RHO_*`` variable. Waits are bounded polls, never fixed sleeps.
+Every process gets the environment of ``support.environ.rho_env`` with a home of its own: no
+git config of the machine, a fixed identity, no ``RHO_*`` variable. Waits are bounded polls,
+never fixed sleeps.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import shlex
 import signal
 import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 
+from support.environ import rho_env
+from support.repos import init_home_repo
+from support.rho import RHO, WAIT, run_rho
+from support.stores import import_tasks, mission_ids, spec
+
 __all__ = [
-    "RHO",
+    "FAILURE_OUTPUT",
     "SAVED",
-    "WAIT",
-    "Result",
     "Server",
     "World",
-    "gate_cmd",
-    "git",
-    "make_repo",
+    "end_mission",
     "make_world",
-    "rho",
-    "rho_env",
+    "running_server",
     "save_artefact",
     "start_mission",
     "start_server",
-    "task",
-    "wait_until",
 ]
 
-RHO = Path(sys.executable).parent / "rho"
-WAIT = 30.0  # bound on every wait; never reached when things work
-_POLL = 0.02
 #: The artefacts (screenshots) this run saved, listed at its end by conftest.
 SAVED: list[Path] = []
 _URL_LINE = re.compile(r"^rho serve: (http://[^/]+/)(?:#token=(\S+)| \(token from .*\))$")
-
-
-@dataclass(frozen=True)
-class Result:
-    """What one ``rho`` process did."""
-
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def stderr_lines(self) -> list[str]:
-        """stderr split into lines."""
-        return self.stderr.splitlines()
-
-
-def rho_env(home: Path) -> dict[str, str]:
-    """A clean environment for ``rho`` and git: own home, no machine git config, no RHO_*."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("RHO_", "GIT_")) and k not in ("EMAIL",)
-    }
-    env.update(
-        HOME=str(home),
-        GIT_CONFIG_GLOBAL=os.devnull,
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_AUTHOR_NAME="rho tests",
-        GIT_AUTHOR_EMAIL="tests@example.invalid",
-        GIT_COMMITTER_NAME="rho tests",
-        GIT_COMMITTER_EMAIL="tests@example.invalid",
-        COLUMNS="200",
-        NO_COLOR="1",
-    )
-    return env
-
-
-def rho(*args: str, cwd: Path, home: Path) -> Result:
-    """Run ``rho ARGS`` in *cwd* and wait for it (a minute is a hang: the timeout fails)."""
-    done = subprocess.run(
-        [str(RHO), *args], cwd=cwd, env=rho_env(home), capture_output=True, text=True, timeout=60
-    )
-    return Result(done.returncode, done.stdout, done.stderr)
-
-
-def git(cwd: Path, home: Path, *args: str) -> str:
-    """Run the real git CLI in *cwd* and return its output."""
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, env=rho_env(home), check=True, capture_output=True, text=True
-    )
-    return done.stdout
-
-
-def make_repo(root: Path, home: Path) -> Path:
-    """A git repository at *root* on ``main`` with one commit."""
-    root.mkdir(parents=True)
-    git(root, home, "init", "--quiet", "--initial-branch=main")
-    (root / "README.txt").write_text("a project\n", encoding="utf-8")
-    git(root, home, "add", "--all")
-    git(root, home, "commit", "--quiet", "--message=initial")
-    return root
-
-
-def task(task_id: str, command: str, *blockers: str, **extra: Any) -> dict[str, Any]:
-    """One task for ``rho task import``: pending, blocked by *blockers*."""
-    return {
-        "id": task_id,
-        "subject": extra.pop("subject", f"do {task_id}"),
-        "status": "pending",
-        "dependencies": [{"targetId": blocker, "type": "blocks"} for blocker in blockers],
-        "metadata": {"command": command},
-        **extra,
-    }
-
-
-def import_tasks(repo: Path, home: Path, tasks: list[dict[str, Any]]) -> None:
-    """Load *tasks* into the repository's store with ``rho task import``."""
-    source = repo.parent / f"{repo.name}-tasks.json"
-    source.write_text(json.dumps({"tasks": tasks}), encoding="utf-8")
-    result = rho("task", "import", str(source), cwd=repo, home=home)
-    assert result.code == 0, result.stderr
-
-
-def gate_cmd(path: Path, then: str, limit: float = WAIT) -> str:
-    """A command that waits until *path* exists (at most *limit* s, else exit 9), then *then*."""
-    rounds = int(limit / 0.05)
-    quoted = shlex.quote(str(path))
-    wait = (
-        f"i=0; while [ ! -e {quoted} ]; do i=$((i+1)); "
-        f"[ $i -ge {rounds} ] && exit 9; sleep 0.05; done"
-    )
-    return f"{wait}; {then}"
 
 
 def save_artefact(path: Path) -> Path:
@@ -147,23 +45,6 @@ def save_artefact(path: Path) -> Path:
     SAVED.append(path)
     print(f"artefact: {path}")
     return path
-
-
-def wait_until(check: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
-    """Poll *check* until it holds; fail naming *what* after *timeout* seconds."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(_POLL)
-
-
-def mission_ids(repo: Path) -> list[str]:
-    """The ids of the missions of *repo* that have written their mission.json."""
-    folder = repo / ".rho" / "missions"
-    if not folder.is_dir():
-        return []
-    return sorted(p.name for p in folder.iterdir() if (p / "mission.json").is_file())
 
 
 @dataclass
@@ -283,9 +164,9 @@ class World:
 # What the failing task prints: it must reach the log tail, and no report without text.
 FAILURE_OUTPUT = "tests said: marker-output-7f3a"
 WORLD_TASKS = [
-    task("task_1", "echo made > made.txt", subject="marker-subject-1c2d"),
-    task("task_2", f"echo '{FAILURE_OUTPUT}'; exit 3", description="marker-description-99ab"),
-    task("task_3", "echo never", "task_2"),
+    spec("task_1", "echo made > made.txt", subject="marker-subject-1c2d"),
+    spec("task_2", f"echo '{FAILURE_OUTPUT}'; exit 3", description="marker-description-99ab"),
+    spec("task_3", "echo never", "task_2"),
 ]
 
 
@@ -293,9 +174,9 @@ def make_world(folder: Path) -> tuple[Path, Path, str]:
     """Make the repository of a ``World`` under *folder*, run its mission; (repo, home, id)."""
     home = folder / "home"
     home.mkdir()
-    repo = make_repo(folder / "repo", home)
-    import_tasks(repo, home, WORLD_TASKS)
-    result = rho("mission", "--from-tasks", cwd=repo, home=home)
+    repo = init_home_repo(folder / "repo", home)
+    import_tasks(repo, WORLD_TASKS, home=home)
+    result = run_rho("mission", "--from-tasks", cwd=repo, home=home)
     assert result.code == 1, result.stdout + result.stderr
     (mission_id,) = mission_ids(repo)
     return repo, home, mission_id

@@ -11,7 +11,13 @@ import httpx
 import pytest
 from filelock import FileLock
 
-from ._world import World, git, import_tasks, make_repo, mission_ids, rho, running_server, task
+from support.repos import git
+from support.repos import init_home_repo as make_repo
+from support.rho import run_rho as rho
+from support.stores import import_tasks, mission_ids
+from support.stores import spec as task
+
+from ._world import World, running_server
 
 ROUTES = [
     "/v1/missions",
@@ -286,7 +292,7 @@ def test_the_log_of_a_waves_checks_is_served_by_its_stage_name(tmp_path: Path) -
     home = tmp_path / "home"
     home.mkdir()
     repo = make_repo(tmp_path / "repo", home)
-    import_tasks(repo, home, [task("task_1", "echo made > made.txt")])
+    import_tasks(repo, [task("task_1", "echo made > made.txt")], home=home)
     check = "echo 'checks said: marker-check-4e1f'; exit 1"
     result = rho("mission", "--from-tasks", "--verify", check, cwd=repo, home=home)
     assert result.code == 1, result.stdout + result.stderr

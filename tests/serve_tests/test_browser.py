@@ -11,21 +11,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ._world import (
-    WAIT,
-    World,
-    end_mission,
-    gate_cmd,
-    import_tasks,
-    make_repo,
-    mission_ids,
-    rho,
-    running_server,
-    save_artefact,
-    start_mission,
-    task,
-    wait_until,
-)
+from support.repos import init_home_repo as make_repo
+from support.rho import WAIT, gate_cmd, wait_until
+from support.rho import run_rho as rho
+from support.stores import import_tasks, mission_ids
+from support.stores import spec as task
+
+from ._world import World, end_mission, running_server, save_artefact, start_mission
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -62,7 +54,7 @@ def test_the_page_follows_a_running_mission_without_a_reload(
 ) -> None:
     repo = make_repo(tmp_path / "repo", home)
     gate = tmp_path / "gate"
-    import_tasks(repo, home, _mission_tasks(gate))
+    import_tasks(repo, _mission_tasks(gate), home=home)
     errors: list[str] = []
     with running_server(repo, home) as server:
         mission = start_mission(repo, home, "--keep-going")
@@ -175,7 +167,7 @@ def test_the_page_shows_what_came_of_a_conflicted_merge(
     repo = make_repo(tmp_path / "repo", home)
     resolver = Path(__file__).resolve().parents[2] / "examples" / "agents" / "stand-in-resolver.sh"
     tasks = [task(f"add_{n}", f"echo {n} >> registry.txt", subject=f"add {n}") for n in "ab"]
-    import_tasks(repo, home, tasks)
+    import_tasks(repo, tasks, home=home)
     ran = rho("mission", "--from-tasks", "--resolve", str(resolver), cwd=repo, home=home)
     assert ran.code == 0, ran.stdout + ran.stderr
     (mission_id,) = mission_ids(repo)
@@ -210,7 +202,7 @@ def test_the_page_shows_what_each_task_and_the_mission_spent(
     repo = make_repo(tmp_path / "repo", home)
     usage = 'printf \'{"cost_usd": 0.25, "input_tokens": 1200, "output_tokens": 300}\''
     tasks = [task(n, f'{usage} > "$RHO_USAGE_FILE"; echo {n} > {n}.txt') for n in ("a", "b")]
-    import_tasks(repo, home, tasks)
+    import_tasks(repo, tasks, home=home)
     ran = rho("mission", "--from-tasks", cwd=repo, home=home)
     assert ran.code == 0, ran.stdout + ran.stderr
     (mission_id,) = mission_ids(repo)

@@ -27,8 +27,9 @@ from rho_mission.client import (
     RequestError,
 )
 from rho_mission.records._document import MissionDocument
+from support.rho import run_rho as rho
 
-from ._world import World, rho
+from ._world import World
 
 
 def _client(world: World, token: str | None = None) -> Client:

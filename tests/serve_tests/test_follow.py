@@ -10,20 +10,12 @@ from typing import Any
 import anyio
 
 from rho_mission.client import AsyncClient, Client, MissionEvent
+from support.repos import init_home_repo as make_repo
+from support.rho import WAIT, gate_cmd, wait_until
+from support.stores import import_tasks, mission_ids
+from support.stores import spec as task
 
-from ._world import (
-    WAIT,
-    Server,
-    end_mission,
-    gate_cmd,
-    import_tasks,
-    make_repo,
-    mission_ids,
-    running_server,
-    start_mission,
-    task,
-    wait_until,
-)
+from ._world import Server, end_mission, running_server, start_mission
 
 Seen = Callable[[MissionEvent], None]
 
@@ -82,8 +74,8 @@ def test_both_clients_follow_a_running_mission_to_its_end(tmp_path: Path, home: 
     gate = tmp_path / "gate"
     import_tasks(
         repo,
-        home,
         [task("task_1", gate_cmd(gate, "echo one > one.txt")), task("task_2", "true", "task_1")],
+        home=home,
     )
     results: dict[str, Any] = {}
     with running_server(repo, home) as server:
@@ -168,12 +160,12 @@ def test_a_client_that_stops_on_the_final_status_has_seen_every_finish_under_loa
     others = []
     for n in (1, 2):
         busy_repo = make_repo(tmp_path / f"busy{n}", home)
-        import_tasks(busy_repo, home, [task(f"b{i}", busy) for i in range(2)])
+        import_tasks(busy_repo, [task(f"b{i}", busy) for i in range(2)], home=home)
         others.append(start_mission(busy_repo, home))
     repo = make_repo(tmp_path / "repo", home)
     chain = [task("sdk-a", "true")]
     chain += [task(f"sdk-{c}", "true", f"sdk-{p}") for p, c in ("ab", "bc", "cd")]
-    import_tasks(repo, home, chain)
+    import_tasks(repo, chain, home=home)
     try:
         with running_server(repo, home) as server:
             mission = start_mission(repo, home)

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ._world import FAILURE_OUTPUT, World, make_repo, rho
+from support.repos import init_home_repo as make_repo
+from support.rho import run_rho as rho
+
+from ._world import FAILURE_OUTPUT, World
 
 # Texts of the world's mission that a report without --include-text must not hold: the
 # prompt, a subject, a description, commands (one is also the failed task's output), a file

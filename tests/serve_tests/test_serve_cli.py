@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from ._world import Result, World, git, make_repo, rho, running_server
+from support.repos import git
+from support.repos import init_home_repo as make_repo
+from support.rho import Result
+from support.rho import run_rho as rho
+
+from ._world import World, running_server
 
 
 def _bad_input(result: Result, message: str) -> None:

@@ -1,0 +1,1 @@
+"""Tests of rho_mission.agents: agents' verdicts, usage readers, what an agent by name may do."""
