@@ -17,9 +17,8 @@ import sys
 
 from ._answers import answer
 from ._argv import parse
-from ._documents import list_title, print_json, ready_document, waves_document
 
-__all__ = ["list_title", "print_json", "quick_run", "ready_document", "waves_document"]
+__all__ = ["quick_run"]
 
 
 def quick_run(args: list[str]) -> int | None:
