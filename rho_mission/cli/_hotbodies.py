@@ -1,6 +1,7 @@
-"""The bodies of the hot commands (``rho task ready|waves|list|show|add|update``): plain
-functions that both lanes call, each over the lane's data source (``Source``) and the command
-line's values (keyed by the table's ``dest``, ``_hottable``), returning the text to print.
+"""The bodies of the hot commands (``rho task ready|waves|list|show|add|update``, ``rho mission
+show|list``): plain functions that both lanes call, each over the lane's data source
+(``Source``, ``MissionSource``) and the command line's values (keyed by the table's ``dest``,
+``_hottable``), returning the text to print.
 
 The full CLI's source reads and writes through ``TaskStore`` and always answers; the quick
 lane's reads the file's own JSON (``read_task_dicts``, ``fast_add``, ``fast_update``) and says
@@ -23,9 +24,24 @@ from ._errors import CliError
 if TYPE_CHECKING:
     from taskstore import Schedule, Task
 
-__all__ = ["JsonTask", "Source", "add", "checked_schedule", "list_", "ready", "show", "update"]
+__all__ = [
+    "JsonMission",
+    "JsonTask",
+    "MissionSource",
+    "Source",
+    "add",
+    "checked_schedule",
+    "list_",
+    "mission_list",
+    "mission_show",
+    "ready",
+    "show",
+    "update",
+    "waves",
+]
 
 JsonTask = dict[str, Any]
+JsonMission = dict[str, Any]  # as mission.json holds it, ``dir`` where the folder is now
 
 
 class Source(Protocol):
@@ -47,6 +63,22 @@ class Source(Protocol):
 
     def update(self, task_id: str, **options: Any) -> JsonTask | None:
         """``TaskStore.update``; None, with nothing written, as ``add``."""
+
+
+class MissionSource(Protocol):
+    """Where a lane reads the missions of this repository."""
+
+    def missions(self) -> list[tuple[JsonMission, str]] | None:
+        """Every mission with its state, newest first; None: this lane cannot read them."""
+
+    def mission(self, name: str) -> tuple[JsonMission, str] | None:
+        """The mission *name* names, with its state; None: this lane cannot say."""
+
+    def mission_json(self, name: str) -> str | None:
+        """mission.json as the model writes it; None: this lane loads no model."""
+
+    def diagram(self, name: str, fmt: str) -> str | None:
+        """The mission drawn in *fmt*; None: this lane loads no model."""
 
 
 def checked_schedule(tasks: Sequence[Any]) -> Schedule[Any]:
@@ -170,3 +202,31 @@ def _written(task: JsonTask | None, verb: str, as_json: bool) -> str | None:
     from ._tasktext import changed_line
 
     return changed_line(verb, task)
+
+
+def mission_show(source: MissionSource, values: Mapping[str, Any]) -> str | None:
+    """``rho mission show``: one mission's tables, its mission.json, or a diagram of it."""
+    if values["as_json"]:
+        return source.mission_json(values["name"])
+    if values["fmt"] != "table":
+        return source.diagram(values["name"], values["fmt"])
+    found = source.mission(values["name"])
+    if found is None:
+        return None
+    from ._mission_view import mission_text
+
+    return mission_text(*found)
+
+
+def mission_list(source: MissionSource, values: Mapping[str, Any]) -> str | None:
+    """``rho mission list``: the missions of this repository, newest first."""
+    found = source.missions()
+    if found is None:
+        return None
+    from ._mission_view import mission_list_text, mission_rows
+
+    if values["as_json"]:
+        import json
+
+        return json.dumps(mission_rows(found), indent=2) + "\n"
+    return mission_list_text(found)

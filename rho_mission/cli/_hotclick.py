@@ -1,9 +1,10 @@
 """The full CLI's side of the hot commands: click commands made from the table
-(``_hottable``), whose bodies (``_hotbodies``) read and write through ``TaskStore``.
+(``_hottable``), whose bodies (``_hotbodies``) read and write through the models
+(``ModelSource``: ``TaskStore``; ``MissionModelSource``: ``Mission``).
 
 ``CLICK_TYPES`` turns each option kind of the table into click's type; nothing else here names
-an option. ``_task`` adds the commands to ``rho task`` itself (no command joins a group by the
-side effect of an import).
+an option. ``_main`` adds the commands to their groups (no command joins a group by the side
+effect of an import).
 
 Decision: docs/decisions/0804-quick-lane.md
 """
@@ -19,15 +20,18 @@ import click
 
 from taskstore import PRIORITIES, STATUSES
 
-from ._hotbodies import JsonTask
-from ._hottable import HOT_COMMANDS, Command, Option
+from ._hotbodies import JsonMission, JsonTask
+from ._hottable import HOT_COMMANDS, STORE, Command, Option
 from ._paths import command_store_path
 
 if TYPE_CHECKING:
     from taskstore import Task, TaskStore
 
+    from ..mission._mission import Mission
+
 __all__ = [
     "CLICK_TYPES",
+    "MissionModelSource",
     "ModelSource",
     "click_command",
     "hot_click_commands",
@@ -43,6 +47,7 @@ CLICK_TYPES: dict[str, click.ParamType[Any]] = {
     "status": click.Choice(sorted(STATUSES)),
     "sort": click.Choice(["id", "priority"]),
     "path": click.Path(dir_okay=False, path_type=Path),
+    "diagram": click.Choice(["table", "mermaid", "dot"]),
 }
 
 
@@ -77,6 +82,39 @@ def _dump(task: Task) -> JsonTask:
     return task.model_dump(by_alias=True, exclude_none=True)
 
 
+class MissionModelSource:
+    """The missions loaded through their model: every answer, or the model's error."""
+
+    def missions(self) -> list[tuple[JsonMission, str]]:
+        from rho_mission import list_missions
+
+        from ._mission import _repo_root
+
+        return [_dumped(found) for found in list_missions(_repo_root())]
+
+    def mission(self, name: str) -> tuple[JsonMission, str]:
+        from ._mission_names import load_mission
+
+        return _dumped(load_mission(name))
+
+    def mission_json(self, name: str) -> str:
+        from ._mission_names import load_mission
+
+        return load_mission(name).model_dump_json(indent=2) + "\n"
+
+    def diagram(self, name: str, fmt: str) -> str:
+        from ._diagram import mission_diagram
+        from ._mission_names import load_mission
+
+        return mission_diagram(load_mission(name), fmt)
+
+
+def _dumped(found: Mission) -> tuple[JsonMission, str]:
+    from ..mission._mission import mission_state
+
+    return found.model_dump(mode="json"), mission_state(found)
+
+
 def hot_click_commands(noun: str) -> list[click.Command]:
     """The click commands of the table's commands of *noun*."""
     return [click_command(command) for command in HOT_COMMANDS if command.noun == noun]
@@ -86,9 +124,8 @@ def click_command(command: Command) -> click.Command:
     """*command* as a click command: its argument, its options in the table's order, its body
     over ``ModelSource``."""
 
-    def callback(store_path: Path | None, **values: Any) -> None:
-        path = command_store_path(store_path, reading=not command.writes)
-        text = command.body(ModelSource(path), values)
+    def callback(**values: Any) -> None:
+        text = command.body(_source(command, values), values)
         assert text is not None, "the model's source answers every command"
         sys.stdout.write(text)
 
@@ -106,6 +143,14 @@ def option_decorator(option: Option) -> Callable[[F], F]:
 
 def _click_option(option: Option) -> click.Option:
     return click.Option([option.name, option.dest], **_option_attributes(option))
+
+
+def _source(command: Command, values: dict[str, Any]) -> ModelSource | MissionModelSource:
+    """The source of *command*'s body; takes ``--store`` out of *values*."""
+    if command.noun == "mission":
+        return MissionModelSource()
+    store_path = values.pop(STORE.dest)
+    return ModelSource(command_store_path(store_path, reading=not command.writes))
 
 
 def _option_attributes(option: Option) -> dict[str, Any]:

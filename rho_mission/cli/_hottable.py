@@ -1,11 +1,12 @@
-"""The one table of the hot commands (``rho task ready|waves|list|show|add|update``): each one's
-argument, options and body, which both lanes read.
+"""The one table of the hot commands (``rho task ready|waves|list|show|add|update``, ``rho
+mission show|list``): each one's argument, options and body, which both lanes read.
 
 The full CLI makes its click commands from it (``_hotclick``); the quick lane parses the plain
-spellings of the same options (``_quick._argv``) and calls the same bodies (``_hotbodies``)
-over its own data source. An option's ``kind`` names its type; each lane turns it into its own
-reader (``_hotclick.CLICK_TYPES``, ``_quick._argv``), and a test compares the two lanes'
-options, so they cannot drift. Standard library only: the quick lane imports this.
+spellings of the same options (``_quick._argv``; an option not ``light`` leaves the command to
+click) and calls the same bodies (``_hotbodies``) over its own data source. An option's
+``kind`` names its type; each lane turns it into its own reader (``_hotclick.CLICK_TYPES``,
+``_quick._argv._READERS``), and a test compares the two lanes' options, so they cannot drift.
+Standard library only: the quick lane imports this.
 
 Decision: docs/decisions/0804-quick-lane.md
 """
@@ -13,16 +14,14 @@ Decision: docs/decisions/0804-quick-lane.md
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from . import _hotbodies
 
-if TYPE_CHECKING:
-    from ._hotbodies import Source
-
 __all__ = ["HOT_COMMANDS", "Argument", "Command", "Option", "hot_command"]
 
-Body = Callable[["Source", Mapping[str, Any]], "str | None"]
+# A body takes its lane's source: a ``Source`` of the store, or a ``MissionSource``.
+Body = Callable[[Any, Mapping[str, Any]], "str | None"]
 
 
 class Option(NamedTuple):
@@ -30,13 +29,15 @@ class Option(NamedTuple):
 
     name: str  # as typed: ``--priority``
     dest: str  # the body's key (the store's keyword, where the value goes to the store)
-    # flag | text | priority (0..4) | status (one of STATUSES) | sort (id or priority) | path
+    # flag | text | priority (0..4) | status (one of STATUSES) | sort (id or priority) | path |
+    # diagram (table, mermaid or dot)
     kind: str
     help: str | None = None
     multiple: bool = False
     default: Any = None
     metavar: str | None = None
     show_default: bool = False
+    light: bool = True  # the quick lane answers with it; else it leaves the command to click
 
 
 class Argument(NamedTuple):
@@ -182,6 +183,35 @@ HOT_COMMANDS: tuple[Command, ...] = (
         None,
         (STORE, JSON),
         _hotbodies.waves,
+    ),
+    Command(
+        "mission",
+        "show",
+        """Show a mission's waves, features, joins, branches, timings and where each log is.
+
+    MISSION is a folder, a mission id, a unique prefix of one, or 'latest'.
+
+    Example: rho mission show latest --format mermaid
+    """,
+        Argument("name", "MISSION"),
+        (
+            Option("--json", "as_json", "flag", "Print mission.json.", default=False, light=False),
+            Option("--format", "fmt", "diagram",
+                   "A diagram for people, grouped by wave (mermaid or dot), instead of the tables.",
+                   default="table", show_default=True, light=False),
+        ),
+        _hotbodies.mission_show,
+    ),
+    Command(
+        "mission",
+        "list",
+        """List the missions of this repository, newest first.
+
+    Example: rho mission list
+    """,
+        None,
+        (JSON,),
+        _hotbodies.mission_list,
     ),
 )  # fmt: skip
 

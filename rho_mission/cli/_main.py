@@ -26,9 +26,10 @@ __all__ = ["cli", "main"]
 # click >= 8.2 raises this for a group called without a subcommand; older click printed help.
 _BARE_GROUP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
-# Each noun: the group, then the commands of other modules that are added to it here. Such a
-# module neither imports the group nor adds itself to it: no command joins a group by the side
-# effect of an import, and no module of the CLI imports in a circle.
+# Each noun: the group, then the commands of other modules that are added to it here (and the
+# hot commands of the noun, made from their table: ``_hotclick``). Such a module neither imports
+# the group nor adds itself to it: no command joins a group by the side effect of an import,
+# and no module of the CLI imports in a circle.
 _NOUNS = {
     "agents": ("rho_mission.cli._agents:agents",),
     "cloud": ("rho_mission.cli._graph:cloud",),
@@ -68,8 +69,10 @@ class _LazyGroup(click.Group):
         target, *adding = found
         command = _imported(target)
         if isinstance(command, click.Group):
-            for extra in adding:
-                command.add_command(_imported(extra))
+            from ._hotclick import hot_click_commands
+
+            for extra in [*map(_imported, adding), *hot_click_commands(cmd_name)]:
+                command.add_command(extra)
         return command
 
 

@@ -1,9 +1,10 @@
 """``rho task ...``: the task store from the command line.
 
 The hot commands (``add``, ``list``, ``show``, ``update``, ``ready``, ``waves``) are made from
-the one table both lanes read (``_hottable``, ``_hotclick``) and added to the group here; their
-plain spellings on a store rho wrote do not even load click (``_quick``). The other commands
-are defined here, over ``TaskStore``, sharing the table's ``--store`` and ``--json``.
+the one table both lanes read (``_hottable``, ``_hotclick``) and ``_main`` adds them to this
+group; their plain spellings on a store rho wrote do not even load click (``_quick``). The
+other commands are defined here, over ``TaskStore``, sharing the table's ``--store`` and
+``--json``.
 
 Decision: docs/decisions/0103-task-commands.md, docs/decisions/0804-quick-lane.md
 """
@@ -20,7 +21,7 @@ from taskstore import DEPENDENCY_TYPES
 
 from ._errors import CliError
 from ._hotbodies import checked_schedule
-from ._hotclick import hot_click_commands, option_decorator
+from ._hotclick import option_decorator
 from ._hottable import JSON, STORE
 from ._paths import command_store_path
 from ._taskdocs import json_text
@@ -97,11 +98,6 @@ def _in_use_fix(exc: TaskInUseError) -> str:
             f" 'rho task dep rm SUBTASK {exc.task_id} --type parent-child'"
         )
     return "--force removes those links"
-
-
-# The hot commands (add, list, show, update, ready, waves) come from the one table both lanes read.
-for _command in hot_click_commands("task"):
-    task.add_command(_command)
 
 
 @task.group("dep")

@@ -4,6 +4,7 @@ the value click gives, so that neither lane can gain or change an option alone."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from rho_mission.cli._quick._argv import body_values, parse
 
 NAMES = [f"{command.noun} {command.name}" for command in HOT_COMMANDS]
 # A value of each kind of option that both lanes accept.
-SAMPLES = {"text": "x y", "priority": "3", "status": "completed", "sort": "id"}
+SAMPLES = {"text": "x y", "priority": "3", "status": "completed", "sort": "id", "diagram": "dot"}
 
 
 def _click_command(command: Command) -> click.Command:
@@ -73,9 +74,9 @@ def test_the_click_command_is_the_table(command: Command) -> None:
     assert made.help == command.help
 
 
-def _command_line(command: Command, store: Path, every: bool) -> list[str]:
+def _command_line(command: Command, store: Path, options: Sequence[Option]) -> list[str]:
     args = ["task_1"] if command.argument is not None else []
-    for option in command.options if every else (STORE,):
+    for option in options:
         if option is STORE:
             args += [STORE.name, str(store)]
         elif option.kind == "flag":
@@ -93,13 +94,30 @@ def test_the_quick_lane_reads_each_option_as_click_does(
 ) -> None:
     store = tmp_path / "tasks.json"
     store.write_text('{"tasks": []}\n')
-    args = _command_line(command, store, every)
+    given = [o for o in command.options if o.light and (every or o is STORE)]
+    args = _command_line(command, store, given)
     made = _click_command(command)
     by_click = made.make_context(command.name, list(args)).params
     call = parse([command.noun, command.name, *args])
     assert call is not None, "the quick lane answers the table's plain spellings"
-    assert call.store == by_click.pop(STORE.dest) == store
+    assert call.store == by_click.pop(STORE.dest, None) == (store if STORE in given else None)
     lists = {
         key: list(value) if isinstance(value, tuple) else value for key, value in by_click.items()
     }
     assert body_values(call) == lists
+
+
+HEAVY_OPTIONS = [(c, o) for c in HOT_COMMANDS for o in c.options if not o.light]
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    HEAVY_OPTIONS,
+    ids=[f"{c.noun} {c.name} {o.name}" for c, o in HEAVY_OPTIONS],
+)
+def test_an_option_the_quick_lane_does_not_answer_goes_to_click(
+    tmp_path: Path, command: Command, option: Option
+) -> None:
+    args = _command_line(command, tmp_path / "tasks.json", [option])
+    assert _click_command(command).make_context(command.name, list(args)).params
+    assert parse([command.noun, command.name, *args]) is None

@@ -1,7 +1,8 @@
 """What the quick lane prints for a parsed command line, or None to leave it to click.
 
-A ``rho task`` command runs its body (``_hotbodies``, the one the full CLI runs too) over
-``FileSource``: the store file's own JSON objects, which answers only for a store rho wrote.
+A command runs its body (``_hotbodies``, the one the full CLI runs too) over the files' own
+JSON: ``FileSource`` (the task store, which answers only for a store rho wrote) or
+``_missions.FileMissionSource`` (the mission folders' mission.json).
 
 Decision: docs/decisions/0804-quick-lane.md
 """
@@ -23,12 +24,11 @@ def answer(call: Call) -> str | None:
     Raises:
         Exception: any failure; the caller leaves the command to the full CLI, which reports it.
     """
-    if call.name.startswith("mission "):
-        from ._missions import answer_mission
+    assert call.command is not None, "a command the quick lane answers is in the table"
+    if call.store is None:  # ``rho mission show|list``
+        from ._missions import FileMissionSource
 
-        return answer_mission(call)
-    assert call.command is not None, "a rho task command is in the table"
-    assert call.store is not None, "a rho task command names its store"
+        return call.command.body(FileMissionSource(), body_values(call))
     return call.command.body(FileSource(call.store), body_values(call))
 
 

@@ -68,24 +68,22 @@ _READERS: dict[str, Callable[[str], Any]] = {
 
 def _spec(command: Command) -> _Spec:
     """The quick lane's reading of *command* of the table."""
-    options = [option for option in command.options if option is not STORE]
+    options = [option for option in command.options if option is not STORE and option.light]
     return _Spec(
         command.argument is not None,
         frozenset(option.name for option in options if option.kind == "flag"),
         {o.name: _READERS[o.kind] for o in options if o.kind != "flag" and not o.multiple},
         {o.name: _READERS[o.kind] for o in options if o.multiple},
         writes=command.writes,
+        takes_store=STORE in command.options,
         command=command,
     )
 
 
-_SPECS = {command.name: _spec(command) for command in HOT_COMMANDS if command.noun == "task"}
-# ``rho mission show MISSION`` (its tables only: --json and --format go to click) and ``list``.
-_MISSION_SPECS = {
-    "show": _Spec(True, frozenset(), {}, {}, takes_store=False),
-    "list": _Spec(False, frozenset({"--json"}), {}, {}, takes_store=False),
+_NOUNS = {
+    noun: {command.name: _spec(command) for command in HOT_COMMANDS if command.noun == noun}
+    for noun in ("task", "mission")
 }
-_NOUNS = {"task": _SPECS, "mission": _MISSION_SPECS}
 _ROOT = _Spec(False, frozenset({"--debug"}), {}, {})  # rho's own options, and --store
 
 
@@ -98,13 +96,13 @@ class Call(NamedTuple):
     flags: frozenset[str]
     values: dict[str, Any]  # single-valued options given
     lists: dict[str, list[str]]  # repeatable options, each given or empty
-    command: Command | None = None  # the table's entry of a ``rho task`` command
+    command: Command | None = None  # the table's entry of the command
 
 
 def body_values(call: Call) -> dict[str, Any]:
     """*call*'s values as its body takes them (``_hotbodies``): by the table's ``dest``, every
     option not given at its default, as click passes them."""
-    assert call.command is not None, "a rho task command is in the table"
+    assert call.command is not None, "a command the quick lane answers is in the table"
     values: dict[str, Any] = {}
     for option in call.command.options:
         if option.kind == "flag":
@@ -133,8 +131,10 @@ def parse(args: list[str]) -> Call | None:
     if found is None:
         return None
     argument, flags, values, lists = found
-    if specs is _MISSION_SPECS:
-        return Call(f"mission {name}", None, argument, frozenset(flags), values, lists)
+    if not spec.takes_store:  # ``rho mission show|list``
+        return Call(
+            f"mission {name}", None, argument, frozenset(flags), values, lists, spec.command
+        )
     store = values.pop("--store", None)
     try:
         path = resolve_store_path(store, root[2].get("--store"), reading=not spec.writes)
