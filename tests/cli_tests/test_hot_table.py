@@ -69,7 +69,10 @@ def test_the_click_command_is_the_table(command: Command) -> None:
     if command.argument is not None:
         argument = params.pop(0)
         assert isinstance(argument, click.Argument)
-        assert (argument.name, argument.metavar) == command.argument
+        assert (argument.name, argument.metavar) == (
+            command.argument.dest,
+            command.argument.metavar,
+        )
     assert [_described(param) for param in params] == [_expected(o) for o in command.options]
     assert made.help == command.help
 
