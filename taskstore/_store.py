@@ -1,4 +1,10 @@
-"""The task store file: locked, revisioned, atomic reads and writes of ``rho.tasks/v1``."""
+"""The task store file: locked, revisioned, atomic reads and writes of ``rho.tasks/v1``.
+
+``add`` and ``update`` make their change through ``_edits``, the one implementation the light
+write path (``_fastwrite``) calls too: the task's dump is changed and validated back.
+
+Decision: docs/decisions/0101-task-store-file.md, docs/decisions/0804-quick-lane.md
+"""
 
 from __future__ import annotations
 
