@@ -122,7 +122,7 @@ def hot_click_commands(noun: str) -> list[click.Command]:
 
 def click_command(command: Command) -> click.Command:
     """*command* as a click command: its argument, its options in the table's order, its body
-    over ``ModelSource``."""
+    over the models (``ModelSource``, ``MissionModelSource``)."""
 
     def callback(**values: Any) -> None:
         text = command.body(_source(command, values), values)
