@@ -113,7 +113,7 @@ async def _mcp_ready(store: Path, calls: int) -> float:
 
 
 def _fast_lane(store: Path, calls: int) -> float:
-    from rho_mission.cli._quick import ready_document
+    from rho_mission.cli._taskdocs import ready_document
     from taskstore import compute_schedule, read_task_views
 
     times = []

@@ -1,12 +1,15 @@
-"""The writes agents call in loops, ``add`` and ``update``, without pydantic.
+"""The light write path of ``add`` and ``update``: the store's own JSON objects, no pydantic.
 
-Over a store rho wrote (every task exactly its model's dump, as ``read_task_dicts`` checks, and
-only values both serializers write alike), the file's own JSON objects are changed by the rules
-``TaskStore`` applies (``_rules``, ``_guard``, ``_limits``, ``_triage``), under the same lock
-(``flock`` of ``<store>.lock``, which is what filelock takes on POSIX), and written back with
-``json.dumps``: the bytes ``dump_document`` writes for the same document. For any other store the
-functions return None before anything is written, and the caller writes through ``TaskStore``.
-A refusal raises as ``TaskStore`` would, before anything is written too.
+The change itself is ``_edits`` (the one implementation ``TaskStore.add`` and ``update`` call
+too); this module is what the light path does around it. Over a store rho wrote (every task
+exactly its model's dump, as ``read_task_dicts`` checks, and only values both serializers write
+alike) it takes the same lock (``flock`` of ``<store>.lock``, which is what filelock takes on
+POSIX), applies the edit to the file's JSON objects and writes them back with ``json.dumps``:
+the bytes ``dump_document`` writes for the same document. For any other store the functions
+return None before anything is written, and the caller writes through ``TaskStore``. A refusal
+raises as ``TaskStore`` would, before anything is written too.
+
+Decision: docs/decisions/0804-quick-lane.md
 """
 
 from __future__ import annotations
@@ -16,21 +19,13 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
+from . import _edits
 from ._atomic import ensure_private_dir, ensure_private_file, write_atomic
-from ._errors import InvalidTaskError, TaskNotFoundError, quote
-from ._fastread import DUMP_ORDER, dumped_tasks
-from ._guard import check_caps, check_new_blockers
+from ._errors import TaskNotFoundError
+from ._fastread import dumped_tasks
 from ._limits import MAX_METADATA_DEPTH, json_depth
-from ._rules import (
-    READS_AS,
-    check_changes,
-    child_id,
-    next_number,
-    now_rfc3339_seconds,
-)
-from ._triage import change_labels, set_priority
 
 __all__ = ["fast_add", "fast_update"]
 
@@ -38,13 +33,6 @@ R = TypeVar("R")
 JsonTask = dict[str, Any]
 # The document keys in the order the model dumps them; every one written.
 _DOCUMENT_ORDER = ["schema_version", "revision", "next_id", "tasks"]
-
-
-class _Node(NamedTuple):
-    """What the graph checks read of a task (``_guard.Blocking``)."""
-
-    id: str
-    blocker_ids: list[str]
 
 
 def fast_add(
@@ -65,18 +53,21 @@ def fast_add(
         TaskStoreError: what ``TaskStore.add`` refuses, for the same reasons.
         OSError: the store, its folder or its lock cannot be read or written.
     """
-    check_changes({"subject": subject, "description": description, "command": command})
+    addition = _edits.Addition(
+        subject,
+        description=description,
+        blocked_by=blocked_by,
+        related=related,
+        parent=parent,
+        command=command,
+        priority=priority,
+        labels=labels,
+    )
 
     def change(document: dict[str, Any]) -> JsonTask:
         tasks: list[JsonTask] = document["tasks"]
-        task = _new_task(document, subject, description, parent, command)
-        for related_id in related:
-            _link(tasks, task, related_id, "related")
-        for blocker in blocked_by:
-            _link(tasks, task, blocker, "blocks")
-        _triage(task, priority, labels, ())
+        task, document["next_id"] = addition.apply(_nodes(tasks), document["next_id"])
         tasks.append(task)
-        check_caps(_nodes(tasks))
         return task
 
     return _mutate(path, change)
@@ -103,28 +94,33 @@ def fast_update(
         TaskStoreError: what ``TaskStore.update`` refuses, for the same reasons.
         OSError: the store, its folder or its lock cannot be read or written.
     """
-    check_changes({"subject": subject, "description": description, "command": command}, status)
+    update = _edits.Update(
+        task_id,
+        status=status,
+        subject=subject,
+        description=description,
+        add_blockers=add_blockers,
+        remove_blockers=remove_blockers,
+        add_related=add_related,
+        command=command,
+        priority=priority,
+        add_labels=add_labels,
+        remove_labels=remove_labels,
+    )
 
     def change(document: dict[str, Any]) -> JsonTask:
         tasks: list[JsonTask] = document["tasks"]
-        task = _find(tasks, task_id)
-        for blocker in remove_blockers:
-            _unlink_blocker(task, blocker)
-        for related_id in add_related:
-            _link(tasks, task, related_id, "related")
-        for blocker in add_blockers:
-            _link(tasks, task, blocker, "blocks")
-        for key, value in (("status", status), ("subject", subject), ("description", description)):
-            if value is not None:
-                task[key] = value
-        if command is not None:
-            task["metadata"]["command"] = command
-        task["updatedAt"] = now_rfc3339_seconds()
-        _triage(task, priority, add_labels, remove_labels)
-        check_caps(_nodes(tasks))
-        return _in_dump_order(tasks, task)
+        place = next((n for n, task in enumerate(tasks) if task["id"] == task_id), None)
+        if place is None:
+            raise TaskNotFoundError(task_id)
+        tasks[place] = update.apply(_nodes(tasks), tasks[place])
+        return tasks[place]
 
     return _mutate(path, change)
+
+
+def _nodes(tasks: list[JsonTask]) -> list[_edits.TaskNode]:
+    return [_edits.TaskNode(task) for task in tasks]
 
 
 def _mutate(path: Path, change: Callable[[dict[str, Any]], R]) -> R | None:
@@ -170,92 +166,3 @@ def _written_by_rho(document: Any) -> bool:
     return tasks is not None and all(
         json_depth(task["metadata"]) <= MAX_METADATA_DEPTH for task in tasks
     )
-
-
-def _new_task(
-    document: dict[str, Any],
-    subject: str,
-    description: str,
-    parent: str | None,
-    command: str | None,
-) -> JsonTask:
-    tasks: list[JsonTask] = document["tasks"]
-    if parent is None:
-        number = next_number(document["next_id"], (task["id"] for task in tasks))
-        task_id = f"task_{number}"
-        document["next_id"] = number + 1
-    else:
-        family = [(task["id"], task.get("parentId")) for task in tasks]
-        task_id = child_id(_find(tasks, parent)["id"], family)
-    stamp = now_rfc3339_seconds()
-    task: JsonTask = {"id": task_id}
-    if parent is not None:
-        task["parentId"] = parent
-    task.update(subject=subject, description=description, status="pending")
-    dependencies = [{"targetId": parent, "type": "parent-child"}] if parent is not None else []
-    metadata = {"command": command} if command is not None else {}
-    task.update(dependencies=dependencies, metadata=metadata, createdAt=stamp, updatedAt=stamp)
-    task["attempts"] = 0
-    return task
-
-
-def _find(tasks: list[JsonTask], task_id: str) -> JsonTask:
-    for task in tasks:
-        if task["id"] == task_id:
-            return task
-    raise TaskNotFoundError(task_id)
-
-
-def _node(task: JsonTask) -> _Node:
-    blockers = [d["targetId"].strip() for d in task["dependencies"] if d["type"] == "blocks"]
-    return _Node(task["id"], blockers)
-
-
-def _nodes(tasks: list[JsonTask]) -> list[_Node]:
-    return [_node(task) for task in tasks]
-
-
-def _link(
-    tasks: list[JsonTask], task: JsonTask, target: str, kind: Literal["blocks", "related"]
-) -> None:
-    """``_links.link`` for the two kinds ``add`` and ``update`` make."""
-    if kind == "blocks":
-        check_new_blockers(_nodes(tasks), _node(task), target)
-        target = target.strip()
-    else:
-        target = _find(tasks, target.strip())["id"]
-        if target == task["id"]:
-            raise InvalidTaskError(f"task {quote(task['id'])} cannot be {READS_AS[kind]} itself")
-    dependencies: list[dict[str, str]] = task["dependencies"]
-    if not any(d["targetId"].strip() == target and d["type"] == kind for d in dependencies):
-        dependencies.append({"targetId": target, "type": kind})
-
-
-def _unlink_blocker(task: JsonTask, target: str) -> None:
-    """``_links.unlink`` of a ``blocks`` dependency."""
-    target = target.strip()
-    dependencies: list[dict[str, str]] = task["dependencies"]
-    kept = [
-        d for d in dependencies if not (d["type"] == "blocks" and d["targetId"].strip() == target)
-    ]
-    if len(kept) == len(dependencies):
-        raise InvalidTaskError(f"task {quote(task['id'])} is not blocked by {quote(target)}")
-    task["dependencies"] = kept
-
-
-def _triage(
-    task: JsonTask, priority: int | None, add_labels: Iterable[str], remove_labels: Iterable[str]
-) -> None:
-    if priority is not None:
-        set_priority(task["metadata"], priority)
-    added, removed = list(add_labels), list(remove_labels)
-    if added or removed:  # otherwise a hand-written labels value stays as it is
-        change_labels(task["metadata"], added, removed, task["id"])
-
-
-def _in_dump_order(tasks: list[JsonTask], task: JsonTask) -> JsonTask:
-    """*task* with its keys in the dump's order (a new ``updatedAt`` lands last), in place in
-    *tasks*."""
-    ordered = {key: task[key] for key in DUMP_ORDER if key in task}
-    tasks[next(n for n, other in enumerate(tasks) if other is task)] = ordered
-    return ordered

@@ -1,6 +1,6 @@
-"""The store's rules for new values, shared by both write paths (``TaskStore`` over the pydantic
-model, ``_fastwrite`` over the file's own JSON objects): statuses, blank texts, dependency types,
-new ids and time stamps. No pydantic here: the light path imports this.
+"""The store's rules for new values: statuses, blank texts, dependency types, new ids and time
+stamps. ``TaskStore`` and ``_edits`` (the one ``add`` and ``update`` of both write paths) apply
+them. No pydantic here: the light path imports this.
 
 Decision: docs/decisions/0101-task-store-file.md
 """

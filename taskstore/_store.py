@@ -1,4 +1,10 @@
-"""The task store file: locked, revisioned, atomic reads and writes of ``rho.tasks/v1``."""
+"""The task store file: locked, revisioned, atomic reads and writes of ``rho.tasks/v1``.
+
+``add`` and ``update`` make their change through ``_edits``, the one implementation the light
+write path (``_fastwrite``) calls too: the task's dump is changed and validated back.
+
+Decision: docs/decisions/0101-task-store-file.md, docs/decisions/0804-quick-lane.md
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from typing import TypeVar
 
 from filelock import FileLock
 
+from . import _edits
 from ._atomic import ensure_private_dir, ensure_private_file, write_atomic
 from ._document import parse_document
 from ._dumpcache import DumpCache
@@ -25,18 +32,15 @@ from ._errors import (
 from ._guard import check_caps
 from ._limits import check_fields, check_imported
 from ._links import Deletion, delete_task, find_task, link, unlink
-from ._model import GROUP_KEY, Dependency, StoreDocument, Task
+from ._model import GROUP_KEY, StoreDocument, Task
 from ._rules import (
-    check_changes,
     check_status,
-    child_id,
     counter_after,
-    next_number,
     now_rfc3339_seconds,
     require_text,
 )
 from ._schedule import Schedule, compute_schedule
-from ._triage import change_labels, check_triage, set_priority
+from ._triage import check_triage
 
 __all__ = ["StatusChange", "TaskStore", "now_rfc3339_seconds"]
 
@@ -198,17 +202,21 @@ class TaskStore:
             TaskNotFoundError: *parent* or a related id names no task.
             ScheduleError: a blocker that is missing, or a cap that would be exceeded.
         """
-        check_changes({"subject": subject, "description": description, "command": command})
+        addition = _edits.Addition(
+            subject,
+            description=description,
+            blocked_by=blocked_by,
+            related=related,
+            parent=parent,
+            command=command,
+            priority=priority,
+            labels=labels,
+        )
 
         def change(document: StoreDocument) -> Task:
-            task = _new_task(document, subject, description, parent, command)
-            for related_id in related:
-                link(document, task, related_id, "related")
-            for blocker in blocked_by:
-                link(document, task, blocker, "blocks")
-            _apply_triage(task, priority, labels, ())
+            made, document.next_id = addition.apply(document.tasks, document.next_id)
+            task = Task.model_validate(made)
             document.tasks.append(task)
-            check_caps(document.tasks)
             return task
 
         return self.mutate(change)
@@ -245,27 +253,32 @@ class TaskStore:
             FieldLimitError: a text or label longer than its limit, or too many labels.
             ScheduleError: a new blocker that is itself, missing, or closes a cycle.
         """
-        texts = {"subject": subject, "description": description, "command": command}
-        check_changes(texts | {"lastError": last_error, "owner": owner}, status)
+        update = _edits.Update(
+            task_id,
+            status=status,
+            subject=subject,
+            description=description,
+            add_blockers=add_blockers,
+            remove_blockers=remove_blockers,
+            add_related=add_related,
+            command=command,
+            last_error=last_error,
+            attempts=attempts,
+            priority=priority,
+            add_labels=add_labels,
+            remove_labels=remove_labels,
+            labels=labels,
+            owner=owner,
+        )
 
         def change(document: StoreDocument) -> Task:
-            task = find_task(document, task_id)
-            for blocker in remove_blockers:
-                unlink(task, blocker, "blocks")
-            for related_id in add_related:
-                link(document, task, related_id, "related")
-            for blocker in add_blockers:
-                link(document, task, blocker, "blocks")
-            _apply_fields(task, status, subject, description, command, last_error, attempts)
-            adding, removing = list(add_labels), list(remove_labels)
-            if labels is not None:
-                wanted = set(labels)
-                removing += [label for label in task.labels if label not in wanted]
-                adding += sorted(wanted - set(task.labels))
-            _apply_triage(task, priority, adding, removing)
-            if owner is not None:
-                task.owner = owner or None
-            check_caps(document.tasks)
+            found = find_task(document, task_id)
+            # The one implementation edits JSON objects: this task's dump, validated back.
+            edited = found.model_dump(by_alias=True, exclude_none=True)
+            nodes = [_edits.TaskNode(edited) if t is found else t for t in document.tasks]
+            task = Task.model_validate(update.apply(nodes, edited))
+            place = next(n for n, other in enumerate(document.tasks) if other is found)
+            document.tasks[place] = task
             return task
 
         return self.mutate(change)
@@ -372,9 +385,12 @@ class TaskStore:
                 if task is None:
                     missing.append(change.task_id)
                     continue
-                _apply_fields(
-                    task, change.status, None, None, None, change.last_error, change.attempts
-                )
+                task.status = change.status
+                if change.last_error is not None:
+                    task.last_error = change.last_error
+                if change.attempts is not None:
+                    task.attempts = change.attempts
+                task.updated_at = now_rfc3339_seconds()
             return missing
 
         return self.mutate(apply, touched=frozenset(change.task_id for change in changes))
@@ -481,71 +497,6 @@ def _refuse_claim(document: StoreDocument, task: Task) -> None:
             f"task {quote(task.id)} is not ready: its blocker {quote(blocker)} is "
             f"{statuses.get(blocker, 'missing')}"
         )
-
-
-def _new_task(
-    document: StoreDocument,
-    subject: str,
-    description: str,
-    parent: str | None,
-    command: str | None,
-) -> Task:
-    stamp = now_rfc3339_seconds()
-    if parent is None:
-        number = next_number(document.next_id, (task.id for task in document.tasks))
-        task_id = f"task_{number}"
-        document.next_id = number + 1
-    else:
-        family = [(task.id, task.parent_id) for task in document.tasks]
-        task_id = child_id(find_task(document, parent).id, family)
-    task = Task(
-        id=task_id,
-        parent_id=parent,
-        subject=subject,
-        description=description,
-        status="pending",
-        created_at=stamp,
-        updated_at=stamp,
-    )
-    if parent is not None:
-        task.dependencies.append(Dependency(target_id=parent, type="parent-child"))
-    if command is not None:
-        task.metadata["command"] = command
-    return task
-
-
-def _apply_fields(
-    task: Task,
-    status: str | None,
-    subject: str | None,
-    description: str | None,
-    command: str | None,
-    last_error: str | None,
-    attempts: int | None,
-) -> None:
-    if status is not None:
-        task.status = status
-    if subject is not None:
-        task.subject = subject
-    if description is not None:
-        task.description = description
-    if command is not None:
-        task.metadata["command"] = command
-    if last_error is not None:
-        task.last_error = last_error
-    if attempts is not None:
-        task.attempts = attempts
-    task.updated_at = now_rfc3339_seconds()
-
-
-def _apply_triage(
-    task: Task, priority: int | None, add_labels: Iterable[str], remove_labels: Iterable[str]
-) -> None:
-    if priority is not None:
-        set_priority(task.metadata, priority)
-    added, removed = list(add_labels), list(remove_labels)
-    if added or removed:  # otherwise a hand-written labels value stays as it is
-        change_labels(task.metadata, added, removed, task.id)
 
 
 def _identity(path: Path) -> tuple[int, ...]:

@@ -5,7 +5,7 @@ format then writes out; so both formats say the same thing. The text depends onl
 nodes, groups and edges are sorted by id, whatever the order of the input.
 
 - Nodes read ``id`` over the subject (a task) or the description (a feature), cut at
-  ``_LABEL_CHARS``, and are coloured by status.
+  ``_LABEL_CHARS``, and are coloured by status (``_colours``, the CLI's one colour table).
 - Edges are dependencies only: ``blocks`` a solid arrow from the blocker to the task it blocks,
   ``related`` a dotted line without arrow head. An edge to an id that is not drawn is left out.
 - Groups: a task with subtasks (``parentId``) is a box holding itself and its subtasks; a mission
@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ._colours import diagram_colours
+
 if TYPE_CHECKING:
     from taskstore import Task
 
@@ -31,16 +33,6 @@ __all__ = ["FORMATS", "mission_diagram", "task_diagram"]
 
 FORMATS = ("mermaid", "dot")
 _LABEL_CHARS = 60
-# (fill, stroke) per status; a status outside this table is drawn uncoloured.
-_COLOURS = {
-    "pending": ("#f2f4f7", "#98a2b3"),
-    "in_progress": ("#fef0c7", "#dc6803"),
-    "reviewing": ("#d1e9ff", "#1570ef"),
-    "completed": ("#d1fadf", "#039855"),
-    "failed": ("#fee4e2", "#d92d20"),
-    "skipped": ("#ffffff", "#d0d5dd"),
-    "cancelled": ("#fbe8ff", "#c11574"),
-}
 # Characters that Mermaid reads as syntax, markup or entities even inside a quoted label.
 _MERMAID_CODES = {char: f"#{ord(char)};" for char in '"#&<>;`*\\'}
 
@@ -249,11 +241,14 @@ class _Mermaid(_Writer):
 
     def _classes(self) -> None:
         by_status: dict[str, list[str]] = {}
+        colours: dict[str, tuple[str, str]] = {}
         for node_id, node in self.drawing.nodes.items():
-            if node.status in _COLOURS:
+            found = diagram_colours(node.status)
+            if found is not None:
+                colours[node.status] = found
                 by_status.setdefault(node.status, []).append(self.keys[node_id])
         for status in sorted(by_status):
-            fill, stroke = _COLOURS[status]
+            fill, stroke = colours[status]
             self.out.append(f"  classDef {status} fill:{fill},stroke:{stroke}")
             self.out.append(f"  class {','.join(by_status[status])} {status}")
 
@@ -281,8 +276,9 @@ class _Dot(_Writer):
         # Lines escaped one by one: the "\n" between them is dot's line break, not user text.
         label = "\\n".join(_dot_string(line)[1:-1] for line in _lines(node))
         colour = ""
-        if node.status in _COLOURS:
-            fill, stroke = _COLOURS[node.status]
+        found = diagram_colours(node.status)
+        if found is not None:
+            fill, stroke = found
             colour = f', fillcolor="{fill}", color="{stroke}"'
         return f'{self.keys[node.id]} [label="{label}"{colour}];'
 

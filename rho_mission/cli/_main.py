@@ -1,6 +1,10 @@
 """The ``rho`` root group and the one place where errors become exit codes.
 
 Subcommand groups load lazily: ``rho task ready --json`` must not import git, anyio or rich.
+Every command joins its group explicitly (``_NOUNS`` here; a group's own module defines its
+own commands on it), never by the side effect of importing another module.
+
+Decision: docs/decisions/0804-quick-lane.md
 """
 
 from __future__ import annotations
@@ -22,20 +26,30 @@ __all__ = ["cli", "main"]
 # click >= 8.2 raises this for a group called without a subcommand; older click printed help.
 _BARE_GROUP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
-# Each noun: the group, then the modules that add subcommands to it. They import the group;
-# the group's module never imports them back, so no module of the CLI imports in a circle.
+# Each noun: the group, then the commands of other modules that are added to it here (and the
+# hot commands of the noun, made from their table: ``_hotclick``). Such a module neither imports
+# the group nor adds itself to it: no command joins a group by the side effect of an import,
+# and no module of the CLI imports in a circle.
 _NOUNS = {
     "agents": ("rho_mission.cli._agents:agents",),
     "cloud": ("rho_mission.cli._graph:cloud",),
     "doctor": ("rho_mission.cli._doctor:doctor",),
-    "graph": ("rho_mission.cli._graph:graph", "rho_mission.cli._swarm"),
+    "graph": (
+        "rho_mission.cli._graph:graph",
+        "rho_mission.cli._swarm:verify_swarm",
+        "rho_mission.cli._swarm:sign_swarm",
+    ),
     "mcp": ("rho_mission.cli._mcp:mcp",),
     "mission": (
         "rho_mission.cli._mission:mission",
-        "rho_mission.cli._mission_tools",  # log, diff, merge, clean
-        "rho_mission.cli._mission_stats",  # stats
-        "rho_mission.cli._plan",  # plan
-        "rho_mission.cli._report",  # report
+        "rho_mission.cli._mission_tools:log",
+        "rho_mission.cli._mission_tools:conflicts",
+        "rho_mission.cli._mission_tools:merge",
+        "rho_mission.cli._mission_tools:diff",
+        "rho_mission.cli._mission_tools:clean",
+        "rho_mission.cli._plan:plan",
+        "rho_mission.cli._report:report",
+        "rho_mission.cli._mission_stats:stats",
     ),
     "serve": ("rho_mission.cli._serve:serve",),
     "task": ("rho_mission.cli._task:task",),
@@ -54,11 +68,20 @@ class _LazyGroup(click.Group):
         if found is None:
             return super().get_command(ctx, cmd_name)
         target, *adding = found
-        module, _, attribute = target.partition(":")
-        command: click.Command = getattr(importlib.import_module(module), attribute)
-        for extra in adding:
-            importlib.import_module(extra)
+        command = _imported(target)
+        if isinstance(command, click.Group):
+            from ._hotclick import hot_click_commands
+
+            for extra in [*map(_imported, adding), *hot_click_commands(cmd_name)]:
+                command.add_command(extra)
         return command
+
+
+def _imported(location: str) -> click.Command:
+    """The command at ``module:attribute``."""
+    module, _, attribute = location.partition(":")
+    command: click.Command = getattr(importlib.import_module(module), attribute)
+    return command
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

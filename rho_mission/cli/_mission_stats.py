@@ -1,7 +1,7 @@
 """``rho mission stats``: what integration cost across the missions of this repository, and how
 well it went (``records._stats``: derived from each mission.json, never stored).
 
-Importing this module adds the command to the ``rho mission`` group.
+``_main`` adds the command to the ``rho mission`` group.
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ from typing import Any
 
 import click
 
-from ._mission import mission
-
 __all__ = ["stats", "stats_text"]
 
 
-@mission.command("stats")
+@click.command("stats")
 @click.option(
     "--last",
     type=click.IntRange(min=1),

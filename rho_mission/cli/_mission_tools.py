@@ -6,7 +6,7 @@ squashed); ``clean`` takes back the mission's branches and worktrees. Every comm
 names its mission as a folder, an id, a unique id prefix or ``latest``
 (``rho_mission.mission._names``).
 
-Importing this module adds the commands to the ``rho mission`` group.
+``_main`` adds these commands to the ``rho mission`` group (none joins it by being imported).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 import click
 
 from ._errors import CliError
-from ._mission import mission
 from ._mission_names import load_mission, mission_folder, next_commands
 from ._plain import shown
 
@@ -48,7 +47,7 @@ _NAMED_TASKS = 10
 # -- log -------------------------------------------------------------------------------------
 
 
-@mission.command("log")
+@click.command("log")
 @click.argument("name", metavar="MISSION")
 @click.argument("task")
 @click.option(
@@ -122,7 +121,7 @@ def _feature(target: Mission, task: str) -> Feature:
 # -- conflicts -------------------------------------------------------------------------------
 
 
-@mission.command("conflicts")
+@click.command("conflicts")
 @click.argument("name", metavar="MISSION")
 @click.option("--into", metavar="BRANCH", help="Compare with BRANCH instead of the current one.")
 @click.option("--json", "as_json", is_flag=True, help="Print the overlaps as JSON.")
@@ -178,7 +177,7 @@ def _overlaps_said(found: list[Overlap], outcomes: list[str | None], branch: str
 # -- merge -----------------------------------------------------------------------------------
 
 
-@mission.command("merge")
+@click.command("merge")
 @click.argument("name", metavar="MISSION")
 @click.option("--into", metavar="BRANCH", help="Merge into BRANCH instead of the current one.")
 @click.option(
@@ -241,7 +240,7 @@ def _merge_lines(target: Mission, outcome: MergeOutcome) -> list[str]:
 # -- diff ------------------------------------------------------------------------------------
 
 
-@mission.command("diff")
+@click.command("diff")
 @click.argument("name", metavar="MISSION")
 @click.argument("task", required=False)
 @click.option("--stat", is_flag=True, help="Files and counts of lines only.")
@@ -278,7 +277,7 @@ def diff(name: str, task: str | None, stat: bool) -> int:
 # -- clean -----------------------------------------------------------------------------------
 
 
-@mission.command("clean")
+@click.command("clean")
 @click.argument("name", metavar="[MISSION]", required=False)
 @click.option("--finished", is_flag=True, help="Clean every mission that has ended.")
 @click.option("--purge", is_flag=True, help="Delete the mission folder too.")

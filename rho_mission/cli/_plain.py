@@ -3,9 +3,9 @@ natural order of ids, colour only on a terminal. Standard library only.
 
 The task views (``rho task list``, ``show``, ``ready``) print through here rather than through
 rich: an agent polls them, and rich's import alone costs more than the whole command may
-(see docs/decisions/0804-quick-lane.md). Text from the store is the user's (or
-a tracker's): a control character in it is shown as an escape (``\\x1b``), never sent to the
-terminal.
+(see docs/decisions/0804-quick-lane.md; colours: ``_colours``). Text from the store is the
+user's (or a tracker's): a control character in it is shown as an escape (``\\x1b``), never
+sent to the terminal.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Sequence
 # One natural order for views and the engine's start order alike (``records._order``).
 from ..records._order import natural_key as natural_key
 from ..records._order import naturally as naturally
+from ._colours import ansi_code
 
 __all__ = [
     "Cell",
@@ -37,15 +38,6 @@ _SHORT = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _ESCAPES = {
     code: _SHORT.get(chr(code), f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
     for code in _ESCAPED
-}
-_COLOURS = {
-    "completed": "32",
-    "failed": "31",
-    "in_progress": "33",
-    "cancelled": "35",
-    "skipped": "2",
-    "blocked": "35",
-    "not run": "2",
 }
 
 # (text, status to colour it by, or None).
@@ -74,7 +66,7 @@ def clip(text: str, limit: int) -> str:
 
 def painted(text: str, status: str | None) -> str:
     """*text* in the colour of *status* when standard output is a terminal that takes colour."""
-    code = _COLOURS.get(status or "")
+    code = ansi_code(status or "")
     if code is None or not _colour():
         return text
     return f"\x1b[{code}m{text}\x1b[0m"

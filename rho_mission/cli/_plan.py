@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ._mission import _duration, mission
+from ._mission import _duration
 from ._paths import command_store_path
 
 __all__ = ["plan"]
@@ -15,7 +15,7 @@ __all__ = ["plan"]
 _U32_MAX = 2**32 - 1
 
 
-@mission.command("plan")
+@click.command("plan")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--sign",

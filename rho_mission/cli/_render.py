@@ -6,19 +6,10 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from ._colours import rich_style
 from ._plain import natural_key, naturally
 
 __all__ = ["console", "natural_key", "naturally", "status_text"]
-
-_STATUS_STYLE = {
-    "completed": "green",
-    "failed": "red",
-    "in_progress": "yellow",
-    "cancelled": "magenta",
-    "skipped": "dim",
-    "blocked": "magenta",
-    "not run": "dim",
-}
 
 
 def console() -> Console:
@@ -28,4 +19,4 @@ def console() -> Console:
 
 def status_text(status: str) -> Text:
     """A task or feature status, coloured by what it means."""
-    return Text(status, style=_STATUS_STYLE.get(status, ""))
+    return Text(status, style=rich_style(status))

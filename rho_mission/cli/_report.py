@@ -1,6 +1,6 @@
 """``rho mission report``: a mission's page as one static HTML file, for CI artefacts and sharing.
 
-Importing this module adds the command to the ``rho mission`` group.
+``_main`` adds this command to the ``rho mission`` group (none joins it by being imported).
 """
 
 from __future__ import annotations
@@ -10,12 +10,11 @@ from pathlib import Path
 import click
 
 from ._errors import CliError
-from ._mission import mission
 
 __all__ = ["report"]
 
 
-@mission.command("report")
+@click.command("report")
 @click.argument("name", metavar="MISSION")
 @click.option(
     "--html",

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 import click
 
 from ._errors import CliError
-from ._graph import graph
 
 if TYPE_CHECKING:
     from graph.swarm import SwarmGraphRejected
@@ -46,7 +45,7 @@ def checked_keys(keys: list[str]) -> list[str]:
     return keys
 
 
-@graph.command("verify-swarm")
+@click.command("verify-swarm")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option(
     "--trusted-key",
@@ -98,7 +97,7 @@ def _print_rejection(rejected: SwarmGraphRejected, as_json: bool) -> None:
         click.echo(f"code: {rejected.code}")
 
 
-@graph.command("sign-swarm")
+@click.command("sign-swarm")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option(
     "--key-file",

@@ -1,64 +1,41 @@
 """``rho task ...``: the task store from the command line.
 
-The ``ready`` and ``waves`` commands read through ``taskstore.read_task_views`` and print JSON
-with the stdlib, so that agents polling ``rho task ready --json`` pay for neither pydantic nor
-rich (their plain spellings do not even load click: see ``_quick``, which builds the JSON
-documents for both lanes). People's views are plain text built by ``_tasktext`` for both lanes;
-``add`` and ``update`` take the quick lane too when the store is one rho wrote. Everything else,
-and ``ready --sort priority`` (priorities live in ``metadata``), loads the full model.
+The hot commands (``add``, ``list``, ``show``, ``update``, ``ready``, ``waves``) are made from
+the one table both lanes read (``_hottable``, ``_hotclick``) and ``_main`` adds them to this
+group; their plain spellings on a store rho wrote do not even load click (``_quick``). The
+other commands are defined here, over ``TaskStore``, sharing the table's ``--store`` and
+``--json``.
+
+Decision: docs/decisions/0103-task-commands.md, docs/decisions/0804-quick-lane.md
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from taskstore import DEPENDENCY_TYPES, PRIORITIES, STATUSES
+from taskstore import DEPENDENCY_TYPES
 
 from ._errors import CliError
+from ._hotbodies import checked_schedule
+from ._hotclick import option_decorator
+from ._hottable import JSON, STORE
 from ._paths import command_store_path
-from ._quick import list_title, print_json, ready_document, waves_document
-from ._tasktext import changed_line, ready_text, task_detail, task_table, waves_to_run_text
+from ._taskdocs import json_text
 
 if TYPE_CHECKING:
-    from taskstore import Schedule, Task, TaskInUseError, TaskStore
+    from taskstore import Task, TaskInUseError, TaskStore
 
 __all__ = ["task"]
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _store_option(command: F) -> F:
-    return click.option(
-        "--store",
-        "store_path",
-        type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
-        help="Task store file (overrides rho --store and $RHO_TASK_STORE).",
-    )(command)
-
-
-def _json_option(command: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(command)
-
-
-_PRIORITY = click.IntRange(min(PRIORITIES), max(PRIORITIES))
+_store_option = option_decorator(STORE)
+_json_option = option_decorator(JSON)
 _LINK_TYPE = click.Choice(DEPENDENCY_TYPES)
 # How a dependency reads from the side of the task that holds it.
 _READS_AS = {"blocks": "blocked by", "related": "related to", "parent-child": "subtask of"}
-
-
-def _triage_options(command: F) -> F:
-    command = click.option(
-        "--label", "labels", multiple=True, metavar="NAME", help="Add a label (repeatable)."
-    )(command)
-    return click.option(
-        "--priority", type=_PRIORITY, default=None, help="0 (highest) to 4; a new task gets 2."
-    )(command)
 
 
 def _open_store(store_path: Path | None) -> TaskStore:
@@ -80,169 +57,12 @@ def _store_to_write(store_path: Path | None) -> TaskStore:
     return TaskStore(path)
 
 
-def _schedule(tasks: Sequence[Any]) -> Schedule[Any]:
-    from taskstore import ScheduleError, compute_schedule
-
-    try:
-        return compute_schedule(tasks)
-    except ScheduleError as exc:
-        raise CliError(f"validate task schedule: {exc}") from exc
-
-
 @click.group()
 def task() -> None:
     """Read and change the task store.
 
     Example: rho task add "Parse input" --command "make parser"
     """
-
-
-@task.command("add")
-@click.argument("subject")
-@click.option("--description", default="", help="Longer text: what done looks like.")
-@click.option("--blocked-by", multiple=True, metavar="ID", help="A task that must finish first.")
-@click.option("--related", multiple=True, metavar="ID", help="A related task (no scheduling).")
-@click.option("--parent", default=None, metavar="ID", help="Make this a subtask of ID.")
-@click.option("--command", "command", default=None, help="Shell command a mission runs.")
-@_triage_options
-@_store_option
-@_json_option
-def add(
-    subject: str,
-    description: str,
-    blocked_by: tuple[str, ...],
-    related: tuple[str, ...],
-    parent: str | None,
-    command: str | None,
-    priority: int | None,
-    labels: tuple[str, ...],
-    store_path: Path | None,
-    as_json: bool,
-) -> None:
-    """Add a pending task and print its id.
-
-    Example: rho task add "Write tests" --blocked-by task_1 --priority 1 --label tests
-    """
-    created = _store_to_write(store_path).add(
-        subject,
-        description=description,
-        blocked_by=blocked_by,
-        related=related,
-        parent=parent,
-        command=command,
-        priority=priority,
-        labels=labels,
-    )
-    _emit_task(created, as_json, "added")
-
-
-@task.command("list")
-@click.option(
-    "--status",
-    "statuses",
-    multiple=True,
-    type=click.Choice(sorted(STATUSES)),
-    help="Only tasks with this status (repeat for any of several).",
-)
-@click.option(
-    "--label",
-    "labels",
-    multiple=True,
-    metavar="NAME",
-    help="Only tasks with this label (repeated: tasks with all of them).",
-)
-@click.option("--priority", type=_PRIORITY, default=None, help="Only tasks of this priority.")
-@click.option("--wide", is_flag=True, help="Add the labels and command columns.")
-@_store_option
-@_json_option
-def list_(
-    statuses: tuple[str, ...],
-    labels: tuple[str, ...],
-    priority: int | None,
-    wide: bool,
-    store_path: Path | None,
-    as_json: bool,
-) -> None:
-    """List tasks: id, status, priority, subject and blockers.
-
-    Example: rho task list --status pending --label backend --priority 1
-    """
-    every = _open_store(store_path).tasks()
-    tasks = [
-        t
-        for t in every
-        if (not statuses or t.status in statuses)
-        and set(labels) <= set(t.labels)
-        and priority in (None, t.priority)
-    ]
-    if as_json:
-        print_json({"tasks": [_dump(t) for t in tasks]})
-        return
-    sys.stdout.write(task_table([_dump(t) for t in tasks], list_title(tasks, every), wide=wide))
-
-
-@task.command("show")
-@click.argument("task_id", metavar="ID")
-@_store_option
-@_json_option
-def show(task_id: str, store_path: Path | None, as_json: bool) -> None:
-    """Show one task.
-
-    Example: rho task show task_3
-    """
-    found = _open_store(store_path).get(task_id)
-    if as_json:
-        print_json(_dump(found))
-        return
-    sys.stdout.write(task_detail(_dump(found)))
-
-
-@task.command("update")
-@click.argument("task_id", metavar="ID")
-@click.option("--status", default=None, help="pending, in_progress, completed, failed, ...")
-@click.option("--subject", default=None)
-@click.option("--description", default=None)
-@click.option("--add-blocker", multiple=True, metavar="ID")
-@click.option("--remove-blocker", multiple=True, metavar="ID")
-@click.option("--add-related", multiple=True, metavar="ID")
-@click.option("--command", "command", default=None, help="Shell command a mission runs.")
-@_triage_options
-@click.option("--remove-label", multiple=True, metavar="NAME", help="Remove a label (repeatable).")
-@_store_option
-@_json_option
-def update(
-    task_id: str,
-    status: str | None,
-    subject: str | None,
-    description: str | None,
-    add_blocker: tuple[str, ...],
-    remove_blocker: tuple[str, ...],
-    add_related: tuple[str, ...],
-    command: str | None,
-    priority: int | None,
-    labels: tuple[str, ...],
-    remove_label: tuple[str, ...],
-    store_path: Path | None,
-    as_json: bool,
-) -> None:
-    """Change a task; new blockers that are missing or close a cycle are refused.
-
-    Example: rho task update task_2 --status completed --priority 0 --remove-label later
-    """
-    changed = _store_to_write(store_path).update(
-        task_id,
-        status=status,
-        subject=subject,
-        description=description,
-        add_blockers=add_blocker,
-        remove_blockers=remove_blocker,
-        add_related=add_related,
-        command=command,
-        priority=priority,
-        add_labels=labels,
-        remove_labels=remove_label,
-    )
-    _emit_task(changed, as_json, "updated")
 
 
 @task.command("delete")
@@ -265,7 +85,7 @@ def delete(task_id: str, force: bool, store_path: Path | None, as_json: bool) ->
     except TaskInUseError as exc:
         raise CliError(f"{exc}; {_in_use_fix(exc)}") from exc
     if as_json:
-        print_json({"deleted": _dump(done.task), "unlinked": done.unlinked})
+        _print_json({"deleted": _dump(done.task), "unlinked": done.unlinked})
         return
     unlinked = f" (removed links from {', '.join(done.unlinked)})" if done.unlinked else ""
     click.echo(f"deleted {done.task.id}: {done.task.subject}{unlinked}")
@@ -322,63 +142,9 @@ def dep_rm(task_id: str, target: str, kind: str, store_path: Path | None, as_jso
 
 def _emit_link(changed: Task, as_json: bool, line: str) -> None:
     if as_json:
-        print_json(_dump(changed))
+        _print_json(_dump(changed))
     else:
         click.echo(line)
-
-
-@task.command("ready")
-@click.option(
-    "--sort",
-    type=click.Choice(["id", "priority"]),
-    default="id",
-    show_default=True,
-    help="Order of the ready tasks: by id, or by priority then id.",
-)
-@_store_option
-@_json_option
-def ready(sort: str, store_path: Path | None, as_json: bool) -> None:
-    """List pending tasks whose every blocker is completed, with the waves.
-
-    Example: rho task ready --json --sort priority
-    """
-    from taskstore import read_task_views
-
-    if sort == "priority":  # priorities live in metadata: read the full model
-        schedule = _schedule(_open_store(store_path).tasks())
-        by_priority = sorted(schedule.ready, key=lambda t: (t.priority, t.id))
-        schedule = schedule._replace(ready=by_priority)
-    else:
-        schedule = _schedule(read_task_views(command_store_path(store_path, reading=True)))
-    if as_json:
-        print_json(ready_document(schedule))
-        return
-    ready_tasks = [task.summary() for task in schedule.ready]
-    if sort == "priority":
-        priorities = [task.priority for task in schedule.ready]
-        sys.stdout.write(ready_text(ready_tasks, schedule.waves, priorities))
-    else:
-        sys.stdout.write(ready_text(ready_tasks, schedule.waves))
-
-
-@task.command("waves")
-@_store_option
-@_json_option
-def waves(store_path: Path | None, as_json: bool) -> None:
-    """Show the waves still to run: the tasks not completed, in the topological waves a
-    mission would run them (the JSON's "waves" hold every task, "to_run" those).
-
-    Example: rho task waves --json
-    """
-    from taskstore import read_task_views, waves_to_run
-
-    views = read_task_views(command_store_path(store_path, reading=True))
-    schedule = _schedule(views)
-    to_run = waves_to_run(views)
-    if as_json:
-        print_json(waves_document(schedule, to_run))
-        return
-    sys.stdout.write(waves_to_run_text(to_run, len(views)))
 
 
 @task.command("graph")
@@ -413,10 +179,10 @@ def validate(store_path: Path | None, as_json: bool) -> None:
     Example: rho task validate
     """
     tasks = _open_store(store_path).tasks()
-    schedule = _schedule(tasks)
+    schedule = checked_schedule(tasks)
     edges = sum(len(set(t.blocker_ids)) for t in tasks)
     if as_json:
-        print_json({"valid": True, "tasks": len(tasks), "edges": edges, "waves": schedule.waves})
+        _print_json({"valid": True, "tasks": len(tasks), "edges": edges, "waves": schedule.waves})
         return
     click.echo(
         f"valid: {len(tasks)} task(s), {edges} blocking edge(s), {len(schedule.waves)} wave(s)"
@@ -474,7 +240,7 @@ def import_(
         raise CliError(f"read {file}: {exc.reason}") from exc
     imported = _store_to_write(store_path).import_tasks(document.tasks)
     if as_json:
-        print_json({"tasks": [_dump(t) for t in imported]})
+        _print_json({"tasks": [_dump(t) for t in imported]})
         return
     click.echo(f"imported {len(imported)} task(s)")
 
@@ -491,7 +257,7 @@ def _import_plan(
     tasks = plan_tasks(read_plan(text, "-" if str(file) == "-" else str(file)))
     imported = _store_to_write(store_path).import_tasks(tasks)
     if as_json:
-        print_json({"tasks": [_dump(t) for t in imported]})
+        _print_json({"tasks": [_dump(t) for t in imported]})
         return
     click.echo(f"imported {len(imported)} task(s) from the plan")
 
@@ -513,7 +279,7 @@ def _import_tracker(
     for warning in imported.warnings:
         click.echo(f"warning: {warning}", err=True)
     if as_json:
-        print_json({"added": added, "updated": updated, "dropped": dropped})
+        _print_json({"added": added, "updated": updated, "dropped": dropped})
         return
     click.echo(
         f"imported {len(imported.tasks)} task(s) from {tracker}: {len(added)} added, "
@@ -559,7 +325,7 @@ def compact(store_path: Path | None, as_json: bool) -> None:
 
     answer = TaskList(_open_store(store_path)).run({"action": "compact"})
     if as_json:
-        print_json(answer)
+        _print_json(answer)
         return
     counts = ", ".join(f"{n} {status}" for status, n in answer["counts"].items())
     click.echo(counts or "no tasks")
@@ -591,8 +357,5 @@ def _dump(found: Task) -> dict[str, Any]:
     return found.model_dump(by_alias=True, exclude_none=True)
 
 
-def _emit_task(found: Task, as_json: bool, verb: str) -> None:
-    if as_json:
-        print_json(_dump(found))
-    else:
-        sys.stdout.write(changed_line(verb, _dump(found)))
+def _print_json(document: Any) -> None:
+    sys.stdout.write(json_text(document))

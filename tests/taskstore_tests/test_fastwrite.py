@@ -1,10 +1,12 @@
 """The light write path (``_fastwrite``) does what ``TaskStore`` does, byte for byte.
 
-Each example writes one store twice, once through ``TaskStore`` and once through the light
+Both make their change through the one implementation (``_edits``), a test holds; what is
+left to each is the store's representation (the file's JSON objects, the model) and the writing.
+So each example writes one store twice, once through ``TaskStore`` and once through the light
 path, from the same file and the same arguments (valid or not), and compares what each returned
 or raised and the bytes each left. The clock is the one thing replaced: both paths read it
-through their module's ``now_rfc3339_seconds``, and a second that turns between the two runs would
-otherwise tell them apart.
+through ``_edits.now_rfc3339_seconds``, and a second that turns between the two runs would otherwise
+tell them apart.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from taskstore import (
     Task,
     TaskStore,
     TaskStoreError,
-    _fastwrite,
+    _edits,
     _store,
     dump_document,
 )
@@ -46,7 +48,7 @@ PRIORITIES = st.none() | st.integers(-1, 5)
 def frozen_clock(stamp: str = STAMP) -> Iterator[None]:
     with (
         mock.patch.object(_store, "now_rfc3339_seconds", return_value=stamp),
-        mock.patch.object(_fastwrite, "now_rfc3339_seconds", return_value=stamp),
+        mock.patch.object(_edits, "now_rfc3339_seconds", return_value=stamp),
     ):
         yield
 
@@ -246,3 +248,20 @@ def test_the_caps_hold_on_the_light_path(tmp_path: Path) -> None:
     with pytest.raises(TaskStoreError, match="1000"):
         fast_add(path, "one too many")
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("lane", ["model", "light"])
+def test_both_paths_change_the_store_through_one_implementation(tmp_path: Path, lane: str) -> None:
+    path = seeded(tmp_path)
+    adding, updating = _edits.Addition.apply, _edits.Update.apply
+    with (
+        mock.patch.object(_edits.Addition, "apply", autospec=True, side_effect=adding) as adds,
+        mock.patch.object(_edits.Update, "apply", autospec=True, side_effect=updating) as updates,
+    ):
+        if lane == "light":
+            assert fast_add(path, "more", blocked_by=["task_3"]) is not None
+            assert fast_update(path, "task_1", status="completed") is not None
+        else:
+            TaskStore(path).add("more", blocked_by=["task_3"])
+            TaskStore(path).update("task_1", status="completed")
+    assert (adds.call_count, updates.call_count) == (1, 1)

@@ -1,14 +1,21 @@
-"""What the quick lane prints for a parsed command line, or None to leave it to click."""
+"""What the quick lane prints for a parsed command line, or None to leave it to click.
+
+A command runs its body (``_hotbodies``, the one the full CLI runs too) over the files' own
+JSON: ``FileSource`` (the task store, which answers only for a store rho wrote) or
+``_missions.FileMissionSource`` (the mission folders' mission.json).
+
+Decision: docs/decisions/0804-quick-lane.md
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._argv import Call
+from .._hotbodies import JsonTask
+from ._argv import Call, body_values
 
-__all__ = ["answer"]
+__all__ = ["FileSource", "answer"]
 
 
 def answer(call: Call) -> str | None:
@@ -17,144 +24,39 @@ def answer(call: Call) -> str | None:
     Raises:
         Exception: any failure; the caller leaves the command to the full CLI, which reports it.
     """
-    if call.name.startswith("mission "):
-        from ._missions import answer_mission
+    assert call.command is not None, "a command the quick lane answers is in the table"
+    if call.store is None:  # ``rho mission show|list``
+        from ._missions import FileMissionSource
 
-        return answer_mission(call)
-    return _ANSWERS[call.name](call)
-
-
-def _store(call: Call) -> Path:
-    assert call.store is not None, "a rho task command names its store"
-    return call.store
+        return call.command.body(FileMissionSource(), body_values(call))
+    return call.command.body(FileSource(call.store), body_values(call))
 
 
-def _schedule(call: Call) -> str | None:
-    from taskstore import compute_schedule, read_task_views, waves_to_run
+class FileSource:
+    """The store file's own JSON objects, without pydantic; None for a store rho did not write
+    (``read_task_dicts``, ``fast_add``, ``fast_update``) and where it would load the model."""
 
-    from .._tasktext import ready_text, waves_to_run_text  # a few hundred microseconds
-    from ._documents import json_text, ready_document, waves_document
+    def __init__(self, path: Path) -> None:
+        self.path = path
 
-    views = read_task_views(_store(call))
-    schedule = compute_schedule(views)
-    as_json = "--json" in call.flags
-    if call.name == "waves":
-        to_run = waves_to_run(views)
-        if as_json:
-            return json_text(waves_document(schedule, to_run))
-        return waves_to_run_text(to_run, len(views))
-    document = ready_document(schedule)
-    return json_text(document) if as_json else ready_text(document["tasks"], schedule.waves)
+    def task_dicts(self) -> list[JsonTask] | None:
+        from taskstore import read_task_dicts
 
+        return read_task_dicts(self.path)
 
-def _list(call: Call) -> str | None:
-    from taskstore import read_labels, read_task_dicts
+    def task_dict(self, task_id: str) -> JsonTask | None:
+        # No such task: None, so that the full CLI says so in its words.
+        return next((t for t in self.task_dicts() or () if t["id"] == task_id), None)
 
-    from ._documents import json_text, list_title
-
-    every = read_task_dicts(_store(call))
-    if every is None:
+    def models(self) -> None:
         return None
-    statuses, labels = call.lists["--status"], set(call.lists["--label"])
-    priority = call.values.get("--priority")
-    tasks = [
-        task
-        for task in every
-        if (not statuses or task["status"] in statuses)
-        and labels <= set(read_labels(task["metadata"]))
-        and (priority is None or _priority(task) == priority)
-    ]
-    if "--json" in call.flags:
-        return json_text({"tasks": tasks})
-    from .._tasktext import task_table
 
-    return task_table(tasks, list_title(tasks, every), wide="--wide" in call.flags)
+    def add(self, subject: str, **options: Any) -> JsonTask | None:
+        from taskstore import fast_add
 
+        return fast_add(self.path, subject, **options)
 
-def _priority(task: dict[str, Any]) -> int:
-    from taskstore import read_priority
+    def update(self, task_id: str, **options: Any) -> JsonTask | None:
+        from taskstore import fast_update
 
-    return read_priority(task["metadata"])
-
-
-def _show(call: Call) -> str | None:
-    from taskstore import read_task_dicts
-
-    from ._documents import json_text
-
-    tasks = read_task_dicts(_store(call))
-    found = next((t for t in tasks or () if t["id"] == call.argument), None)
-    if found is None:  # not a store rho wrote, or no such task: the full CLI's words
-        return None
-    if "--json" in call.flags:
-        return json_text(found)
-    from .._tasktext import task_detail
-
-    return task_detail(found)
-
-
-def _add(call: Call) -> str | None:
-    from taskstore import fast_add
-
-    _exclude_rho(call)
-    assert call.argument is not None
-    added = fast_add(
-        _store(call),
-        call.argument,
-        description=call.values.get("--description", ""),
-        blocked_by=call.lists["--blocked-by"],
-        related=call.lists["--related"],
-        parent=call.values.get("--parent"),
-        command=call.values.get("--command"),
-        priority=call.values.get("--priority"),
-        labels=call.lists["--label"],
-    )
-    return None if added is None else _written(call, "added", added)
-
-
-def _update(call: Call) -> str | None:
-    from taskstore import fast_update
-
-    _exclude_rho(call)
-    assert call.argument is not None
-    changed = fast_update(
-        _store(call),
-        call.argument,
-        status=call.values.get("--status"),
-        subject=call.values.get("--subject"),
-        description=call.values.get("--description"),
-        add_blockers=call.lists["--add-blocker"],
-        remove_blockers=call.lists["--remove-blocker"],
-        add_related=call.lists["--add-related"],
-        command=call.values.get("--command"),
-        priority=call.values.get("--priority"),
-        add_labels=call.lists["--label"],
-        remove_labels=call.lists["--remove-label"],
-    )
-    return None if changed is None else _written(call, "updated", changed)
-
-
-def _exclude_rho(call: Call) -> None:
-    from ...git._exclude import exclude_rho_of_store
-
-    exclude_rho_of_store(_store(call))  # as the full CLI does before its first write there
-
-
-def _written(call: Call, verb: str, task: dict[str, Any]) -> str:
-    from ._documents import json_text
-
-    if "--json" in call.flags:
-        return json_text(task)
-    from .._tasktext import changed_line
-
-    return changed_line(verb, task)
-
-
-_ANSWERS: dict[str, Callable[[Call], str | None]] = {
-    "ready": _schedule,
-    "waves": _schedule,
-    "list": _list,
-    "show": _show,
-    "add": _add,
-    "update": _update,
-}
+        return fast_update(self.path, task_id, **options)

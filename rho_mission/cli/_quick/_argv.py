@@ -1,10 +1,13 @@
 """The command lines the quick lane answers, parsed as click would parse them, or not at all.
 
-Accepted: ``rho [--store PATH] [--debug] task|mission COMMAND ...`` where COMMAND's options are the
-plain spellings of the table below (``--name value``, in any order, a single-valued option at
-most once, its one argument anywhere among them). Anything else (``--name=value``, ``--help``,
+Accepted: ``rho [--store PATH] [--debug] task|mission COMMAND ...`` where COMMAND's options are
+the plain spellings of the options of the table of hot commands (``_hottable``, which click's
+commands are made from too): ``--name value``, in any order, a single-valued option at most
+once, its one argument anywhere among them. Anything else (``--name=value``, ``--help``,
 ``--``, a value or an argument that starts with ``-``, a repeated single option, a value click
 would convert, such as ``--priority 01``) is left to click: None.
+
+Decision: docs/decisions/0804-quick-lane.md
 """
 
 from __future__ import annotations
@@ -14,14 +17,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from taskstore import STATUSES
+from taskstore import PRIORITIES, STATUSES
 
 from .._errors import CliError
+from .._hottable import HOT_COMMANDS, STORE, Command
 from .._paths import resolve_store_path
 
-__all__ = ["Call", "parse"]
+__all__ = ["Call", "body_values", "parse"]
 
-_PRIORITIES = {str(n): n for n in range(5)}
+_PRIORITIES = {str(n): n for n in PRIORITIES}
 
 
 class _Spec(NamedTuple):
@@ -29,9 +33,11 @@ class _Spec(NamedTuple):
     flags: frozenset[str]
     # Single-valued options and what each value becomes (None: click would do otherwise).
     single: dict[str, Callable[[str], Any]]
-    multiple: frozenset[str]  # repeatable options, each value a plain string
+    # Repeatable options and what each value becomes, as single ones.
+    multiple: dict[str, Callable[[str], Any]]
     writes: bool = False
     takes_store: bool = True  # --store PATH
+    command: Command | None = None  # its entry in the table of hot commands
 
 
 def _text(value: str) -> str:
@@ -50,47 +56,35 @@ def _sort_by_id(value: str) -> str | None:
     return value if value == "id" else None  # by priority: the full model's job
 
 
-_SPECS = {
-    "ready": _Spec(False, frozenset({"--json"}), {"--sort": _sort_by_id}, frozenset()),
-    "waves": _Spec(False, frozenset({"--json"}), {}, frozenset()),
-    "list": _Spec(
-        False,
-        frozenset({"--json", "--wide"}),
-        {"--priority": _priority},
-        frozenset({"--status", "--label"}),
-    ),
-    "show": _Spec(True, frozenset({"--json"}), {}, frozenset()),
-    "add": _Spec(
-        True,
-        frozenset({"--json"}),
-        {"--description": _text, "--parent": _text, "--command": _text, "--priority": _priority},
-        frozenset({"--blocked-by", "--related", "--label"}),
-        writes=True,
-    ),
-    "update": _Spec(
-        True,
-        frozenset({"--json"}),
-        {
-            "--status": _text,
-            "--subject": _text,
-            "--description": _text,
-            "--command": _text,
-            "--priority": _priority,
-        },
-        frozenset(
-            {"--add-blocker", "--remove-blocker", "--add-related", "--label", "--remove-label"}
-        ),
-        writes=True,
-    ),
+# What a value of each kind of option becomes here; None leaves the command line to click.
+# Paths (--store) are read apart (``_converted``).
+_READERS: dict[str, Callable[[str], Any]] = {
+    "text": _text,
+    "priority": _priority,
+    "status": _status,
+    "sort": _sort_by_id,
 }
-# ``rho mission show MISSION`` (its tables only: --json and --format go to click) and ``list``.
-_MISSION_SPECS = {
-    "show": _Spec(True, frozenset(), {}, frozenset(), takes_store=False),
-    "list": _Spec(False, frozenset({"--json"}), {}, frozenset(), takes_store=False),
+
+
+def _spec(command: Command) -> _Spec:
+    """The quick lane's reading of *command* of the table."""
+    options = [option for option in command.options if option is not STORE and option.light]
+    return _Spec(
+        command.argument is not None,
+        frozenset(option.name for option in options if option.kind == "flag"),
+        {o.name: _READERS[o.kind] for o in options if o.kind != "flag" and not o.multiple},
+        {o.name: _READERS[o.kind] for o in options if o.multiple},
+        writes=command.writes,
+        takes_store=STORE in command.options,
+        command=command,
+    )
+
+
+_NOUNS = {
+    noun: {command.name: _spec(command) for command in HOT_COMMANDS if command.noun == noun}
+    for noun in ("task", "mission")
 }
-_NOUNS = {"task": _SPECS, "mission": _MISSION_SPECS}
-_ROOT = _Spec(False, frozenset({"--debug"}), {}, frozenset())  # rho's own options, and --store
-_CHOICES = {"--status": _status}  # list's --status is a choice; update's is checked by the store
+_ROOT = _Spec(False, frozenset({"--debug"}), {}, {})  # rho's own options, and --store
 
 
 class Call(NamedTuple):
@@ -102,6 +96,24 @@ class Call(NamedTuple):
     flags: frozenset[str]
     values: dict[str, Any]  # single-valued options given
     lists: dict[str, list[str]]  # repeatable options, each given or empty
+    command: Command | None = None  # the table's entry of the command
+
+
+def body_values(call: Call) -> dict[str, Any]:
+    """*call*'s values as its body takes them (``_hotbodies``): by the table's ``dest``, every
+    option not given at its default, as click passes them."""
+    assert call.command is not None, "a command the quick lane answers is in the table"
+    values: dict[str, Any] = {}
+    for option in call.command.options:
+        if option.kind == "flag":
+            values[option.dest] = option.name in call.flags
+        elif option.multiple:
+            values[option.dest] = call.lists[option.name]
+        elif option is not STORE:
+            values[option.dest] = call.values.get(option.name, option.default)
+    if call.command.argument is not None:
+        values[call.command.argument.dest] = call.argument
+    return values
 
 
 def parse(args: list[str]) -> Call | None:
@@ -109,28 +121,30 @@ def parse(args: list[str]) -> Call | None:
     split = next((n for n, arg in enumerate(args) if arg in _NOUNS), None)
     if split is None or len(args) < split + 2:
         return None
-    root = _command_options(args[:split], _ROOT, "")
+    root = _command_options(args[:split], _ROOT)
     specs = _NOUNS[args[split]]
     if root is None or args[split + 1] not in specs:
         return None
     name = args[split + 1]
     spec = specs[name]
-    found = _command_options(args[split + 2 :], spec, name)
+    found = _command_options(args[split + 2 :], spec)
     if found is None:
         return None
     argument, flags, values, lists = found
-    if specs is _MISSION_SPECS:
-        return Call(f"mission {name}", None, argument, frozenset(flags), values, lists)
+    if not spec.takes_store:  # ``rho mission show|list``
+        return Call(
+            f"mission {name}", None, argument, frozenset(flags), values, lists, spec.command
+        )
     store = values.pop("--store", None)
     try:
         path = resolve_store_path(store, root[2].get("--store"), reading=not spec.writes)
     except CliError:  # no store named and no repository, or a named one missing: click says so
         return None
-    return Call(name, path, argument, frozenset(flags), values, lists)
+    return Call(name, path, argument, frozenset(flags), values, lists, spec.command)
 
 
 def _command_options(
-    tokens: list[str], spec: _Spec, name: str
+    tokens: list[str], spec: _Spec
 ) -> tuple[str | None, set[str], dict[str, Any], dict[str, list[str]]] | None:
     argument: str | None = None
     flags: set[str] = set()
@@ -152,7 +166,7 @@ def _command_options(
         ):
             if not tokens or tokens[0].startswith("-") or token in values:
                 return None
-            value = _converted(token, tokens.pop(0), spec, name)
+            value = _converted(token, tokens.pop(0), spec)
             if value is None:
                 return None
             if token in spec.multiple:
@@ -166,11 +180,11 @@ def _command_options(
     return argument, flags, values, lists
 
 
-def _converted(option: str, value: str, spec: _Spec, name: str) -> Any:
+def _converted(option: str, value: str, spec: _Spec) -> Any:
     if option == "--store":
         return Path(value) if _plain_path(value) else None
     if option in spec.multiple:
-        return (_CHOICES[option] if name == "list" and option in _CHOICES else _text)(value)
+        return spec.multiple[option](value)
     return spec.single[option](value)
 
 

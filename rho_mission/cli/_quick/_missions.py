@@ -1,4 +1,5 @@
-"""``rho mission show MISSION`` and ``rho mission list`` from the mission folders' own JSON.
+"""``rho mission show MISSION`` and ``rho mission list`` from the mission folders' own JSON: the
+data source of their bodies (``_hotbodies``) in the quick lane.
 
 The lane reads every ``<repo>/.rho/missions/*/mission.json`` as JSON and answers when each holds
 what the views read, in the types mission.json has them (``_readable``); a folder without one,
@@ -8,6 +9,8 @@ The fields the views do not read are not checked here: a mission.json edited by 
 may be listed by this lane where the full CLI would leave it out. A figure of usage out of its
 bounds (``records._usagelimits``) leaves the command to the full CLI too: its model reads
 that figure as unknown, and both lanes print the same.
+
+Decision: docs/decisions/0804-quick-lane.md
 """
 
 from __future__ import annotations
@@ -22,9 +25,8 @@ from typing import Any
 from ...records._places import missions_folder
 from ...records._usagelimits import budgets_within, figures_within
 from .._paths import find_repo_root
-from ._argv import Call
 
-__all__ = ["answer_mission"]
+__all__ = ["FileMissionSource"]
 
 _ID = re.compile(r"[0-9a-f]{8}")
 _PREFIX = re.compile(r"[0-9a-f]{1,8}")
@@ -52,19 +54,22 @@ _HELD = {"id": _TEXT, "reason": _TEXT}
 _HANDOFF = {"files_changed": (list,), "summary": _TEXT}
 
 
-def answer_mission(call: Call) -> str | None:
-    """What ``mission show`` or ``mission list`` prints, or None for the full CLI."""
-    found = _missions_here()
-    if found is None:
-        return None
-    from .._mission_view import mission_list_text, mission_rows, mission_text
+class FileMissionSource:
+    """The missions of this repository from their mission.json, without the model; None where
+    this lane cannot answer (a folder it cannot read; JSON and diagrams: the model's)."""
 
-    if call.name == "mission list":
-        if "--json" in call.flags:
-            return json.dumps(mission_rows(found), indent=2) + "\n"
-        return mission_list_text(found)
-    chosen = _named(found, call.argument or "")
-    return None if chosen is None else mission_text(*chosen)
+    def missions(self) -> list[tuple[dict[str, Any], str]] | None:
+        return _missions_here()
+
+    def mission(self, name: str) -> tuple[dict[str, Any], str] | None:
+        found = _missions_here()
+        return None if found is None else _named(found, name)
+
+    def mission_json(self, name: str) -> None:
+        return None
+
+    def diagram(self, name: str, fmt: str) -> None:
+        return None
 
 
 def _named(found: list[tuple[dict[str, Any], str]], name: str) -> tuple[dict[str, Any], str] | None:

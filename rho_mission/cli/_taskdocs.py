@@ -1,17 +1,19 @@
-"""The JSON documents and titles both lanes print (the quick lane here, the full CLI in
-``_task``): one builder of each, so the two lanes print the same bytes."""
+"""Views of the task commands' JSON: the documents and titles both lanes print, built by one
+function each so that the two lanes print the same bytes. They take data and return text.
+
+Decision: docs/decisions/0804-quick-lane.md
+"""
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from taskstore import Schedule
 
-__all__ = ["json_text", "list_title", "print_json", "ready_document", "waves_document"]
+__all__ = ["json_text", "list_title", "ready_document", "waves_document"]
 
 
 def ready_document(schedule: Schedule[Any]) -> dict[str, Any]:
@@ -28,11 +30,6 @@ def waves_document(schedule: Schedule[Any], to_run: list[list[str]]) -> dict[str
 def json_text(document: Any) -> str:
     """*document* as one indented JSON document and a newline."""
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-
-
-def print_json(document: Any) -> None:
-    """Print *document* as one indented JSON document on stdout."""
-    sys.stdout.write(json_text(document))
 
 
 def list_title(shown: Sequence[Any], every: Sequence[Any]) -> str:
