@@ -407,6 +407,7 @@ def _config(options: dict[str, Any], **extra: Any) -> MissionConfig:
         options["resolve_command"],
         options["replay_conflicts"],
         options["verify_retries"],
+        options["bisect"],
     )
 
 
@@ -720,6 +721,7 @@ def resume(
     resolve_command: str | None,
     replay_conflicts: int | None,
     verify_retries: int | None,
+    bisect: bool | None,
     budget_usd: float | None,
     budget_tokens: int | None,
     budget_hard: bool | None,
@@ -754,6 +756,7 @@ def resume(
         resolve_command,
         replay_conflicts,
         verify_retries,
+        bisect,
     )
     if run_command is not None:
         config = config.model_copy(update={"run_command": run_command})

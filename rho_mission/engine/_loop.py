@@ -53,6 +53,7 @@ from ..records._journal import Journal
 from ..records._persist import save_mission, save_mission_after
 from ..records._usage import UsageTotal, add_usage, sum_usage
 from ._adopt import adopt_finished
+from ._bisect import JoinOrder
 from ._features import FeatureRuns
 from ._joins import (
     blocked_downstream,
@@ -66,7 +67,7 @@ from ._resolve import ConflictResolver
 from ._spend import SpendKeeper
 from ._stage_runner import StageRunner
 from ._stage_workers import Stages
-from ._state import goes_on, startable, verification_due
+from ._state import bisect_base, goes_on, startable, verification_due
 from ._storesync import StoreSync
 from ._verify import JoinChecks, VerificationRun
 
@@ -193,6 +194,7 @@ class _WaveRunner:
             move_integration=self.move_integration,
             note_usage=self.spend.note_stage_usage,
             budget_stop=self.budget_reached,
+            blame=self._blame if self.mission.config.bisect else None,
         )
 
     # -- what the ladder asks of the runner (``_ladder.LadderHost``) ---------------------------
@@ -309,7 +311,8 @@ class _WaveRunner:
             going = goes_on(
                 cancelled=self.cancelled,
                 any_cancelled=bool(join.cancelled_ids),
-                any_failed=bool(join.failed_ids),
+                # A culprit of a bisected join fails alone: what depends on it is blocked.
+                any_failed=bool(set(join.failed_ids) - set(join.verification.culprit_ids)),
                 keep_going=self.mission.config.keep_going,
                 budget_stopped=self.mission.budget_stop is not None,
                 verification=join.verification.status,
@@ -451,7 +454,7 @@ class _WaveRunner:
         assert self.checks is not None  # only a join with a verify stage is "running"
         head = self.mission.integration_head
         assert head is not None  # settled in _start; moved only by joins and fixes
-        run = VerificationRun(join.wave, head, time.monotonic())
+        run = VerificationRun(join.wave, head, time.monotonic(), order=self._join_order(join))
         status: VerificationStatus = "failed"
         try:
             status = await self.checks.verify(run)
@@ -468,6 +471,26 @@ class _WaveRunner:
             save_mission(self.mission)
             self._joined(final)
         return final
+
+    def _join_order(self, join: WaveJoin) -> JoinOrder | None:
+        """The base and merges of *join*, when a failure of its checks is to be bisected."""
+        if not self.mission.config.bisect:
+            return None
+        mission = self.mission
+        base = bisect_base(join.wave, mission.base_commit, mission.wave_joins[: join.wave - 1])
+        ids = sorted(mission.waves[join.wave - 1])
+        if any(mission.feature(i).conflict is not None for i in ids):
+            return None  # a resolver's merge, or a replay's, is not made again by merging
+        merges = tuple((i, c) for i in ids if (c := mission.feature(i).work_commit))
+        if base is None or not merges or base == mission.integration_head:
+            return None
+        return JoinOrder(base, merges)
+
+    async def _blame(self, feature_id: str, error: str) -> None:
+        """Fail a culprit of a bisected join: its work is not in the head that lands."""
+        feature = self.mission.feature(feature_id)
+        feature.handoff = None
+        await self.end(feature, "failed", error)
 
     async def move_integration(self, new: str, old: str, what: str) -> None:
         """Move the integration branch from *old* to *new*, noted in the journal first."""

@@ -12,6 +12,7 @@ and the runner stays the I/O around them.
 - `next_rung`: where a conflicted merge goes (the resolver, a replay, or its failure);
 - `climb_refused`: how a conflicted merge that gets no (more) rungs ends;
 - `replay_allowed`: whether one more replay of a conflicted feature starts;
+- `bisect_base`: the head a join's merges started from, where its failure is bisected;
 - `Bisection`: the search, over the join's fixed merge order, for the merges that broke the
   checks (``_bisect`` runs it).
 
@@ -20,16 +21,18 @@ Decision: docs/decisions/0513-wave-state.md
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..records._document import WaveJoin
 from ..records._order import start_order
 
 __all__ = [
     "Bisection",
     "Probe",
     "Rung",
+    "bisect_base",
     "climb_refused",
     "goes_on",
     "next_rung",
@@ -113,6 +116,18 @@ def replay_allowed(replays: int, most: int, budget_stop: str | None) -> bool:
     """Whether one more replay of a conflicted feature starts: fewer than *most* so far, and
     no budget reached."""
     return replays < most and budget_stop is None
+
+
+def bisect_base(wave: int, base_commit: str, joins: Sequence[WaveJoin]) -> str | None:
+    """The integration head wave *wave*'s merges started from: the mission's base for the
+    first wave, else the head the previous join's checks passed on; None when that is not
+    known (its checks did not pass: a bisection then has no base that passed)."""
+    if wave == 1:
+        return base_commit
+    if len(joins) < wave - 1:
+        return None
+    before = joins[wave - 2].verification
+    return before.head if before.status == "passed" else None
 
 
 @dataclass(frozen=True)

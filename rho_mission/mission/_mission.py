@@ -174,6 +174,7 @@ class Mission(MissionDocument):
         plan: Planner | None = None,
         resolve: Worker | None = None,
         setup: Worker | None = None,
+        bisect: bool | None = None,
     ) -> Mission:
         """Run the features wave after wave, and return this mission.
 
@@ -210,6 +211,11 @@ class Mission(MissionDocument):
         features while the setup key holds (its name, ``python:<module>.<name>``, and the
         ``config.setup_key`` files at the feature's start commit) and nothing changed it.
 
+        *bisect* (default: ``config.bisect``, on) sets ``config.bisect``, which ``resume``
+        keeps: checks that fail on a join's merged head are run on the wave's base and on
+        prefixes of its merge order; the features after whose merge they fail are ``failed``
+        and the join lands the head without them (``engine._bisect``).
+
         Raises:
             InvalidMissionError: empty waves, an unknown or repeated id, a feature in or before
                 the wave of one of its blockers, (shell worker) a feature with no command, or a
@@ -217,8 +223,13 @@ class Mission(MissionDocument):
             PlanningFailedError: the planner failed or wrote no valid plan (recorded).
             MissionError: another process is running this mission.
         """
+        self._set_bisect(bisect)
         workers = StageWorkers(worker, verify, fix, plan, resolve, setup)
         return await self._run(workers, waves, observer, None, executor)
+
+    def _set_bisect(self, bisect: bool | None) -> None:
+        if bisect is not None:
+            self.config = self.config.model_copy(update={"bisect": bisect})
 
     async def plan(self, planner: Planner | None = None) -> PlanDocument:
         """Run the planning stage alone, once, and return the plan; nothing else runs.
@@ -324,12 +335,14 @@ class Mission(MissionDocument):
         plan: Planner | None = None,
         resolve: Worker | None = None,
         setup: Worker | None = None,
+        bisect: bool | None = None,
     ) -> Mission:
         """``run_staged`` for callers without an event loop.
 
         Raises:
             MissionError: called from inside a running event loop (await ``run_staged``).
         """
+        self._set_bisect(bisect)
         workers = StageWorkers(worker, verify, fix, plan, resolve, setup)
         return _blocking(
             "run_staged_sync",

@@ -385,6 +385,10 @@ class MissionConfig(BaseModel):
     max_fix_attempts: int = Field(default=3, ge=1, le=100)
     # Failing checks run again on the same tree up to this many times before anyone is blamed.
     verify_retries: int = Field(default=0, ge=0, le=10)
+    # Checks that fail on a join's merged head are run on its base, then on prefixes of its
+    # merge order, to find and fail the features that broke them (``engine._bisect``); the
+    # join lands the head without them.
+    bisect: bool = True
     # Each task's command under bubblewrap (``containment._sandbox``); its network kept unless
     # ``sandbox_network`` is False.
     sandbox: bool = False
