@@ -19,7 +19,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def check_options(command: F) -> F:
     """Add ``--verify CMD``, ``--fix CMD``, ``--fix-attempts N``, ``--verify-retries K``,
-    ``--bisect/--no-bisect``,
+    ``--bisect/--no-bisect``, ``--replay-culprits N``,
     ``--resolve CMD`` and ``--replay-conflicts N`` to *command*."""
     options = [
         click.option(
@@ -58,6 +58,14 @@ def check_options(command: F) -> F:
             "rest lands [default: --bisect]. --no-bisect stops the mission at that wave.",
         ),
         click.option(
+            "--replay-culprits",
+            type=click.IntRange(0, 100),
+            metavar="N",
+            help="Run a task the bisection blamed again on the head without it "
+            "($RHO_VERIFY_LOG: the failed checks' output), at most N times; work that passes "
+            "the checks lands in the same join [default: 0].",
+        ),
+        click.option(
             "--resolve",
             "resolve_command",
             metavar="CMD",
@@ -87,6 +95,7 @@ def checked_config(
     replay_conflicts: int | None = None,
     verify_retries: int | None = None,
     bisect: bool | None = None,
+    replay_culprits: int | None = None,
 ) -> MissionConfig:
     """*config* with the options given (each replaces the mission's own, as at resume).
 
@@ -101,12 +110,17 @@ def checked_config(
         "replay_conflicts": replay_conflicts,
         "verify_retries": verify_retries,
         "bisect": bisect,
+        "replay_culprits": replay_culprits,
     }
     merged = config.model_copy(update={k: v for k, v in changes.items() if v is not None})
     if fix_command is not None and not merged.verify_command:
         raise click.UsageError("--fix needs --verify: the fix repairs what the checks found")
     if fix_attempts is not None and not merged.fix_command:
         raise click.UsageError("--fix-attempts needs --fix")
+    if replay_culprits and not (merged.verify_command and merged.bisect):
+        raise click.UsageError(
+            "--replay-culprits needs --verify and bisection: it replays the tasks it blamed"
+        )
     if verify_retries and not merged.verify_command:
         raise click.UsageError("--verify-retries needs --verify: it runs failing checks again")
     if resolve_command is not None and not resolve_command.strip():

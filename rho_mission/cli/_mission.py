@@ -408,6 +408,7 @@ def _config(options: dict[str, Any], **extra: Any) -> MissionConfig:
         options["replay_conflicts"],
         options["verify_retries"],
         options["bisect"],
+        options["replay_culprits"],
     )
 
 
@@ -722,6 +723,7 @@ def resume(
     replay_conflicts: int | None,
     verify_retries: int | None,
     bisect: bool | None,
+    replay_culprits: int | None,
     budget_usd: float | None,
     budget_tokens: int | None,
     budget_hard: bool | None,
@@ -757,6 +759,7 @@ def resume(
         replay_conflicts,
         verify_retries,
         bisect,
+        replay_culprits,
     )
     if run_command is not None:
         config = config.model_copy(update={"run_command": run_command})

@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
+from typing import Protocol
 
 import anyio
 
@@ -39,11 +41,11 @@ from graph import sha256_hex as digest
 from .._errors import MissionError
 from ..git._repo import GitRepo, MergeChain
 from ..records._clock import now_rfc3339
-from ..records._document import MissionDocument
+from ..records._document import Handoff, MissionDocument
 from ..records._journal import Journal
 from ._state import Bisection
 
-__all__ = ["BisectOutcome", "Bisector", "JoinOrder", "first_lines"]
+__all__ = ["BisectOutcome", "Bisector", "CulpritHost", "JoinOrder", "first_lines"]
 
 # Checks *head* as stage run *name*: None, or why they failed.
 CheckHead = Callable[[str, str], Awaitable[str | None]]
@@ -69,6 +71,8 @@ class BisectOutcome:
 
     head: str | None
     culprits: dict[str, str] = field(default_factory=dict)
+    # The stage run whose log shows each culprit's failure (``verify-<wave>[-<n>]``).
+    logs: dict[str, str] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)
     runs: int = 0
     base_failed: bool = False
@@ -82,6 +86,20 @@ def first_lines(text: str, count: int = _FIRST_LINES) -> str:
 
 def _blame_text(error: str, name: str) -> str:
     return f"{first_lines(error)} (log: logs/{name}.log)"
+
+
+class CulpritHost(Protocol):
+    """What a bisected join asks of the wave runner for its culprits."""
+
+    async def blame(self, feature_id: str, error: str) -> None:
+        """Fail *feature_id*: its work is not in the head that lands."""
+
+    async def replay_culprit(self, feature_id: str, head: str, verify_log: Path) -> Handoff | str:
+        """Run *feature_id*'s task again from *head*, *verify_log* at hand: its handoff, or
+        why it failed."""
+
+    async def readmit(self, feature_id: str, handoff: Handoff) -> None:
+        """*feature_id*'s replayed work landed: it completed, with *handoff*."""
 
 
 class Bisector:
@@ -110,7 +128,7 @@ class Bisector:
         commits = dict(order.merges)
         search = Bisection.of_failed_head(commits)
         heads = _Heads(self, order.base, commits)
-        errors = {tuple(search.order): _blame_text(failed, f"verify-{wave}")}
+        errors = {tuple(search.order): (failed, f"verify-{wave}")}
         refused: dict[str, str] = {}
         while (probe := search.next_probe()) is not None:
             prefix = tuple(search.order[: probe.length])
@@ -126,12 +144,29 @@ class Bisector:
             if error is None:
                 search.passed(probe)
             else:
-                errors[prefix] = _blame_text(error, name)
+                errors[prefix] = (error, name)
                 search.failed(probe)
         passing, _ = await heads.of(tuple(search.passing))
         assert passing is not None  # every prefix of it merged before
-        culprits = {c: errors[search.blamed_by[c]] for c in search.culprits}
-        return BisectOutcome(passing, culprits, refused, runs=search.runs + 1)
+        blamed = {c: errors[search.blamed_by[c]] for c in search.culprits}
+        culprits = {c: _blame_text(*blamed[c]) for c in search.culprits}
+        logs = {c: blamed[c][1] for c in search.culprits}
+        return BisectOutcome(passing, culprits, logs, refused, runs=search.runs + 1)
+
+    def merge_onto(self, head: str, feature_id: str, commit: str) -> str:
+        """The merge of *feature_id*'s *commit* onto *head*, no ref moved (git's work: call
+        in a thread).
+
+        Raises:
+            MergeConflictError: the two conflict.
+            MissionError: git refused the merge.
+        """
+        mission = self.mission
+        chain = MergeChain(self.repo, head, {})
+        message = f"rho-mission {mission.id}: merge {feature_id}"
+        feature = mission.feature(feature_id)
+        chain.add(commit, message, (mission.integration_branch, feature.branch or feature_id))
+        return chain.head
 
     async def _checked(
         self, wave: int, check: CheckHead, head: str, name: str, prefix: Sequence[str]
@@ -174,10 +209,4 @@ class _Heads:
         return head, None
 
     def _merge(self, head: str, feature_id: str) -> str:
-        mission = self.bisector.mission
-        commit = self.commits[feature_id]
-        chain = MergeChain(self.bisector.repo, head, {})
-        message = f"rho-mission {mission.id}: merge {feature_id}"
-        feature = mission.feature(feature_id)
-        chain.add(commit, message, (mission.integration_branch, feature.branch or feature_id))
-        return chain.head
+        return self.bisector.merge_onto(head, feature_id, self.commits[feature_id])

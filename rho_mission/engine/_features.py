@@ -163,6 +163,7 @@ class FeatureRuns:
         ready: Callable[[], Awaitable[None]],
         *,
         replay: bool = False,
+        verify_log: Path | None = None,
     ) -> Attempt:
         def started(pgid: int) -> None:
             self.journal.record("process", now_rfc3339(), feature_id=feature.id, pgid=pgid)
@@ -180,6 +181,7 @@ class FeatureRuns:
             note_ref=self.history.note,
             ready=ready,
             replay=replay,
+            verify_log=verify_log,
             note_usage=partial(self.spend.note_feature_usage, feature),
             budget_left_usd=cap,
             setup=self.setup,
@@ -228,8 +230,11 @@ class FeatureRuns:
         note_feature_end(self.mission, feature)  # its part of the join's save, made now
         self.observer.feature_changed(self.mission, feature)
 
-    async def replay_once(self, feature: Feature, head: str) -> Handoff | str:
-        """One more attempt of *feature*'s task, from *head*: its handoff, or the error text."""
+    async def replay_once(
+        self, feature: Feature, head: str, verify_log: Path | None = None
+    ) -> Handoff | str:
+        """One more attempt of *feature*'s task, from *head*: its handoff, or the error text;
+        *verify_log*: the checks that failed after its merge (a culprit's replay)."""
         feature.attempts += 1
         feature.status = "in_progress"
         self.journal.record(
@@ -247,7 +252,7 @@ class FeatureRuns:
             except MissionError as exc:
                 return str(exc)
             self.branch_heads[feature.id] = found
-        attempt = self._attempt_of(feature, head, _at_once, replay=True)
+        attempt = self._attempt_of(feature, head, _at_once, replay=True, verify_log=verify_log)
         result = await self.executor.run_attempt(attempt)
         self.branch_heads[feature.id] = result.branch_head
         return result.handoff or result.error or "failed"

@@ -194,7 +194,7 @@ class _WaveRunner:
             move_integration=self.move_integration,
             note_usage=self.spend.note_stage_usage,
             budget_stop=self.budget_reached,
-            blame=self._blame if self.mission.config.bisect else None,
+            culprits=self if self.mission.config.bisect else None,
         )
 
     # -- what the ladder asks of the runner (``_ladder.LadderHost``) ---------------------------
@@ -486,11 +486,23 @@ class _WaveRunner:
             return None
         return JoinOrder(base, merges)
 
-    async def _blame(self, feature_id: str, error: str) -> None:
+    # -- what a bisected join asks of the runner (``_bisect.CulpritHost``) ---------------------
+
+    async def blame(self, feature_id: str, error: str) -> None:
         """Fail a culprit of a bisected join: its work is not in the head that lands."""
         feature = self.mission.feature(feature_id)
         feature.handoff = None
         await self.end(feature, "failed", error)
+
+    async def replay_culprit(self, feature_id: str, head: str, verify_log: Path) -> Handoff | str:
+        """Run a culprit's task again from *head*, the failed checks' output at hand."""
+        return await self.features.replay_once(self.mission.feature(feature_id), head, verify_log)
+
+    async def readmit(self, feature_id: str, handoff: Handoff) -> None:
+        """A culprit's replayed work landed: it completed, with *handoff*."""
+        feature = self.mission.feature(feature_id)
+        feature.handoff = handoff
+        await self.end(feature, "completed", None)
 
     async def move_integration(self, new: str, old: str, what: str) -> None:
         """Move the integration branch from *old* to *new*, noted in the journal first."""

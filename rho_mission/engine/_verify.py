@@ -30,6 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +49,11 @@ from ..records._persist import save_mission
 from ..records._places import feature_log
 from ..records._usage import AttemptUsage
 from ..setup import refuse_carried
-from ._bisect import Bisector, JoinOrder
+from ._bisect import Bisector, CulpritHost, JoinOrder
 from ._stage_runner import StageRunner
 from ._stage_workers import StageObserver, StageRun, Stages, StageStatus
 
 __all__ = ["JoinChecks", "VerificationRun", "stage_log"]
-
-# Fails a culprit of a bisected join: (feature id, error).
-Blame = Callable[[str, str], Awaitable[None]]
 
 # Moves the integration branch from old to new by compare-and-swap, journaled first (the
 # engine's own move, so that a fix merges exactly like a feature).
@@ -119,10 +117,10 @@ class JoinChecks:
         move_integration: MoveIntegration,
         note_usage: Callable[[AttemptUsage], None] = lambda record: None,
         budget_stop: Callable[[], str | None] = lambda: None,
-        blame: Blame | None = None,
+        culprits: CulpritHost | None = None,
     ) -> None:
-        # A culprit of a bisected join fails through blame (None: no bisection).
-        self.blame = blame
+        # What fails and replays the culprits of a bisected join (None: no bisection).
+        self.culprits = culprits
         # What a check or fix spent goes to note_usage; budget_stop says why no fix may start.
         self.note_usage = note_usage
         self.budget_stop = budget_stop
@@ -171,8 +169,8 @@ class JoinChecks:
     async def verify(self, run: VerificationRun) -> VerificationStatus:
         """Check *run*'s head, fixing it while fixes are left: ``passed`` or ``failed``."""
         run.error = await self._checked(run)
-        if run.error is not None and run.order is not None and self.blame is not None:
-            await self._bisect(run, run.order, self.blame)
+        if run.error is not None and run.order is not None and self.culprits is not None:
+            await self._bisect(run, run.order, self.culprits)
         fix, most = self.stages.fix, self.stages.max_fix_attempts
         while run.error is not None and fix is not None and run.fixes < most:
             stop = self.budget_stop()
@@ -200,12 +198,37 @@ class JoinChecks:
                 run.flaky += 1
         return error
 
-    async def _bisect(self, run: VerificationRun, order: JoinOrder, blame: Blame) -> None:
+    async def _bisect(self, run: VerificationRun, order: JoinOrder, host: CulpritHost) -> None:
         """Find the features that broke the checks, fail them, land the head without them.
 
         The culprits fail before the branch moves (mission.json, saved after the move, holds
         both): a crash between the two puts the branch back to the merged head, whose checks
         the resume runs and bisects again."""
+        checks_before = run.checks
+        assert run.error is not None  # only failed checks are bisected
+        name, check = self._probes(run)
+        outcome = await self.bisector.bisect(run.wave, order, run.error, name, check)
+        run.bisect_runs += run.checks - checks_before
+        if outcome.base_failed or outcome.head is None:
+            run.base_failed = True
+            run.error = f"the checks fail on the wave's base too: {run.error}"
+            return
+        for feature_id, error in outcome.culprits.items():
+            text = f"checks failed on the merged head after {feature_id}: {error}"
+            await host.blame(feature_id, text)
+        for feature_id, why in outcome.refused.items():
+            await host.blame(feature_id, f"its merge without the culprits failed: {why}")
+        run.culprits.extend(outcome.culprits)
+        label = f"wave {run.wave} without {', '.join(outcome.culprits)}"
+        await self._land(run, outcome.head, label)
+        run.error = None
+        for feature_id, stage in outcome.logs.items():
+            await self._replay_culprit(run, host, feature_id, self.folder / f"logs/{stage}.log")
+
+    def _probes(
+        self, run: VerificationRun
+    ) -> tuple[Callable[[], str], Callable[[str, str], Awaitable[str | None]]]:
+        """The names of a join's further check runs, and the check of a head as one."""
 
         def name() -> str:
             return f"verify-{run.wave}-{run.checks + 1}"
@@ -216,26 +239,57 @@ class JoinChecks:
             run.checks = probe.checks  # every run of the checks counts
             return error
 
-        checks_before = run.checks
-        assert run.error is not None  # only failed checks are bisected
-        outcome = await self.bisector.bisect(run.wave, order, run.error, name, check)
-        run.bisect_runs += run.checks - checks_before
-        if outcome.base_failed or outcome.head is None:
-            run.base_failed = True
-            run.error = f"the checks fail on the wave's base too: {run.error}"
-            return
-        for feature_id, error in outcome.culprits.items():
-            await blame(feature_id, f"checks failed on the merged head after {feature_id}: {error}")
-        for feature_id, why in outcome.refused.items():
-            await blame(feature_id, f"its merge without the culprits failed: {why}")
-        run.culprits.extend(outcome.culprits)
-        if outcome.head != run.head:
-            label = f"wave {run.wave} without {', '.join(outcome.culprits)}"
-            await self.move_integration(outcome.head, run.head, label)
-        run.head = outcome.head
-        self.mission.integration_head = outcome.head
+        return name, check
+
+    async def _land(self, run: VerificationRun, head: str, label: str) -> None:
+        """Move the integration branch to *head*, whose checks passed (journaled first)."""
+        if head != run.head:
+            await self.move_integration(head, run.head, label)
+        run.head = head
+        self.mission.integration_head = head
         save_mission(self.mission)
-        run.error = None
+
+    async def _replay_culprit(
+        self, run: VerificationRun, host: CulpritHost, feature_id: str, verify_log: Path
+    ) -> None:
+        """Run a culprit's task again on the landed head, at most ``replay_culprits`` times,
+        until its work merges and the checks pass there: then it lands in this join."""
+        feature = self.mission.feature(feature_id)
+        error = feature.error
+        name, check = self._probes(run)
+        while feature.culprit_replays < self.mission.config.replay_culprits:
+            if self.budget_stop() is not None:
+                break
+            feature.culprit_replays += 1
+            outcome = await host.replay_culprit(feature_id, run.head, verify_log)
+            if isinstance(outcome, str):
+                error = f"{error}; replay {feature.culprit_replays} failed: {outcome}"
+                continue
+            head = await self._merged(run.head, feature_id, outcome.commit_id)
+            if head is None:
+                error = f"{error}; replay {feature.culprit_replays}: its merge failed"
+                continue
+            stage = name()
+            failed = await check(head, stage)
+            if failed is not None:
+                verify_log = self.folder / f"logs/{stage}.log"
+                error = f"{error}; replay {feature.culprit_replays}: the checks failed again"
+                continue
+            await self._land(run, head, f"wave {run.wave}: {feature_id} replayed")
+            await host.readmit(feature_id, outcome)
+            return
+        if feature.status != "failed":  # a replay ran: its end is the last word
+            await host.blame(feature_id, error or "checks failed after its merge")
+
+    async def _merged(self, head: str, feature_id: str, commit: str | None) -> str | None:
+        """*head* with *commit* merged (itself when the replay changed nothing), or None."""
+        if commit is None:
+            return head
+        merge = partial(self.bisector.merge_onto, head, feature_id, commit)
+        try:
+            return await anyio.to_thread.run_sync(merge)
+        except MissionError:
+            return None
 
     async def _check(self, run: VerificationRun, name: str | None = None) -> str | None:
         run.checks += 1

@@ -389,6 +389,9 @@ class MissionConfig(BaseModel):
     # merge order, to find and fail the features that broke them (``engine._bisect``); the
     # join lands the head without them.
     bisect: bool = True
+    # Times a culprit's task may run again on the head without it, its checks' output at hand;
+    # work that merges and passes the checks lands in the same join.
+    replay_culprits: int = Field(default=0, ge=0, le=100)
     # Each task's command under bubblewrap (``containment._sandbox``); its network kept unless
     # ``sandbox_network`` is False.
     sandbox: bool = False

@@ -270,3 +270,72 @@ def test_a_kill_9_during_a_bisection_then_resume_lands_no_unchecked_merge(
     files = tree_files(repo, branch)
     assert files["calc.py"] == "def add(a, b):\n    return a + b\n"
     assert {"README.txt", "extra.py", "after_docs.txt"} <= set(files)
+
+
+def test_a_replayed_culprit_that_passes_the_checks_lands_in_the_same_join(
+    make_repo: Callable[[str, int], Path], marks: Path
+) -> None:
+    repo = _project(make_repo, "repo")
+    told = shlex.quote(str(marks / "told"))
+    # Alone it breaks calc.add; told what failed, it does its part without breaking it.
+    replayed = (
+        f'if [ -s "$RHO_VERIFY_LOG" ]; then echo "$RHO_VERIFY_LOG" > {told}; '
+        f'cp "$RHO_TASK_PROMPT_FILE" {told}.md; echo "Z = 3" > z.py; else {BREAK_ADD}; fi'
+    )
+    import_tasks(
+        repo,
+        [
+            spec("breaker", replayed),
+            spec("docs", "echo docs > README.txt"),
+            spec("after_breaker", "echo after > after_breaker.txt", "breaker"),
+        ],
+    )
+
+    args = ("--verify", CHECK, "--replay-culprits", "1")
+    result = run_rho("mission", "--from-tasks", *args, cwd=repo)
+
+    assert result.code == 0, result.stdout + result.stderr
+    record = _record(repo)
+    features = _features(record)
+    assert {f["status"] for f in features.values()} == {"completed"}
+    assert features["breaker"]["culprit_replays"] == 1
+    first = record["wave_joins"][0]
+    assert first["completed_ids"] == ["breaker", "docs"]
+    assert first["verification"]["culprit_ids"] == ["breaker"]
+    folder = mission_dir(repo)
+    # The probe of the prefix [breaker] (after the base's run) named it: its log is told.
+    assert (marks / "told").read_text() == f"{folder / 'logs' / 'verify-1-3.log'}\n"
+    assert "the project's checks failed after it was merged" in (marks / "told.md").read_text()
+    files = tree_files(repo, record["integration_branch"])
+    assert files["calc.py"] == "def add(a, b):\n    return a + b\n"
+    assert {"z.py", "README.txt", "after_breaker.txt"} <= set(files)
+
+
+def test_a_culprit_whose_replays_break_the_checks_again_stays_failed(
+    make_repo: Callable[[str, int], Path],
+) -> None:
+    repo = _project(make_repo, "repo")
+    import_tasks(repo, [spec("breaker", BREAK_ADD), spec("docs", "echo docs > README.txt")])
+
+    args = ("--verify", CHECK, "--replay-culprits", "2")
+    result = run_rho("mission", "--from-tasks", *args, cwd=repo)
+
+    assert result.code == 1, result.stdout + result.stderr
+    breaker = _features(_record(repo))["breaker"]
+    assert (breaker["status"], breaker["culprit_replays"]) == ("failed", 2)
+    assert breaker["error"].startswith("checks failed on the merged head after breaker: ")
+    assert breaker["error"].endswith("; replay 2: the checks failed again")
+
+
+def test_replay_culprits_without_bisection_is_bad_input(
+    make_repo: Callable[[str, int], Path],
+) -> None:
+    repo = _project(make_repo, "repo")
+    import_tasks(repo, [spec("docs", "echo docs > README.txt")])
+    args = ("--verify", CHECK, "--no-bisect", "--replay-culprits", "1")
+    done = run_rho("mission", "--from-tasks", *args, cwd=repo)
+    assert (done.code, done.stderr_lines[0]) == (
+        2,
+        "error: --replay-culprits needs --verify and bisection: it replays the tasks it blamed",
+    )
+    assert not (repo / ".rho" / "missions").exists()
