@@ -13,6 +13,7 @@
 - ``_resolve``: the resolve stage, a conflicted merge handed to a resolver with the conflict
   in place;
 - ``_verify``: verified joins, the project's checks after a wave, and the fix stage;
+- ``_bisect``: a failed join bisected: its culprits found, failed (or replayed), the rest landed;
 - ``_stage_runner``: one run of a stage's worker in the stages' worktree pool (verify, fix,
   resolve);
 - ``_stage_workers``: which workers run the verify and fix stages, and what they are told;

@@ -52,6 +52,7 @@ from ..setup import refuse_carried
 from ._bisect import Bisector, CulpritHost, JoinOrder
 from ._stage_runner import StageRunner
 from ._stage_workers import StageObserver, StageRun, Stages, StageStatus
+from ._state import replay_allowed
 
 __all__ = ["JoinChecks", "VerificationRun", "stage_log"]
 
@@ -233,10 +234,21 @@ class JoinChecks:
         def name() -> str:
             return f"verify-{run.wave}-{run.checks + 1}"
 
-        async def check(head: str, stage: str) -> str | None:
+        async def check_once(head: str, stage: str) -> str | None:
             probe = replace(run, head=head)
             error = await self._check(probe, stage)
             run.checks = probe.checks  # every run of the checks counts
+            return error
+
+        async def check(head: str, stage: str) -> str | None:
+            # Run again on the same tree before anyone is blamed (``verify_retries``).
+            error = await check_once(head, stage)
+            for _ in range(self.mission.config.verify_retries):
+                if error is None:
+                    break
+                error = await check_once(head, name())
+                if error is None:
+                    run.flaky += 1
             return error
 
         return name, check
@@ -257,9 +269,8 @@ class JoinChecks:
         feature = self.mission.feature(feature_id)
         error = feature.error
         name, check = self._probes(run)
-        while feature.culprit_replays < self.mission.config.replay_culprits:
-            if self.budget_stop() is not None:
-                break
+        most = self.mission.config.replay_culprits
+        while replay_allowed(feature.culprit_replays, most, self.budget_stop()):
             feature.culprit_replays += 1
             outcome = await host.replay_culprit(feature_id, run.head, verify_log)
             if isinstance(outcome, str):

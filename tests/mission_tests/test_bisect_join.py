@@ -339,3 +339,27 @@ def test_replay_culprits_without_bisection_is_bad_input(
         "error: --replay-culprits needs --verify and bisection: it replays the tasks it blamed",
     )
     assert not (repo / ".rho" / "missions").exists()
+
+
+def test_a_flaky_run_during_the_bisection_is_run_again_before_anyone_is_blamed(
+    make_repo: Callable[[str, int], Path], marks: Path
+) -> None:
+    repo = _project(make_repo, "repo")
+    import_tasks(repo, [spec("breaker", BREAK_ADD), spec("docs", "echo docs > README.txt")])
+    seen = shlex.quote(str(marks))
+    # The first run of the checks on each tree fails, whatever the tree holds: flaky.
+    flaky = (
+        f"t={seen}/$(git rev-parse 'HEAD^{{tree}}'); "
+        f'if [ ! -e "$t" ]; then touch "$t"; exit 1; fi; {CHECK}'
+    )
+
+    args = ("--verify", flaky, "--verify-retries", "1")
+    result = run_rho("mission", "--from-tasks", *args, cwd=repo)
+
+    assert result.code == 1, result.stdout + result.stderr
+    [join] = _record(repo)["wave_joins"]
+    checked = join["verification"]
+    # Without the second runs the base would have failed: nobody would have been blamed.
+    assert (checked["culprit_ids"], checked["base_failed"]) == (["breaker"], False)
+    assert checked["flaky"] == 2  # the base, and the head without the breaker
+    assert join["completed_ids"] == ["docs"]
