@@ -67,14 +67,13 @@ class JoinOrder:
 class BisectOutcome:
     """What a bisection came to: the head to land (None: the base failed too), the culprits
     with their errors (in the order found), the features whose merge git refused without
-    them, and the check runs it spent."""
+    them (each with why)."""
 
     head: str | None
     culprits: dict[str, str] = field(default_factory=dict)
     # The stage run whose log shows each culprit's failure (``verify-<wave>[-<n>]``).
     logs: dict[str, str] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)
-    runs: int = 0
     base_failed: bool = False
 
 
@@ -124,7 +123,7 @@ class Bisector:
         checked = partial(self._checked, wave, check)
         base_error = await checked(order.base, names(), ())
         if base_error is not None:
-            return BisectOutcome(None, runs=1, base_failed=True)
+            return BisectOutcome(None, base_failed=True)
         commits = dict(order.merges)
         search = Bisection.of_failed_head(commits)
         heads = _Heads(self, order.base, commits)
@@ -151,7 +150,7 @@ class Bisector:
         blamed = {c: errors[search.blamed_by[c]] for c in search.culprits}
         culprits = {c: _blame_text(*blamed[c]) for c in search.culprits}
         logs = {c: blamed[c][1] for c in search.culprits}
-        return BisectOutcome(passing, culprits, logs, refused, runs=search.runs + 1)
+        return BisectOutcome(passing, culprits, logs, refused)
 
     def merge_onto(self, head: str, feature_id: str, commit: str) -> str:
         """The merge of *feature_id*'s *commit* onto *head*, no ref moved (git's work: call

@@ -286,8 +286,9 @@ class JoinChecks:
                 verify_log = self.folder / f"logs/{stage}.log"
                 error = f"{error}; replay {feature.culprit_replays}: the checks failed again"
                 continue
-            await self._land(run, head, f"wave {run.wave}: {feature_id} replayed")
+            # Its end first, then the move, then mission.json holding both (as for culprits).
             await host.readmit(feature_id, outcome)
+            await self._land(run, head, f"wave {run.wave}: {feature_id} replayed")
             return
         if feature.status != "failed":  # a replay ran: its end is the last word
             await host.blame(feature_id, error or "checks failed after its merge")
