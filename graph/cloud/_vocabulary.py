@@ -146,6 +146,8 @@ _NODE_KEYS: Mapping[str, frozenset[str]] = {
             "attempts",
             "fix_attempts",
             "flaky_count",
+            "bisect_run_count",
+            "culprit_count",
             "duration_ms",
             "command_sha256",
             "fix_command_sha256",

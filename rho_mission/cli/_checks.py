@@ -1,6 +1,6 @@
 """What a join does besides merging, shared by ``rho mission`` and ``resume``: ``--verify``,
-``--fix``, ``--fix-attempts`` and ``--verify-retries`` (the checks of its head), ``--resolve`` and
-``--replay-conflicts`` (its conflicted merges)."""
+``--fix``, ``--fix-attempts``, ``--verify-retries`` and ``--no-bisect`` (the checks of its
+head), ``--resolve`` and ``--replay-conflicts`` (its conflicted merges)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def check_options(command: F) -> F:
     """Add ``--verify CMD``, ``--fix CMD``, ``--fix-attempts N``, ``--verify-retries K``,
+    ``--bisect/--no-bisect``, ``--replay-culprits N``,
     ``--resolve CMD`` and ``--replay-conflicts N`` to *command*."""
     options = [
         click.option(
@@ -49,6 +50,22 @@ def check_options(command: F) -> F:
             "blamed or a fix runs; a pass then is counted flaky [default: 0].",
         ),
         click.option(
+            "--bisect/--no-bisect",
+            "bisect",
+            default=None,
+            help="When the checks fail on a join's merged head, run them on the wave's base and "
+            "on prefixes of its merge order to find the tasks that broke them: those fail, the "
+            "rest lands [default: --bisect]. --no-bisect stops the mission at that wave.",
+        ),
+        click.option(
+            "--replay-culprits",
+            type=click.IntRange(0, 100),
+            metavar="N",
+            help="Run a task the bisection blamed again on the head without it "
+            "($RHO_VERIFY_LOG: the failed checks' output), at most N times; work that passes "
+            "the checks lands in the same join [default: 0].",
+        ),
+        click.option(
             "--resolve",
             "resolve_command",
             metavar="CMD",
@@ -77,6 +94,8 @@ def checked_config(
     resolve_command: str | None = None,
     replay_conflicts: int | None = None,
     verify_retries: int | None = None,
+    bisect: bool | None = None,
+    replay_culprits: int | None = None,
 ) -> MissionConfig:
     """*config* with the options given (each replaces the mission's own, as at resume).
 
@@ -90,12 +109,18 @@ def checked_config(
         "resolve_command": resolve_command,
         "replay_conflicts": replay_conflicts,
         "verify_retries": verify_retries,
+        "bisect": bisect,
+        "replay_culprits": replay_culprits,
     }
     merged = config.model_copy(update={k: v for k, v in changes.items() if v is not None})
     if fix_command is not None and not merged.verify_command:
         raise click.UsageError("--fix needs --verify: the fix repairs what the checks found")
     if fix_attempts is not None and not merged.fix_command:
         raise click.UsageError("--fix-attempts needs --fix")
+    if replay_culprits and not (merged.verify_command and merged.bisect):
+        raise click.UsageError(
+            "--replay-culprits needs --verify and bisection: it replays the tasks it blamed"
+        )
     if verify_retries and not merged.verify_command:
         raise click.UsageError("--verify-retries needs --verify: it runs failing checks again")
     if resolve_command is not None and not resolve_command.strip():

@@ -440,6 +440,8 @@ def _config(options: dict[str, Any], **extra: Any) -> MissionConfig:
         options["resolve_command"],
         options["replay_conflicts"],
         options["verify_retries"],
+        options["bisect"],
+        options["replay_culprits"],
     )
 
 
@@ -753,6 +755,8 @@ def resume(
     resolve_command: str | None,
     replay_conflicts: int | None,
     verify_retries: int | None,
+    bisect: bool | None,
+    replay_culprits: int | None,
     budget_usd: float | None,
     budget_tokens: int | None,
     budget_hard: bool | None,
@@ -787,6 +791,8 @@ def resume(
         resolve_command,
         replay_conflicts,
         verify_retries,
+        bisect,
+        replay_culprits,
     )
     if run_command is not None:
         config = config.model_copy(update={"run_command": run_command})

@@ -45,19 +45,26 @@ class StageRunner:
     """The worktrees, branches and worker calls of one run's stages (see the module)."""
 
     def __init__(
-        self, mission: MissionDocument, repo: GitRepo, journal: Journal, history: RefHistory
+        self,
+        mission: MissionDocument,
+        repo: GitRepo,
+        journal: Journal,
+        history: RefHistory,
+        *,
+        setup: SetupStep | None = None,
+        budget_left_usd: Callable[[], float | None] = lambda: None,
     ) -> None:
         self.mission = mission
         self.repo = repo
         self.journal = journal
         self.history = history
         self._pool: WorktreePool | None = None
-        # The mission's worktree setup (set by the engine), and what keeps the stages' setups.
-        self.setup: SetupStep | None = None
+        # The mission's worktree setup, and what keeps the stages' setups.
+        self.setup = setup
         self._keeper: WorktreeSetup | None = None
-        # What is left of the dollar budget when a stage's attempt starts (set by the engine):
-        # a resolver's or a fix's agent is capped as a task's is ($RHO_BUDGET_LEFT_USD).
-        self.budget_left_usd: Callable[[], float | None] = lambda: None
+        # What is left of the dollar budget when a stage's attempt starts: a resolver's or a
+        # fix's agent is capped as a task's is ($RHO_BUDGET_LEFT_USD).
+        self.budget_left_usd = budget_left_usd
 
     def branch(self, name: str) -> str:
         """The branch of the stage run *name* (``verify-2``, ``resolve``)."""

@@ -12,7 +12,11 @@ engine (``_loop``) hands the join to `JoinChecks`:
    there, merged into the integration branch (journaled first, then moved by compare-and-swap,
    like every join), and the checks run again; at most ``max_fix_attempts`` fixes; a fix
    whose commits would land a ``--copy`` file fails (``setup._carried``);
-3. still failing, the verification fails: the engine stops the mission after that wave, its
+3. with ``bisect`` (``_bisect``), before any fix: the checks run on the wave's base and on
+   prefixes of the join's merge order; the features that broke them fail and the integration
+   branch moves to the head without them, which passed; a base that fails too blames nobody
+   and the fix runs as it would have;
+4. still failing, the verification fails: the engine stops the mission after that wave, its
    merged work kept on the integration branch for a fix to build on.
 
 Stages run through the run's ``_stage_runner.StageRunner``: on the coordinator's machine, in a
@@ -25,7 +29,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +49,10 @@ from ..records._persist import save_mission
 from ..records._places import feature_log
 from ..records._usage import AttemptUsage
 from ..setup import refuse_carried
+from ._bisect import Bisector, CulpritHost, JoinOrder
 from ._stage_runner import StageRunner
 from ._stage_workers import StageObserver, StageRun, Stages, StageStatus
+from ._state import replay_allowed
 
 __all__ = ["JoinChecks", "VerificationRun", "stage_log"]
 
@@ -72,6 +79,11 @@ class VerificationRun:
     flaky: int = 0
     error: str | None = None
     fix_error: str | None = None
+    # The join's base and merges, when a failure of its checks is to be bisected.
+    order: JoinOrder | None = None
+    bisect_runs: int = 0
+    base_failed: bool = False
+    culprits: list[str] = field(default_factory=list)
 
     def record(self, pending: Verification, status: VerificationStatus) -> Verification:
         """The join's verification once it ended with *status*."""
@@ -85,6 +97,9 @@ class VerificationRun:
                 "error": self.error,
                 "fix_error": self.fix_error,
                 "head": self.head,
+                "bisect_runs": self.bisect_runs,
+                "base_failed": self.base_failed,
+                "culprit_ids": sorted(self.culprits),
             }
         )
 
@@ -103,7 +118,10 @@ class JoinChecks:
         move_integration: MoveIntegration,
         note_usage: Callable[[AttemptUsage], None] = lambda record: None,
         budget_stop: Callable[[], str | None] = lambda: None,
+        culprits: CulpritHost | None = None,
     ) -> None:
+        # What fails and replays the culprits of a bisected join (None: no bisection).
+        self.culprits = culprits
         # What a check or fix spent goes to note_usage; budget_stop says why no fix may start.
         self.note_usage = note_usage
         self.budget_stop = budget_stop
@@ -115,6 +133,7 @@ class JoinChecks:
         self.move_integration = move_integration
         self.repo = runner.repo
         self.folder = Path(mission.dir)
+        self.bisector = Bisector(mission, self.repo, journal)
 
     def pending(self, wave: int) -> Verification:
         """What the join records before its first check: ``running``, durably."""
@@ -151,6 +170,8 @@ class JoinChecks:
     async def verify(self, run: VerificationRun) -> VerificationStatus:
         """Check *run*'s head, fixing it while fixes are left: ``passed`` or ``failed``."""
         run.error = await self._checked(run)
+        if run.error is not None and run.order is not None and self.culprits is not None:
+            await self._bisect(run, run.order, self.culprits)
         fix, most = self.stages.fix, self.stages.max_fix_attempts
         while run.error is not None and fix is not None and run.fixes < most:
             stop = self.budget_stop()
@@ -178,9 +199,114 @@ class JoinChecks:
                 run.flaky += 1
         return error
 
-    async def _check(self, run: VerificationRun) -> str | None:
+    async def _bisect(self, run: VerificationRun, order: JoinOrder, host: CulpritHost) -> None:
+        """Find the features that broke the checks, fail them, land the head without them.
+
+        The culprits fail before the branch moves (mission.json, saved after the move, holds
+        both): a crash between the two puts the branch back to the merged head, whose checks
+        the resume runs and bisects again."""
+        checks_before = run.checks
+        assert run.error is not None  # only failed checks are bisected
+        name, check = self._probes(run)
+        outcome = await self.bisector.bisect(run.wave, order, run.error, name, check)
+        run.bisect_runs += run.checks - checks_before
+        if outcome.base_failed or outcome.head is None:
+            run.base_failed = True
+            run.error = f"the checks fail on the wave's base too: {run.error}"
+            return
+        for feature_id, error in outcome.culprits.items():
+            text = f"checks failed on the merged head after {feature_id}: {error}"
+            await host.blame(feature_id, text)
+        for feature_id, why in outcome.refused.items():
+            await host.blame(feature_id, f"its merge without the culprits failed: {why}")
+        run.culprits.extend(outcome.culprits)
+        label = f"wave {run.wave} without {', '.join(outcome.culprits)}"
+        await self._land(run, outcome.head, label)
+        run.error = None
+        for feature_id, stage in outcome.logs.items():
+            await self._replay_culprit(run, host, feature_id, self.folder / f"logs/{stage}.log")
+
+    def _probes(
+        self, run: VerificationRun
+    ) -> tuple[Callable[[], str], Callable[[str, str], Awaitable[str | None]]]:
+        """The names of a join's further check runs, and the check of a head as one."""
+
+        def name() -> str:
+            return f"verify-{run.wave}-{run.checks + 1}"
+
+        async def check_once(head: str, stage: str) -> str | None:
+            probe = replace(run, head=head)
+            error = await self._check(probe, stage)
+            run.checks = probe.checks  # every run of the checks counts
+            return error
+
+        async def check(head: str, stage: str) -> str | None:
+            # Run again on the same tree before anyone is blamed (``verify_retries``).
+            error = await check_once(head, stage)
+            for _ in range(self.mission.config.verify_retries):
+                if error is None:
+                    break
+                error = await check_once(head, name())
+                if error is None:
+                    run.flaky += 1
+            return error
+
+        return name, check
+
+    async def _land(self, run: VerificationRun, head: str, label: str) -> None:
+        """Move the integration branch to *head*, whose checks passed (journaled first)."""
+        if head != run.head:
+            await self.move_integration(head, run.head, label)
+        run.head = head
+        self.mission.integration_head = head
+        save_mission(self.mission)
+
+    async def _replay_culprit(
+        self, run: VerificationRun, host: CulpritHost, feature_id: str, verify_log: Path
+    ) -> None:
+        """Run a culprit's task again on the landed head, at most ``replay_culprits`` times,
+        until its work merges and the checks pass there: then it lands in this join."""
+        feature = self.mission.feature(feature_id)
+        error = feature.error
+        name, check = self._probes(run)
+        most = self.mission.config.replay_culprits
+        while replay_allowed(feature.culprit_replays, most, self.budget_stop()):
+            feature.culprit_replays += 1
+            outcome = await host.replay_culprit(feature_id, run.head, verify_log)
+            if isinstance(outcome, str):
+                error = f"{error}; replay {feature.culprit_replays} failed: {outcome}"
+                continue
+            head = await self._merged(run.head, feature_id, outcome.commit_id)
+            if head is None:
+                error = f"{error}; replay {feature.culprit_replays}: its merge failed"
+                continue
+            stage = name()
+            failed = await check(head, stage)
+            if failed is not None:
+                verify_log = self.folder / f"logs/{stage}.log"
+                error = f"{error}; replay {feature.culprit_replays}: the checks failed again"
+                continue
+            # Its end first, then the move, then mission.json holding both (as for culprits).
+            await host.readmit(feature_id, outcome)
+            await self._land(run, head, f"wave {run.wave}: {feature_id} replayed")
+            return
+        if feature.status != "failed":  # a replay ran: its end is the last word
+            await host.blame(feature_id, error or "checks failed after its merge")
+
+    async def _merged(self, head: str, feature_id: str, commit: str | None) -> str | None:
+        """*head* with *commit* merged (itself when the replay changed nothing), or None."""
+        if commit is None:
+            return head
+        merge = partial(self.bisector.merge_onto, head, feature_id, commit)
+        try:
+            return await anyio.to_thread.run_sync(merge)
+        except MissionError:
+            return None
+
+    async def _check(self, run: VerificationRun, name: str | None = None) -> str | None:
         run.checks += 1
-        stage = StageRun(f"verify-{run.wave}", "verify", run.wave, run.checks, "running")
+        name = name or f"verify-{run.wave}"
+        stage = StageRun(name, "verify", run.wave, run.checks, "running")
         self._begin(stage, run.head)
         command = self.mission.config.verify_command
         feature = Feature(stage.name, f"verify wave {run.wave}", command=command)

@@ -172,6 +172,7 @@ async def _work(
         log_path=attempt.log_path,
         on_process_start=attempt.on_process_start,
         replay=attempt.replay,
+        verify_log=attempt.verify_log,
         usage_file=usage_file,
         budget_left_usd=attempt.budget_left_usd,
     )

@@ -40,7 +40,8 @@ class WorkerContext:
 
     The verify and fix stages of a join (``engine._verify``) get one too: their ``feature`` is the
     stage (``verify-<wave>``, ``fix-<wave>``, its ``command`` the mission's verify or fix
-    command), ``wave`` its wave, and a fix's ``verify_log`` the log of the failed checks. So
+    command), ``wave`` its wave, and a fix's ``verify_log`` the log of the failed checks (a
+    culprit's replay gets it too: the checks that failed after its merge). So
     does the planning stage (``planning``): its ``feature`` is ``plan``, ``prompt_file`` the
     prompt, ``plan_file`` where the plan is to be written. The resolve stage of a conflicted
     merge (``engine._resolve``) gets the conflicted feature, ``conflict_file`` its brief (JSON)
@@ -118,7 +119,9 @@ class Attempt:
     ``ready()`` is awaited before the worker runs: the feature's start is then in the task
     store, so an agent that asks the store sees its task in progress; an executor gets the
     worktree ready first, while the store is written. ``replay``: the attempt runs the task
-    again after its merge conflicted (its worker sees ``WorkerContext.replay``).
+    again after its merge conflicted (its worker sees ``WorkerContext.replay``), or after a
+    bisected join found that its merge broke the checks: ``verify_log`` then names their
+    output (``WorkerContext.verify_log``; this machine's executor passes it on).
     ``note_usage(record)`` is called once the attempt ended, with what it spent, even when a
     cancellation ended it; ``budget_left_usd`` is passed on to its worker. ``setup``: the
     mission's worktree setup, run first where the worktree needs it (an executor that cannot
@@ -136,6 +139,7 @@ class Attempt:
     note_ref: Callable[[str, str, str], None]
     ready: Callable[[], Awaitable[None]] = _nothing_to_wait_for
     replay: bool = False
+    verify_log: Path | None = None
     note_usage: Callable[[AttemptUsage], None] = _usage_unwanted
     budget_left_usd: float | None = None
     setup: SetupStep | None = None

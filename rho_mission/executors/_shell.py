@@ -217,9 +217,12 @@ def worker_environment(ctx: WorkerContext, prompt_file: Path) -> dict[str, str]:
     Git's repository variables are dropped (see ``containment._environ``). The subject is cut to
     ``SUBJECT_ENV_LIMIT`` characters: a hand-written store may hold one too long for ``execve``;
     the whole text is in the prompt file. ``RHO_REPLAY`` is ``1`` when the attempt runs the
-    task again after its merge conflicted.
+    task again after its merge conflicted or broke the checks; ``RHO_VERIFY_LOG`` then names
+    the output of the checks that failed after its merge.
     """
     replay = {"RHO_REPLAY": "1"} if ctx.replay else {}
+    if ctx.verify_log is not None:
+        replay["RHO_VERIFY_LOG"] = str(ctx.verify_log)
     return child_environ(
         {
             **replay,
@@ -258,6 +261,12 @@ def write_task_prompt(ctx: WorkerContext) -> Path:
         f"Mission: {ctx.mission.prompt}\n\n"
         f"Expected behaviour:\n\n{ctx.feature.description}\n"
     )
+    if ctx.verify_log is not None:
+        text += (
+            "\nThis task's work was done before, and the project's checks failed after it was "
+            f"merged: their output is in {ctx.verify_log}. Do the task again, on the head "
+            "without that work, so that the checks pass.\n"
+        )
     return write_prompt(ctx, text)
 
 

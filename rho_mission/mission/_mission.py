@@ -31,12 +31,8 @@ from ..containment import hold_guarantees, require_bwrap
 from ..containment._gitconfig import hold_config
 from ..containment._mission_processes import kill_mission_processes
 from ..engine._loop import run_waves
-from ..engine._resolve import resolve_shell_worker
-from ..engine._stage_workers import stages_for
 from ..executors import LocalExecutor
-from ..executors._contract import Executor, Observer, SetupStep, Worker
-from ..executors._setup import shell_setup
-from ..executors._shell import shell_worker
+from ..executors._contract import Executor, Observer, Worker
 from ..git._repo import GitRepo
 from ..git._runlock import is_running, run_lock
 from ..notify import attention
@@ -48,6 +44,7 @@ from ..records._persist import prepare_mission_dir
 from ..records._places import feature_branch, integration_branch, mission_folder, missions_folder
 from ..setup import check_setup_inputs
 from ._resume_refresh import refresh_features, store_features
+from ._stageworkers import StageWorkers, setup_step
 from ._waves import staged_plan
 
 __all__ = ["Mission", "list_missions", "mission_is_running", "mission_state"]
@@ -200,6 +197,7 @@ class Mission(MissionDocument):
         plan: Planner | None = None,
         resolve: Worker | None = None,
         setup: Worker | None = None,
+        bisect: bool | None = None,
     ) -> Mission:
         """Run the features wave after wave, and return this mission.
 
@@ -239,6 +237,11 @@ class Mission(MissionDocument):
         features while the setup key holds (its name, ``python:<module>.<name>``, and the
         ``config.setup_key`` files at the feature's start commit) and nothing changed it.
 
+        *bisect* (default: ``config.bisect``, on) sets ``config.bisect``, which ``resume``
+        keeps: checks that fail on a join's merged head are run on the wave's base and on
+        prefixes of its merge order; the features after whose merge they fail are ``failed``
+        and the join lands the head without them (``engine._bisect``).
+
         Raises:
             InvalidMissionError: empty waves, an unknown or repeated id, a feature in or before
                 the wave of one of its blockers, (shell worker) a feature with no command, or a
@@ -246,9 +249,13 @@ class Mission(MissionDocument):
             PlanningFailedError: the planner failed or wrote no valid plan (recorded).
             MissionError: another process is running this mission.
         """
-        return await self._run(
-            worker, waves, observer, None, executor, (verify, fix), plan, resolve, setup
-        )
+        self._set_bisect(bisect)
+        workers = StageWorkers(worker, verify, fix, plan, resolve, setup)
+        return await self._run(workers, waves, observer, None, executor)
+
+    def _set_bisect(self, bisect: bool | None) -> None:
+        if bisect is not None:
+            self.config = self.config.model_copy(update={"bisect": bisect})
 
     async def plan(self, planner: Planner | None = None) -> PlanDocument:
         """Run the planning stage alone, once, and return the plan; nothing else runs.
@@ -300,46 +307,40 @@ class Mission(MissionDocument):
 
     async def _run(
         self,
-        worker: Worker | None,
+        workers: StageWorkers,
         waves: Sequence[Sequence[str]] | None,
         observer: Observer | None,
         fresh: Sequence[Feature] | None,
         executor: Executor | None,
-        checks: tuple[Worker | None, Worker | None],
-        planner: Planner | None = None,
-        resolve: Worker | None = None,
-        setup: Worker | None = None,
     ) -> Mission:
-        planning = self._planning_due(planner)
+        planning = self._planning_due(workers.plan)
         if planning and waves is not None:
             raise InvalidMissionError("a planned mission's waves are its plan's: pass no waves")
         plan = [] if planning else staged_plan(self, waves)
-        stages = stages_for(self.config, *checks)
+        stages = workers.stages(self.config)
         executor = executor or LocalExecutor()
-        step = setup_step(self.config, setup, executor)
-        if resolve is None and self.config.resolve_command:
-            resolve = resolve_shell_worker
-        if worker is None and fresh is None and not planning:
+        step = setup_step(self.config, workers.setup, executor)
+        if workers.worker is None and fresh is None and not planning:
             self.check_runnable(plan)  # before anything is written
         with _exclusive(self):
             # The notifier (if any) hears of culprits as joins find them, and of the end.
             async with attention(self, observer, self.warnings) as watched:
                 if planning:
-                    await run_planning(self, planner, need_commands=worker is None)
+                    await run_planning(self, workers.plan, need_commands=workers.worker is None)
                     plan = staged_plan(self, None)
                 if fresh is not None:
                     self._refresh(fresh)
-                    if worker is None:
+                    if workers.worker is None:
                         self.check_runnable(plan)
                 await run_waves(
                     self,
-                    worker or shell_worker,
+                    workers.task_worker(),
                     plan,
                     executor=executor,
                     observer=watched,
                     warnings=self.warnings,
                     stages=stages,
-                    resolve=resolve,
+                    resolve=workers.resolver(self.config),
                     setup=step,
                 )
         return self
@@ -362,26 +363,19 @@ class Mission(MissionDocument):
         plan: Planner | None = None,
         resolve: Worker | None = None,
         setup: Worker | None = None,
+        bisect: bool | None = None,
     ) -> Mission:
         """``run_staged`` for callers without an event loop.
 
         Raises:
             MissionError: called from inside a running event loop (await ``run_staged``).
         """
+        self._set_bisect(bisect)
+        workers = StageWorkers(worker, verify, fix, plan, resolve, setup)
         return _blocking(
             "run_staged_sync",
             "run_staged",
-            lambda: self.run_staged(
-                worker,
-                waves=waves,
-                observer=observer,
-                executor=executor,
-                verify=verify,
-                fix=fix,
-                plan=plan,
-                resolve=resolve,
-                setup=setup,
-            ),
+            lambda: self._run(workers, waves, observer, None, executor),
         )
 
     async def resume(
@@ -414,6 +408,16 @@ class Mission(MissionDocument):
                 mission made without a task store; a fix stage without a verify stage.
             MissionError: another process is running this mission.
         """
+        workers = StageWorkers(worker, verify, fix, plan, resolve, setup)
+        return await self._resume(workers, observer, refresh, executor)
+
+    async def _resume(
+        self,
+        workers: StageWorkers,
+        observer: Observer | None,
+        refresh: bool | Sequence[Feature],
+        executor: Executor | None,
+    ) -> Mission:
         fresh: Sequence[Feature] | None = None
         if refresh is True:
             if not self.config.task_store:
@@ -429,9 +433,7 @@ class Mission(MissionDocument):
                 )
             fresh = refresh
         waves = self.waves or None  # None: a mission still to plan gets its plan's
-        return await self._run(
-            worker, waves, observer, fresh, executor, (verify, fix), plan, resolve, setup
-        )
+        return await self._run(workers, waves, observer, fresh, executor)
 
     def resume_sync(
         self,
@@ -451,20 +453,9 @@ class Mission(MissionDocument):
         Raises:
             MissionError: called from inside a running event loop (await ``resume``).
         """
+        workers = StageWorkers(worker, verify, fix, plan, resolve, setup)
         return _blocking(
-            "resume_sync",
-            "resume",
-            lambda: self.resume(
-                worker,
-                observer=observer,
-                refresh=refresh,
-                executor=executor,
-                verify=verify,
-                fix=fix,
-                plan=plan,
-                resolve=resolve,
-                setup=setup,
-            ),
+            "resume_sync", "resume", lambda: self._resume(workers, observer, refresh, executor)
         )
 
     def kill_processes(self) -> list[int]:
@@ -514,27 +505,6 @@ def _base_commit(git: GitRepo, base: str) -> str:
                 "make a first commit (git commit --allow-empty -m 'first commit')"
             ) from None
         raise
-
-
-def setup_step(config: MissionConfig, setup: Worker | None, executor: Executor) -> SetupStep | None:
-    """The mission's worktree setup: the library's *setup* worker, else ``config.setup_command``.
-
-    Raises:
-        InvalidMissionError: a setup or ``--copy`` files for an executor that cannot run them.
-    """
-    step = None
-    if setup is not None:
-        name = getattr(setup, "__qualname__", type(setup).__qualname__)
-        step = SetupStep(setup, f"python:{getattr(setup, '__module__', '')}.{name}")
-    elif config.setup_command:
-        step = shell_setup(config.setup_command)
-    wanted = step is not None or bool(config.copy_paths)
-    if wanted and not getattr(executor, "supports_setup", False):
-        raise InvalidMissionError(
-            f"a worktree setup (--setup, --copy) runs in this machine's worktrees: "
-            f"{type(executor).__name__} does not run one; make it part of the tasks' command"
-        )
-    return step
 
 
 def list_missions(repo: str | Path) -> list[Mission]:

@@ -404,6 +404,13 @@ class MissionConfig(BaseModel):
     max_fix_attempts: int = Field(default=3, ge=1, le=100)
     # Failing checks run again on the same tree up to this many times before anyone is blamed.
     verify_retries: int = Field(default=0, ge=0, le=10)
+    # Checks that fail on a join's merged head are run on its base, then on prefixes of its
+    # merge order, to find and fail the features that broke them (``engine._bisect``); the
+    # join lands the head without them.
+    bisect: bool = True
+    # Times a culprit's task may run again on the head without it, its checks' output at hand;
+    # work that merges and passes the checks lands in the same join.
+    replay_culprits: int = Field(default=0, ge=0, le=100)
     # Each task's command under bubblewrap (``containment._sandbox``); its network kept unless
     # ``sandbox_network`` is False.
     sandbox: bool = False

@@ -461,8 +461,13 @@ def _verification_node(builder: GraphBuilder, mission_id: str, join: WaveJoin, w
         "fix_attempts": checked.fix_attempts,
         "duration_ms": checked.duration_ms,
     }
-    if checked.flaky:  # written only when there were: earlier graphs keep their bytes
-        attributes["flaky_count"] = checked.flaky
+    # Each written only when nonzero: earlier graphs keep their bytes.
+    counts = {
+        "flaky_count": checked.flaky,
+        "bisect_run_count": checked.bisect_runs,
+        "culprit_count": len(checked.culprit_ids),
+    }
+    attributes.update({key: value for key, value in counts.items() if value})
     digests = {
         "command_sha256": checked.command_sha256,
         "fix_command_sha256": checked.fix_command_sha256,

@@ -3,7 +3,8 @@
 The project: ``a.py`` defines ``old()``, ``b.py`` imports ``a``. In wave 1 ``rename`` renames
 ``old`` to ``new`` and ``caller`` adds a caller of ``old`` to ``b.py``: the two merge cleanly and
 break together, which only the check (``python3 -c "import b"``) sees. ``later`` (wave 2) needs
-``rename``.
+``rename``. Each run here passes ``--no-bisect``: these tests pin the checks and the fix stage
+as they are without bisection (``test_bisect_join`` pins bisection).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def _ran(marks: Path) -> list[str]:
 def test_features_that_break_together_stop_the_mission_at_their_wave(
     project: Path, marks: Path
 ) -> None:
-    result = run_rho("mission", "--from-tasks", "--verify", CHECK, cwd=project)
+    result = run_rho("mission", "--from-tasks", "--verify", CHECK, "--no-bisect", cwd=project)
 
     assert result.code == 1, result.stderr
     record = _record(project)
@@ -97,7 +98,7 @@ def test_features_that_break_together_stop_the_mission_at_their_wave(
 
 
 def test_show_and_log_name_the_checks_of_each_wave(project: Path) -> None:
-    run_rho("mission", "--from-tasks", "--verify", CHECK, cwd=project)
+    run_rho("mission", "--from-tasks", "--verify", CHECK, "--no-bisect", cwd=project)
     folder = mission_dir(project)
     mission_id = folder.name
 
@@ -127,7 +128,9 @@ def test_show_and_log_name_the_checks_of_each_wave(project: Path) -> None:
 def test_a_fix_that_repairs_the_head_completes_the_mission(project: Path, marks: Path) -> None:
     seen = shlex.quote(str(marks / "fix-env"))
     fix = f'echo "$RHO_TASK_ID $RHO_WAVE $RHO_ATTEMPT $RHO_VERIFY_LOG" > {seen}; {REPAIR}'
-    result = run_rho("mission", "--from-tasks", "--verify", CHECK, "--fix", fix, cwd=project)
+    result = run_rho(
+        "mission", "--from-tasks", "--verify", CHECK, "--no-bisect", "--fix", fix, cwd=project
+    )
 
     assert result.code == 0, result.stdout + result.stderr
     record = _record(project)
@@ -155,7 +158,7 @@ def test_a_fix_that_repairs_the_head_completes_the_mission(project: Path, marks:
 
 def test_the_graph_carries_each_verification_and_its_validated_by_edge(project: Path) -> None:
     fix = REPAIR
-    run_rho("mission", "--from-tasks", "--verify", CHECK, "--fix", fix, cwd=project)
+    run_rho("mission", "--from-tasks", "--verify", CHECK, "--no-bisect", "--fix", fix, cwd=project)
     folder = mission_dir(project)
     mission_id = folder.name
 
@@ -194,8 +197,8 @@ def test_a_fix_that_never_repairs_stops_after_its_attempts(
     project: Path, fix: str, checks: int, fix_error: str | None
 ) -> None:
     result = run_rho(
-        "mission", "--from-tasks", "--verify", CHECK, "--fix", fix, "--fix-attempts", "2",
-        cwd=project,
+        "mission", "--from-tasks", "--verify", CHECK, "--no-bisect", "--fix", fix,
+        "--fix-attempts", "2", cwd=project,
     )  # fmt: skip
 
     assert result.code == 1, result.stderr
@@ -216,7 +219,9 @@ def test_a_fix_that_never_repairs_stops_after_its_attempts(
 def test_resume_after_a_hand_fix_on_the_integration_branch_verifies_and_goes_on(
     project: Path, marks: Path, tmp_path: Path
 ) -> None:
-    assert run_rho("mission", "--from-tasks", "--verify", CHECK, cwd=project).code == 1
+    assert (
+        run_rho("mission", "--from-tasks", "--verify", CHECK, "--no-bisect", cwd=project).code == 1
+    )
     record = _record(project)
     branch = record["integration_branch"]
     hand = tmp_path / "hand"
@@ -245,7 +250,14 @@ def test_usage_errors_of_the_stage_options(project: Path) -> None:
         "error: --fix needs --verify: the fix repairs what the checks found",
     )
     lonely_attempts = run_rho(
-        "mission", "--from-tasks", "--verify", CHECK, "--fix-attempts", "2", cwd=project
+        "mission",
+        "--from-tasks",
+        "--verify",
+        CHECK,
+        "--no-bisect",
+        "--fix-attempts",
+        "2",
+        cwd=project,
     )
     assert lonely_attempts.stderr_lines[0] == "error: --fix-attempts needs --fix"
     assert not (project / ".rho" / "missions").exists()

@@ -56,7 +56,10 @@ def _plan(repo: Path, **config: object) -> Mission:
         Feature("later", "after the rename", blocked_by=["rename"]),
         Feature("aside", "independent"),
     ]
-    return Mission.new(repo, "verified joins", features, MissionConfig(**config))
+    # The verify and fix stages as they are without bisection (test_bisect_join has it).
+    return Mission.new(
+        repo, "verified joins", features, MissionConfig(**{"bisect": False, **config})
+    )
 
 
 def work(ctx: WorkerContext) -> None:

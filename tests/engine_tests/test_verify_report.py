@@ -37,7 +37,7 @@ def unverified(make_repo: Callable[[str, int], Path]) -> Path:
         repo,
         [spec("one", "echo one > one.txt"), spec("two", "echo two > two.txt", "one")],
     )
-    result = run_rho("mission", "--from-tasks", "--verify", CHECK, cwd=repo)
+    result = run_rho("mission", "--from-tasks", "--verify", CHECK, "--no-bisect", cwd=repo)
     assert result.code == 1, result.stderr
     return repo
 
