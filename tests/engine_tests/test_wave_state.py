@@ -176,7 +176,7 @@ def test_a_merge_refused_without_the_culprit_leaves_the_order() -> None:
     assert (search.culprits, search.refused, search.passing) == (["a"], ["c"], ["b"])
 
 
-@settings(max_examples=30)
+@settings(max_examples=20)
 @given(
     st.integers(min_value=1, max_value=24).flatmap(
         lambda n: st.tuples(st.just(n), st.sets(st.integers(0, n - 1), min_size=1))
@@ -195,7 +195,7 @@ def test_independent_breakers_are_found_exactly_within_the_cost_bound(
     assert search.runs <= len(broken) * (1 + 2 * math.ceil(math.log2(n) if n > 1 else 0))
 
 
-@settings(max_examples=30)
+@settings(max_examples=20)
 @given(st.integers(min_value=2, max_value=24), st.data())
 def test_a_pair_that_fails_together_blames_its_later_member(n: int, data: st.DataObject) -> None:
     first = data.draw(st.integers(0, n - 2))
@@ -207,7 +207,7 @@ def test_a_pair_that_fails_together_blames_its_later_member(n: int, data: st.Dat
     assert order[first] in search.passing
 
 
-@settings(max_examples=30)
+@settings(max_examples=20)
 @given(st.lists(st.booleans(), min_size=1, max_size=16))
 def test_whatever_the_checks_say_the_search_ends_with_a_passing_prefix(
     answers: list[bool],
