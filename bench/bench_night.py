@@ -16,8 +16,8 @@ wall time is the agents' summed time over the 4 workers. Planted in the tasks:
 - wave 2: ``t15`` renames ``old_total`` to ``total``; ``t17`` adds a caller of whichever name
   ``calc/core.py`` has when it starts: alone each passes, together (``t15`` merges first) the
   caller's test fails; sent back on the head with the rename, it calls ``total`` and lands;
-- wave 3: ``t34`` and ``t36`` write the same line: a conflict the stand-in resolver unites;
-- wave 4: a test that fails the first time it runs on a tree holding wave 4's work: flaky.
+- wave 4: ``t34`` and ``t36`` write the same line: a conflict the stand-in resolver unites;
+  and a test that fails the first time it runs on a tree holding wave 4's work: flaky.
 
 Reported per contender: tasks landed in the one command; check runs (all, and against one per
 wave); the bisection's runs per culprit against the bound ``1 + 2*ceil(log2 n)`` (n: the join's
@@ -198,6 +198,7 @@ class Row:
     bisect_runs: int
     culprits: int
     bound: int
+    replayed_landed: int
     agent_runs: int
     wall: float
     agent_time: float
@@ -224,7 +225,13 @@ def _row(name: str, repo: Path, times: Path, wall: float) -> Row:
             for c, j in zip(checks, joins, strict=True)
             if c.get("status") != "failed"
         ),
-        check_runs=sum(c.get("attempts", 0) + c.get("bisect_runs", 0) for c in checks),
+        # A verification's attempts count every run of its checks, the bisection's included.
+        check_runs=sum(c.get("attempts", 0) for c in checks),
+        replayed_landed=sum(
+            1
+            for f in mission["features"]
+            if f.get("culprit_replays") and f["status"] == "completed"
+        ),
         bisect_runs=sum(c.get("bisect_runs", 0) for c in checks),
         culprits=culprits,
         bound=bound,
@@ -252,15 +259,16 @@ def _contender(root: Path, name: str, flags: list[str], seconds: float) -> Row:
 def _print(rows: list[Row]) -> None:
     total = WAVES * PER_WAVE
     print(
-        f"{'contender':<8} {'landed':>7} {'checks':>7} {'/wave':>6} {'bisect':>7} "
-        f"{'culprits':>8} {'bound':>6} {'runs/landed':>11} {'wall/ideal':>10}  mission"
+        f"{'contender':<9} {'landed':>7} {'checks':>7} {'/wave':>6} {'bisect':>7} {'culprits':>8} "
+        f"{'bound':>6} {'replayed':>8} {'runs/landed':>11} {'wall/ideal':>10}  mission"
     )
     for row in rows:
         ideal = row.agent_time / WORKERS
+        per_landed = f"{row.agent_runs / row.landed:.2f}" if row.landed else "-"
         print(
-            f"{row.name:<8} {row.landed:>3}/{total:<3} {row.check_runs:>7} "
+            f"{row.name:<9} {row.landed:>3}/{total:<3} {row.check_runs:>7} "
             f"{row.check_runs / WAVES:>6.2f} {row.bisect_runs:>7} {row.culprits:>8} "
-            f"{row.bound:>6} {row.agent_runs / max(1, row.landed):>11.2f} "
+            f"{row.bound:>6} {row.replayed_landed:>8} {per_landed:>11} "
             f"{row.wall / ideal if ideal else float('nan'):>10.2f}  {row.status}"
         )
 
@@ -284,8 +292,9 @@ def main() -> None:
         textwrap.dedent(f"""\
         {WAVES * PER_WAVE} stand-in agent tasks in {WAVES} waves, {WORKERS} workers, one run;
         checks: runs of the checks (the bisection's included), /wave against one per wave;
-        bound: 1 + 2*ceil(log2 n) per culprit; wall/ideal: the wall clock over the agents'
-        summed time / {WORKERS}""")
+        bisect: the bisection's runs (the base's included), bound: 1 + 2*ceil(log2 n) per
+        culprit; replayed: culprits that landed after --replay-culprits; runs/landed: agent
+        runs per landed task; wall/ideal: wall clock over the agents' summed time / {WORKERS}""")
     )
     _print(rows)
 
