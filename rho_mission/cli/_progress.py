@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from ..records._logs import log_path
 from ..records._missionwords import conflict_words
 from ._logs import failure_lines
 from ._plain import shown
@@ -68,7 +69,7 @@ class PlainProgress:
         where its log is and the log's last lines)."""
         self._print(stage_line(run))
         if run.status == "failed":
-            for tail_line in failure_lines(mission, run.name):
+            for tail_line in stage_failure_lines(mission, run):
                 self._print(tail_line)
 
     def _print(self, line: str) -> None:
@@ -128,7 +129,7 @@ class LiveProgress:
         """Print each run of a verify or fix stage above the table; a failure with its log."""
         lines = [stage_line(run)]
         if run.status == "failed":
-            lines += failure_lines(mission, run.name)
+            lines += stage_failure_lines(mission, run)
         self.live.console.print(Text("\n".join(lines)), soft_wrap=True)
 
     def _table(self) -> Table:
@@ -192,3 +193,12 @@ def progress_for(mission: MissionDocument, as_json: bool) -> LiveProgress | Plai
     if not as_json and sys.stdout.isatty():
         return LiveProgress(mission, Console())
     return PlainProgress(sys.stderr if as_json else sys.stdout)
+
+
+def stage_failure_lines(mission: MissionDocument, run: StageRun) -> list[str]:
+    """Where a failed stage's log is and its last lines; a bisection's probe of a failed join
+    (``verify-<wave>-<n>``) only names its log: a search prints several, each failing as the
+    join's first run did, whose lines are already above."""
+    if run.stage == "verify" and run.name != f"verify-{run.wave}":
+        return [f"  log: {shown(str(log_path(mission, run.name)))}"]
+    return failure_lines(mission, run.name)
