@@ -1,6 +1,8 @@
 """Benchmark: the whole ``rho task ready --json`` process against a minimal graphlib script.
 
-Run: ``.venv/bin/python bench/bench_ready_cli.py`` (or ``make bench``). Target: median wall time
+Run: ``.venv/bin/python bench/bench_ready_cli.py [--previous TREE]`` (or ``make bench``);
+``--previous`` adds the ``rho`` whose source is TREE (a ``git worktree`` of an earlier commit),
+timed in the same alternating rounds, and prints this tree's ratio to it. Target: median wall time
 of ``rho task ready --json --store FILE`` at most 2.5x a minimal ``python3`` script that loads the
 same store and computes the waves with stdlib graphlib. Both run on the virtualenv's Python, one
 after the other, ~30 times each. Agents call this command in loops: heavy imports on its path
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -50,35 +53,45 @@ print(json.dumps({"waves": waves}))
 """
 
 
-def commands(store: Path) -> dict[str, list[str]]:
-    """The two command lines, both on this interpreter (the virtualenv's Python)."""
+# A command line, and the environment it runs in (None: this process's).
+Line = tuple[list[str], dict[str, str] | None]
+GRAPHLIB = "python3 graphlib"
+
+
+def commands(store: Path, previous: Path | None = None) -> dict[str, Line]:
+    """The command lines, all on this interpreter (the virtualenv's Python); with *previous*,
+    also the ``rho`` whose source is that tree (its folder first on ``PYTHONPATH``)."""
     rho = Path(sys.executable).parent / "rho"
-    return {
-        "rho task ready --json": [str(rho), "task", "ready", "--json", "--store", str(store)],
-        "python3 graphlib": [sys.executable, "-c", MINIMAL_SCRIPT, str(store)],
-    }
+    ready = [str(rho), "task", "ready", "--json", "--store", str(store)]
+    lines: dict[str, Line] = {"rho task ready --json": (ready, None)}
+    if previous is not None:
+        env = {**os.environ, "PYTHONPATH": str(previous.resolve())}
+        lines[f"rho ({previous.name})"] = (ready, env)
+    lines[GRAPHLIB] = ([sys.executable, "-c", MINIMAL_SCRIPT, str(store)], None)
+    return lines
 
 
-def _run(argv: list[str]) -> tuple[float, bytes]:
+def _run(line: Line) -> tuple[float, bytes]:
+    argv, env = line
     start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, check=True)
+    done = subprocess.run(argv, capture_output=True, check=True, env=env)
     return time.perf_counter() - start, done.stdout
 
 
-def check_agreement(lines: dict[str, list[str]], expected: list[list[str]]) -> str | None:
-    """None when both processes print the expected waves, else what went wrong."""
-    for name, argv in lines.items():
-        waves = json.loads(_run(argv)[1])["waves"]
+def check_agreement(lines: dict[str, Line], expected: list[list[str]]) -> str | None:
+    """None when every process prints the expected waves, else what went wrong."""
+    for name, line in lines.items():
+        waves = json.loads(_run(line)[1])["waves"]
         if waves != expected:
             return f"{name} printed other waves than compute_schedule"
     return None
 
 
-def measure(lines: dict[str, list[str]], repeats: int) -> dict[str, list[float]]:
+def measure(lines: dict[str, Line], repeats: int) -> dict[str, list[float]]:
     """Run each command *repeats* times, alternating, after one warm-up run each."""
     timings: dict[str, list[float]] = {name: [] for name in lines}
-    for argv in lines.values():
-        _run(argv)  # warm the page cache and the .pyc files
+    for line in lines.values():
+        _run(line)  # warm the page cache and the .pyc files
     for round_number in range(repeats):
         names = list(lines) if round_number % 2 == 0 else list(reversed(lines))
         for name in names:
@@ -94,10 +107,17 @@ def report(timings: dict[str, list[float]]) -> float:
             f"{name:<24} {statistics.median(runs) * 1e3:>10.1f} {min(runs) * 1e3:>8.1f} "
             f"{max(runs) * 1e3:>8.1f} {len(runs):>5}"
         )
-    ours, baseline = (statistics.median(runs) for runs in timings.values())
+    medians = {name: statistics.median(runs) for name, runs in timings.items()}
+    baseline = medians.pop(GRAPHLIB)
+    ours = next(iter(medians.values()))
     ratio = ours / baseline
     verdict = "met" if ratio <= TARGET else "MISSED"
     print(f"ratio rho/minimal script: {ratio:.2f}x (target <= {TARGET}x: {verdict})")
+    for name, median in list(medians.items())[1:]:
+        print(
+            f"ratio this tree/{name}: {ours / median:.2f}x ({name}/minimal script: "
+            f"{median / baseline:.2f}x)"
+        )
     return ratio
 
 
@@ -105,12 +125,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Write the store at the caps, check both processes agree, time them, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeats", type=int, default=30, help="timed runs per command")
+    parser.add_argument(
+        "--previous", type=Path, metavar="TREE", help="also time the rho whose source is TREE"
+    )
     args = parser.parse_args(argv)
     document = cap_document()
     with tempfile.TemporaryDirectory(prefix="rho-bench-") as folder:
         store = Path(folder) / "tasks.json"
         store.write_bytes(dump_document(document))
-        lines = commands(store)
+        lines = commands(store, args.previous)
         problem = check_agreement(lines, graphlib_waves(document.tasks))
         if problem is not None:
             print(f"error: {problem}", file=sys.stderr)
