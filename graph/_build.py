@@ -5,6 +5,8 @@ pieces: ``make_node``/``make_edge``/``make_event`` with the defaults of rho.grap
 producer ``rho-mission``, ``effective_at`` = ``created_at``, ``data_classification`` =
 ``metadata_only`` on nodes), `sha256_hex` for ``*_sha256`` digests, `format_timestamp`, and a
 `GraphBuilder` that collects facts and returns a validated, sorted `GraphDocument`.
+
+Decision: docs/decisions/0201-portable-graph.md
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@
 id, attribute keys sorted, 2-space indented JSON in UTF-8 with a trailing newline, so the same
 document always gives the same bytes. OS, Unicode and JSON errors become `GraphDocumentError`
 here, at this package's one file boundary.
+
+Decision: docs/decisions/0201-portable-graph.md
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ are parsed trimmed and lowercased, so ``" Execution "`` reads as ``execution``. 
 strings, so that a file read and written again keeps its bytes, but must be RFC 3339 date-times
 (``T`` separator, an offset or ``Z``; a leap second ``:60`` is refused).
 Attribute dicts are kept sorted by key: two documents that differ only in key order are equal.
+
+Decision: docs/decisions/0201-portable-graph.md
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ Mermaid ids are ``n_`` + the node id with every character outside ``[A-Za-z0-9_]
 and no id can be a Mermaid keyword such as ``end``). Mermaid labels are quoted, with ``#``,
 ``"``, ``&``, ``<``, ``>`` and backquote written as entity codes (``#35;``); dot ids and labels
 are double-quoted with ``\\`` and ``"`` escaped. Control characters become spaces in both.
+
+Decision: docs/decisions/0201-portable-graph.md
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ repository's folder. `with_repository_id` puts one id on the envelope and on eve
 that a graph exported or uploaded under a scope says so throughout; `repository_id_for_folder`
 gives the default for a folder. The id is metadata in clear (like ``project_id``): a user who
 would rather not send a folder name passes another one.
+
+Decision: docs/decisions/0201-portable-graph.md
 """
 
 from __future__ import annotations

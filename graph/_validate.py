@@ -6,6 +6,8 @@ which is the document's order), then node ids are unique, then each edge in docu
 unique id, a source and a target that name a node of that kind and id, then each event has a
 unique id and a subject that names a node. Pydantic's errors are translated here, in one place,
 into `GraphValidationError` messages that name the fact (``node "ID"`` or ``node at index N``).
+
+Decision: docs/decisions/0201-portable-graph.md
 """
 
 from __future__ import annotations

@@ -54,6 +54,12 @@ def test_every_decision_record_a_module_names_exists() -> None:
     assert missing == []
 
 
+def test_every_module_names_the_decision_behind_it() -> None:
+    # A newcomer finds the record behind any module from its docstring, in one step.
+    unnamed = [module for module, doc in DOCSTRINGS if not RECORD.search(doc)]
+    assert unnamed == []
+
+
 def test_no_module_docstring_holds_a_timing_figure() -> None:
     found = [f"{module}: {m[0]!r}" for module, doc in DOCSTRINGS for m in MEASURED.finditer(doc)]
     assert found == []

@@ -3,6 +3,8 @@
 Direction: the top layer. Imports the library (``mission`` and what is below it), ``taskstore``
 and ``graph``, and starts ``serve`` and ``mcp_server``; nothing of the library imports it but
 ``rho_mission.__main__``. ``_quick`` imports neither click nor pydantic (see its docstring).
+
+Decision: docs/decisions/0901-layers.md
 """
 
 from __future__ import annotations

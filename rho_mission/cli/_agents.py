@@ -1,4 +1,7 @@
-"""``rho agents``: the agents rho knows by name (``--agent NAME``), as one table."""
+"""``rho agents``: the agents rho knows by name (``--agent NAME``), as one table.
+
+Decision: docs/decisions/0511-agent-profiles.md
+"""
 
 from __future__ import annotations
 

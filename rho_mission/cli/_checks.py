@@ -1,6 +1,9 @@
 """What a join does besides merging, shared by ``rho mission`` and ``resume``: ``--verify``,
 ``--fix``, ``--fix-attempts``, ``--verify-retries`` and ``--no-bisect`` (the checks of its
-head), ``--resolve`` and ``--replay-conflicts`` (its conflicted merges)."""
+head), ``--resolve`` and ``--replay-conflicts`` (its conflicted merges).
+
+Decision: docs/decisions/0504-verified-joins.md, docs/decisions/0515-bisect-a-failed-join.md
+"""
 
 from __future__ import annotations
 

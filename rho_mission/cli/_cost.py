@@ -1,7 +1,10 @@
 """What a mission may spend and who spends it, shared by ``rho mission`` and ``resume``:
 ``--agent``, ``--planner-agent``, ``--resolve-agent`` (agents by name, ``rho_mission.agents``),
 ``--require-changes``
-and ``--budget-usd``, ``--budget-tokens``, ``--budget-hard`` (``engine._budget``)."""
+and ``--budget-usd``, ``--budget-tokens``, ``--budget-hard`` (``engine._budget``).
+
+Decision: docs/decisions/0509-usage-and-budgets.md
+"""
 
 from __future__ import annotations
 

@@ -14,6 +14,8 @@ nodes, groups and edges are sorted by id, whatever the order of the input.
 The user's text is escaped for each format (Mermaid entity codes, dot string escapes), and
 control characters become spaces, so that no subject can end a label or add a statement.
 (``rho graph export`` stays the privacy-safe portable graph: no subjects there.)
+
+Decision: docs/decisions/0103-task-commands.md
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""``rho doctor``: what containment this machine gives a mission's tasks."""
+"""``rho doctor``: what containment this machine gives a mission's tasks.
+
+Decision: docs/decisions/0705-sandbox.md
+"""
 
 from __future__ import annotations
 

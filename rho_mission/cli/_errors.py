@@ -1,4 +1,7 @@
-"""How errors reach the user: one line and an exit code, decided in one place."""
+"""How errors reach the user: one line and an exit code, decided in one place.
+
+Decision: docs/decisions/0805-logs-and-output.md
+"""
 
 from __future__ import annotations
 

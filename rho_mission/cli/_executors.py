@@ -1,4 +1,7 @@
-"""``--executor local|dask`` and its options, shared by ``rho mission`` and ``resume``."""
+"""``--executor local|dask`` and its options, shared by ``rho mission`` and ``resume``.
+
+Decision: docs/decisions/0503-executors.md
+"""
 
 from __future__ import annotations
 

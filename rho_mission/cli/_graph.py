@@ -4,6 +4,8 @@ Both sources (a mission folder, a task store) are scoped to a repository: ``--re
 by default, the basename of the repository folder the graph comes from. ``rho cloud login`` and
 ``rho cloud connect`` keep an endpoint, a token and a project id in ``<repo>/.rho/cloud.json``
 (see ``graph.cloud._settings``), so that ``rho cloud graph sync`` needs no flag; flags still win.
+
+Decision: docs/decisions/0201-portable-graph.md, docs/decisions/0301-cloud-settings.md
 """
 
 from __future__ import annotations

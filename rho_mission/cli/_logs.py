@@ -2,6 +2,8 @@
 
 What reads a log or the journal safely (no link followed) is the library's ``records._logs``; this
 module prints and follows what it reads.
+
+Decision: docs/decisions/0805-logs-and-output.md
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 A thin shell: resolve the store and the repository, then hand stdin and stdout to the server
 (``rho_mission.mcp_server``). The SDK is imported only when the command runs.
+
+Decision: docs/decisions/0803-mcp.md
 """
 
 from __future__ import annotations

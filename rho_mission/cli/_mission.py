@@ -1,4 +1,7 @@
-"""``rho mission ...``: run, resume, show and list missions."""
+"""``rho mission ...``: run, resume, show and list missions.
+
+Decision: docs/decisions/0508-mission-commands.md
+"""
 
 from __future__ import annotations
 

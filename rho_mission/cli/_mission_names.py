@@ -2,6 +2,8 @@
 
 Shared by ``rho mission`` (``_mission``) and its other subcommands (``_mission_tools``), so
 that neither imports the other's module for them.
+
+Decision: docs/decisions/0508-mission-commands.md
 """
 
 from __future__ import annotations

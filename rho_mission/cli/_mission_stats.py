@@ -2,6 +2,8 @@
 well it went (``records._stats``: derived from each mission.json, never stored).
 
 ``_main`` adds the command to the ``rho mission`` group.
+
+Decision: docs/decisions/0520-integration-stats.md
 """
 
 from __future__ import annotations

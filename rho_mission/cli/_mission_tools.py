@@ -7,6 +7,8 @@ names its mission as a folder, an id, a unique id prefix or ``latest``
 (``rho_mission.mission._names``).
 
 ``_main`` adds these commands to the ``rho mission`` group (none joins it by being imported).
+
+Decision: docs/decisions/0508-mission-commands.md
 """
 
 from __future__ import annotations

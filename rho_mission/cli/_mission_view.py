@@ -4,6 +4,8 @@ mission.json holds them (JSON objects; ``dir`` where the folder is now).
 Both lanes print through here: the full CLI dumps its validated ``Mission`` (``model_dump`` in
 JSON mode: the keys and values of mission.json), the quick lane has the file's objects. Plain
 text, standard library only: see ``_plain``.
+
+Decision: docs/decisions/0804-quick-lane.md
 """
 
 from __future__ import annotations

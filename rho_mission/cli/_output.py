@@ -1,6 +1,8 @@
 """Standard output and error that may close under rho without changing what it does.
 
 No click here: the click-free lane of ``_quick`` (``rho task ready --json``) is guarded too.
+
+Decision: docs/decisions/0805-logs-and-output.md
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Where things live: the repository root and the task store path."""
+"""Where things live: the repository root and the task store path.
+
+Decision: docs/decisions/0101-task-store-file.md
+"""
 
 from __future__ import annotations
 

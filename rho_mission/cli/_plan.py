@@ -1,4 +1,7 @@
-"""``rho mission plan``: the task store as a (signed) Chio swarm task graph."""
+"""``rho mission plan``: the task store as a (signed) Chio swarm task graph.
+
+Decision: docs/decisions/0402-signed-plans.md
+"""
 
 from __future__ import annotations
 

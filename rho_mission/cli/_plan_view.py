@@ -2,6 +2,8 @@
 
 A view: it takes the planned mission and returns text; the command prints it (and, before it,
 the warnings a real run would print: uncommitted changes, a budget that counts little).
+
+Decision: docs/decisions/0502-the-users-loop.md
 """
 
 from __future__ import annotations

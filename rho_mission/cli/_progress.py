@@ -3,6 +3,8 @@
 A feature's error, a stage's and the paths of a conflicted merge hold what a task chose (its
 files' names, its output): each is printed through ``_plain.shown``, one line with every
 control character written as an escape, never obeyed by the terminal.
+
+Decision: docs/decisions/0805-logs-and-output.md
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """Rich rendering of missions for people (the live progress table, ``rho mission show`` and
-``list``); task views are plain text (``_tasktext``), and JSON output never comes through here."""
+``list``); task views are plain text (``_tasktext``), and JSON output never comes through here.
+
+Decision: docs/decisions/0805-logs-and-output.md
+"""
 
 from __future__ import annotations
 

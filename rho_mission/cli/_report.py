@@ -1,6 +1,8 @@
 """``rho mission report``: a mission's page as one static HTML file, for CI artefacts and sharing.
 
 ``_main`` adds this command to the ``rho mission`` group (none joins it by being imported).
+
+Decision: docs/decisions/0801-serve.md
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 A thin shell: check the options, get the token, bind, print the URL once, run the server
 (``rho_mission.serve``). Starlette and uvicorn are imported only here, when the command runs.
+
+Decision: docs/decisions/0801-serve.md
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """``--setup CMD``, ``--setup-key PATH`` and ``--copy PATH`` of ``rho mission``: a worktree
-ready to work in (``rho_mission.setup``). ``resume`` keeps the mission's own."""
+ready to work in (``rho_mission.setup``). ``resume`` keeps the mission's own.
+
+Decision: docs/decisions/0604-setup-and-copy.md
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""``rho graph verify-swarm`` and ``rho graph sign-swarm``: Chio swarm task graphs."""
+"""``rho graph verify-swarm`` and ``rho graph sign-swarm``: Chio swarm task graphs.
+
+Decision: docs/decisions/0401-swarm-graphs.md
+"""
 
 from __future__ import annotations
 

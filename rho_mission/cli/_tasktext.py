@@ -4,6 +4,8 @@ people, built from tasks as the store dumps them (JSON objects).
 Both lanes of the command line print through here (the full click CLI dumps its ``Task``
 models first; the quick lane has the file's objects already), so they print the same text.
 Standard library only.
+
+Decision: docs/decisions/0804-quick-lane.md
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""``rho worktrees prune``: the repository's pool of worktrees that missions share."""
+"""``rho worktrees prune``: the repository's pool of worktrees that missions share.
+
+Decision: docs/decisions/0601-worktree-pool.md
+"""
 
 from __future__ import annotations
 

@@ -26,4 +26,6 @@ Direction: imports ``executors`` (their contract, and the local pool for the ver
 ``git``, ``records``, ``containment``, ``rho_mission._errors`` and ``taskstore``; never the
 mission, the planning stage, the CLI or the server. The executors never import it: it hands
 them attempts through ``executors._contract``.
+
+Decision: docs/decisions/0501-missions.md, docs/decisions/0514-wave-state.md
 """

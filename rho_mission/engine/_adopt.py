@@ -25,6 +25,8 @@ journal once:
 
 This is the record a resolve or a replay cut short by a crash already resumes from (refs
 journaled before they move, ``git._refs``; usage keyed by attempt): no second record is kept.
+
+Decision: docs/decisions/0501-missions.md, docs/decisions/0706-what-rho-reads-back.md
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ once). Before an attempt starts the loop asks `BudgetKeeper.reached`: at or over
 attempt starts, the running ones finish (``budget_hard``: they are stopped too) and the mission
 ends ``partial`` with the reason, to be resumed with a higher budget. Attempts whose usage is
 unknown add nothing: the views say how many there are.
+
+Decision: docs/decisions/0509-usage-and-budgets.md
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ the mission. A later ``--from-tasks`` mission checks, before any worker starts, 
 of every completed blocker of a task it will run is an ancestor of its base; a base without it
 is refused with the two ways out (merge that mission, or start from its integration branch),
 rather than running the task on a tree that silently lacks its blocker's work.
+
+Decision: docs/decisions/0506-living-store.md
 """
 
 from __future__ import annotations

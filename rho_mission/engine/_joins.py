@@ -17,6 +17,8 @@ or cancelled verification stops the mission after its wave like a failure withou
 ``keep_going`` (a later wave never starts from an unverified head), and so does one that a
 crash left ``running``. Downstream of a failed verification are the features that wait for
 one of that wave's features: their blockers' work together did not pass.
+
+Decision: docs/decisions/0501-missions.md
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ run lock, in the holder's own git dir, is held), and while the holder is interru
 crashed: its mission.json still says ``executing``) unless it takes the tasks over explicitly
 (``--takeover``); the holder's own ``resume`` takes them back. A lease whose mission ended, or
 whose folder is gone, is void. A mission releases its leases when its run ends.
+
+Decision: docs/decisions/0105-claims-and-leases.md
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ Before the resolver or a replay runs, the integration branch is moved to the mer
 mission.json written: a crash then resumes into that wave with those features merged, and the
 conflicted feature (still ``completed`` with its commit) meets its conflict again. A
 cancellation stops a rung; a feature whose rungs it took away is ``cancelled``.
+
+Decision: docs/decisions/0505-conflicts.md
 """
 
 from __future__ import annotations

@@ -36,6 +36,8 @@ resolution is refused, with its reason in one line, when:
 Paths the merge left clean are the resolver's to change like any other file: a resolver that
 deletes one (or throws the merge away with ``git merge --abort``) is not caught here, but by
 the join's checks (``--verify``).
+
+Decision: docs/decisions/0505-conflicts.md
 """
 
 from __future__ import annotations

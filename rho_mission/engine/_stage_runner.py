@@ -9,6 +9,8 @@ worker runs under the feature timeout; its failure is a result (an error text), 
 cancellation ends its processes and propagates. The verify and fix stages get their worktree
 ready as a feature's is (``--setup``, ``--copy``: ``executors._setup``); the resolve stage,
 which edits conflict markers, does not.
+
+Decision: docs/decisions/0504-verified-joins.md
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ The shell stage's environment is the mission's ``RHO_*`` variables (``RHO_MISSIO
 its processes, so that recovery finds them), ``RHO_TASK_ID`` the stage's name
 (``verify-<wave>``, ``fix-<wave>``), ``RHO_WAVE``, and for a fix ``RHO_VERIFY_LOG`` (the failed
 checks' output) and ``RHO_TASK_PROMPT_FILE`` (a prompt for an agent that fixes).
+
+Decision: docs/decisions/0504-verified-joins.md
 """
 
 from __future__ import annotations

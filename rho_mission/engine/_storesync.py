@@ -13,6 +13,8 @@ A feature's start is written before its worker runs (an agent that asks the stor
 ``in_progress``); its end is queued (``wait=False``) and goes out with the next write, at the
 latest with the join's ``flush``: a rewrite of a 1,000-task store costs tens of milliseconds,
 and a finished feature must not hold its worker slot for it.
+
+Decision: docs/decisions/0506-living-store.md
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ Stages run through the run's ``_stage_runner.StageRunner``: on the coordinator's
 worktree pool of their own, one stage at a time, their branches moved like feature branches. A
 worker's failure, or git refusing a worktree, a commit or a merge, fails that stage run with its
 message; a cancellation ends the stage's processes and propagates.
+
+Decision: docs/decisions/0504-verified-joins.md, docs/decisions/0515-bisect-a-failed-join.md
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Which repository a folder is in, found without starting git (the CLI and the server ask)."""
+"""Which repository a folder is in, found without starting git (the CLI and the server ask).
+
+Decision: docs/decisions/0703-git-hardening.md
+"""
 
 from __future__ import annotations
 

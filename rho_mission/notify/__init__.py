@@ -13,6 +13,8 @@ Direction: imports ``executors`` (the ``Observer`` protocol only), ``records``, 
 (the process machinery); never the engine, the planning stage or the mission. The mission
 (``mission._mission``) wraps its run in ``attention``; a notifier's failure is a warning, never
 an error.
+
+Decision: docs/decisions/0806-notifications.md
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Timestamps: RFC 3339 UTC with millisecond precision (``2026-11-29T21:30:00.123Z``)."""
+"""Timestamps: RFC 3339 UTC with millisecond precision (``2026-11-29T21:30:00.123Z``).
+
+Decision: docs/decisions/0501-missions.md
+"""
 
 from __future__ import annotations
 
