@@ -15,7 +15,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from support.rho import RHO
+from support.repos import init_repo
+from support.rho import RHO, Result, run_rho
 from taskstore import TaskList, TaskStore
 
 CORE = ["TaskCreate", "TaskGet", "TaskList", "TaskUpdate"]
@@ -29,25 +30,14 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def _repository(folder: Path) -> Path:
-    folder.mkdir()
-    for args in (
-        ["init", "--quiet", "--initial-branch=main"],
-        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "0"],
-    ):
-        subprocess.run(["git", *args], cwd=folder, check=True)
-    return folder
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    return _repository(tmp_path / "repo")
+    return init_repo(tmp_path / "repo", 1)
 
 
-def rho(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(RHO), *args], cwd=repo, capture_output=True, text=True, check=False, timeout=60
-    )
+def rho(repo: Path, *args: str) -> Result:
+    """The CLI beside the MCP server, on the same store."""
+    return run_rho(*args, cwd=repo)
 
 
 @asynccontextmanager
@@ -100,8 +90,8 @@ async def test_the_core_tools_by_default_every_tool_with_all_no_writes_when_read
 
 
 async def test_task_list_ready_is_the_library_answer_and_the_cli_one(repo: Path) -> None:
-    assert rho(repo, "task", "add", "one").returncode == 0
-    assert rho(repo, "task", "add", "two", "--blocked-by", "task_1").returncode == 0
+    assert rho(repo, "task", "add", "one").code == 0
+    assert rho(repo, "task", "add", "two", "--blocked-by", "task_1").code == 0
     store = TaskStore(repo / ".rho" / "tasks.json")
 
     async with session(repo) as client:
@@ -132,7 +122,7 @@ async def test_an_invalid_graph_fails_closed_with_the_cli_message(repo: Path) ->
         message = await refused(client, "TaskList", action="ready")
         assert (await call(client, "TaskGet", id="a"))["id"] == "a"  # still serving
 
-    assert cli.returncode == 2
+    assert cli.code == 2
     assert f"error: {message}\n" == cli.stderr
     assert message.startswith("validate task schedule: ")
 
@@ -166,8 +156,8 @@ async def test_create_get_update_and_bad_input_as_the_cli_says_it(repo: Path) ->
 
 
 async def test_a_claim_is_atomic_and_refused_when_taken_or_not_ready(repo: Path) -> None:
-    assert rho(repo, "task", "add", "one").returncode == 0
-    assert rho(repo, "task", "add", "two", "--blocked-by", "task_1").returncode == 0
+    assert rho(repo, "task", "add", "one").code == 0
+    assert rho(repo, "task", "add", "two", "--blocked-by", "task_1").code == 0
     outcomes: dict[str, Any] = {}
 
     async def claim(owner: str) -> None:
@@ -205,7 +195,7 @@ async def test_mcp_and_cli_writers_on_one_store_lose_nothing(repo: Path) -> None
 
     def cli_writer(name: str) -> None:
         for n in range(per_writer):
-            assert rho(repo, "task", "add", f"{name} {n}").returncode == 0
+            assert rho(repo, "task", "add", f"{name} {n}").code == 0
 
     async with anyio.create_task_group() as group:
         group.start_soon(mcp_writer, "mcp-1")
@@ -223,9 +213,9 @@ async def test_mcp_and_cli_writers_on_one_store_lose_nothing(repo: Path) -> None
 
 async def test_missions_read_through_the_tools(repo: Path) -> None:
     spent = 'echo \'{"cost_usd": 0.5, "output_tokens": 9}\' > "$RHO_USAGE_FILE"; echo ok > ok.txt'
-    assert rho(repo, "task", "add", "ok", "--command", spent).returncode == 0
-    assert rho(repo, "task", "add", "bad", "--command", "echo broke; exit 3").returncode == 0
-    assert rho(repo, "mission", "--from-tasks").returncode == 1
+    assert rho(repo, "task", "add", "ok", "--command", spent).code == 0
+    assert rho(repo, "task", "add", "bad", "--command", "echo broke; exit 3").code == 0
+    assert rho(repo, "mission", "--from-tasks").code == 1
     mission = json.loads(rho(repo, "mission", "list", "--json").stdout)["missions"][0]["id"]
 
     async with session(repo, "--tools", "all") as client:
@@ -262,9 +252,9 @@ async def test_mission_show_says_what_came_of_a_conflicted_merge(repo: Path) -> 
     resolver = RESOLVER
     for name in ("a", "b"):
         added = rho(repo, "task", "add", f"add {name}", "--command", f"echo {name} >> list.txt")
-        assert added.returncode == 0
+        assert added.code == 0
     ran = rho(repo, "mission", "--from-tasks", "--resolve", str(resolver))
-    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert ran.code == 0, ran.stdout + ran.stderr
 
     async with session(repo, "--tools", "all") as client:
         shown = await call(client, "MissionShow", mission="latest")
@@ -286,20 +276,20 @@ async def test_a_task_an_agent_claimed_over_mcp_is_not_run_by_a_mission(repo: Pa
     # Issue 38: the next mission ran and completed a task an agent held, with no word.
     for subject in ("claimed", "free"):
         added = rho(repo, "task", "add", subject, "--command", f"echo {subject} > {subject}.txt")
-        assert added.returncode == 0
+        assert added.code == 0
     async with session(repo) as client:
         await call(client, "TaskUpdate", id="task_1", claim=True, owner="agent-1")
 
     ran = rho(repo, "mission", "--from-tasks")
 
-    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert ran.code == 0, ran.stdout + ran.stderr
     assert 'task_1: claimed by "agent-1" ' in ran.stderr
     store = TaskStore(repo / ".rho" / "tasks.json")
     claimed = store.get("task_1")
     assert (claimed.status, claimed.owner) == ("in_progress", "agent-1")
     assert store.get("task_2").status == "completed"
     taken = rho(repo, "mission", "--from-tasks", "--include-claimed")
-    assert taken.returncode == 0, taken.stdout + taken.stderr
+    assert taken.code == 0, taken.stdout + taken.stderr
     assert store.get("task_1").status == "completed"
 
 
@@ -307,7 +297,7 @@ async def test_an_argument_a_tool_does_not_take_is_refused_naming_the_nearest(
     repo: Path,
 ) -> None:
     # Issue 38: TaskCreate {"subject": "typo", "blocked_by": [...]} made a task with no blocker.
-    assert rho(repo, "task", "add", "first").returncode == 0
+    assert rho(repo, "task", "add", "first").code == 0
     async with session(repo, "--tools", "all") as client:
         listed = (await client.list_tools()).tools
         typo = await refused(client, "TaskCreate", subject="typo", blocked_by=["task_1"])
@@ -338,12 +328,12 @@ async def test_the_mission_tools_answer_for_their_own_repository_only(
     repo: Path, tmp_path: Path
 ) -> None:
     # Issue 38: given the path of another repository's mission folder, they returned it.
-    other = _repository(tmp_path / "other")
-    assert rho(other, "task", "add", "secret", "--command", "echo secret").returncode == 0
-    assert rho(other, "mission", "--from-tasks").returncode == 0
+    other = init_repo(tmp_path / "other", 1)
+    assert rho(other, "task", "add", "secret", "--command", "echo secret").code == 0
+    assert rho(other, "mission", "--from-tasks").code == 0
     (folder,) = (other / ".rho" / "missions").iterdir()
-    assert rho(repo, "task", "add", "mine", "--command", "true").returncode == 0
-    assert rho(repo, "mission", "--from-tasks").returncode == 0
+    assert rho(repo, "task", "add", "mine", "--command", "true").code == 0
+    assert rho(repo, "mission", "--from-tasks").code == 0
 
     async with session(repo, "--tools", "all") as client:
         shown = await refused(client, "MissionShow", mission=str(folder))
