@@ -53,10 +53,10 @@ __all__ = [
 _BRANCH_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?<![.])(?<!\.lock)")
 MAX_FEATURE_ID = 100
 # Names of the mission's own refs and logs (rho-mission/<id>/integration; the verify and fix
-# stages' verify-<wave> and fix-<wave>; the planning stage's plan; the resolve stage's
+# stages' verify-<wave> and fix-<wave>, a bisection's verify-<wave>-<n>; the planning stage's plan; the resolve stage's
 # resolve): a feature named so would share its branch or its log. Case-insensitive file
 # systems too.
-_RESERVED = re.compile(r"(?i)integration|plan|resolve|fix-\d+|verify-\d+")
+_RESERVED = re.compile(r"(?i)integration|plan|resolve|fix-\d+|verify-\d+(?:-\d+)?")
 
 
 @functools.lru_cache(maxsize=4096)

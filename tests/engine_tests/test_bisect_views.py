@@ -1,0 +1,84 @@
+"""What a bisected join leaves for people: its check runs' logs, ``show``, ``clean``, the task
+store.
+
+The project is a small Python package with a real unittest suite (``python3 -m unittest``),
+the mission's ``--verify`` checks; ``breaker`` breaks ``calc.add``, ``docs`` does not. The
+join's checks fail, the bisection runs them on the base (``verify-1-2``), then on the prefix
+``[breaker]`` (``verify-1-3``, which blames it), then on ``[docs]`` (``verify-1-4``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.repos import branches, run_git, worktree_paths
+from support.rho import run_rho
+from support.stores import import_tasks, mission_dir, spec
+
+pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
+
+CHECK = "python3 -B -m unittest -q"
+TESTS = """\
+import unittest
+
+import calc
+
+
+class Calc(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(calc.add(2, 3), 5)
+"""
+BREAK_ADD = "sed -i 's/a + b/a - b/' calc.py"
+
+
+def _project(make_repo: Callable[[str, int], Path]) -> Path:
+    repo = make_repo("repo", 1)
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (repo / "test_calc.py").write_text(TESTS)
+    (repo / ".gitignore").write_text("__pycache__/\n")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "--quiet", "--message=calc and its test")
+    return repo
+
+
+def _bisected(make_repo: Callable[[str, int], Path], *args: str, code: int = 1) -> Path:
+    """A finished mission whose wave 1 was bisected: ``breaker`` blamed, ``docs`` landed."""
+    repo = _project(make_repo)
+    import_tasks(repo, [spec("breaker", BREAK_ADD), spec("docs", "echo docs > README.txt")])
+    result = run_rho("mission", "--from-tasks", "--verify", CHECK, *args, cwd=repo)
+    assert result.code == code, result.stdout + result.stderr
+    return repo
+
+
+def _record(repo: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((mission_dir(repo) / "mission.json").read_text())
+    return data
+
+
+def test_mission_log_prints_each_check_run_of_a_bisection(
+    make_repo: Callable[[str, int], Path],
+) -> None:
+    repo = _bisected(make_repo)
+    folder = mission_dir(repo)
+
+    blamed = run_rho("mission", "log", "latest", "verify-1-3", cwd=repo)
+    base = run_rho("mission", "log", "latest", "verify-1-2", cwd=repo)
+    beyond = run_rho("mission", "log", "latest", "verify-1-9", cwd=repo)
+
+    assert blamed.code == 0, blamed.stderr
+    assert blamed.stdout == (folder / "logs" / "verify-1-3.log").read_text()
+    assert "FAIL: test_add" in blamed.stdout
+    assert base.code == 0, base.stderr
+    assert "FAIL" not in base.stdout and "OK" in base.stdout
+    assert (beyond.code, beyond.stderr_lines) == (
+        2,
+        [
+            f"error: verify-1-9 of mission {folder.name} has no log: wave 1's checks were not "
+            "run that many times (a bisection's runs)"
+        ],
+    )
