@@ -82,3 +82,21 @@ def test_mission_log_prints_each_check_run_of_a_bisection(
             "run that many times (a bisection's runs)"
         ],
     )
+
+
+def test_clean_deletes_the_probe_branches_and_their_worktrees(
+    make_repo: Callable[[str, int], Path],
+) -> None:
+    repo = _bisected(make_repo)
+    mission_id = mission_dir(repo).name
+    prefix = f"rho-mission/{mission_id}/"
+    probes = {f"{prefix}verify-1-{n}" for n in (2, 3, 4)}
+    assert probes <= branches(repo)
+
+    result = run_rho("mission", "clean", "latest", "--force", cwd=repo)
+
+    assert result.code == 0, result.stdout + result.stderr
+    assert not {b for b in branches(repo) if b.startswith(prefix)}
+    assert worktree_paths(repo) == [str(repo)]  # the pool's idle ones are on no branch
+    listed = run_git(repo, "worktree", "list", "--porcelain")
+    assert "branch refs/heads/rho-mission/" not in listed
