@@ -84,6 +84,8 @@ class VerificationRun:
     bisect_runs: int = 0
     base_failed: bool = False
     culprits: list[str] = field(default_factory=list)
+    # Each culprit's stage run whose log shows the failure that blamed it.
+    culprit_logs: dict[str, str] = field(default_factory=dict)
 
     def record(self, pending: Verification, status: VerificationStatus) -> Verification:
         """The join's verification once it ended with *status*."""
@@ -100,6 +102,7 @@ class VerificationRun:
                 "bisect_runs": self.bisect_runs,
                 "base_failed": self.base_failed,
                 "culprit_ids": sorted(self.culprits),
+                "culprit_logs": {c: f"logs/{n}.log" for c, n in sorted(self.culprit_logs.items())},
             }
         )
 
@@ -220,6 +223,7 @@ class JoinChecks:
         for feature_id, why in outcome.refused.items():
             await host.blame(feature_id, f"its merge without the culprits failed: {why}")
         run.culprits.extend(outcome.culprits)
+        run.culprit_logs.update(outcome.logs)
         label = f"wave {run.wave} without {', '.join(outcome.culprits)}"
         await self._land(run, outcome.head, label)
         run.error = None

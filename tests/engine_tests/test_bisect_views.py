@@ -74,7 +74,8 @@ def test_mission_log_prints_each_check_run_of_a_bisection(
     assert blamed.stdout == (folder / "logs" / "verify-1-3.log").read_text()
     assert "FAIL: test_add" in blamed.stdout
     assert base.code == 0, base.stderr
-    assert "FAIL" not in base.stdout and "OK" in base.stdout
+    assert "FAIL" not in base.stdout
+    assert "OK" in base.stdout
     assert (beyond.code, beyond.stderr_lines) == (
         2,
         [
@@ -100,3 +101,49 @@ def test_clean_deletes_the_probe_branches_and_their_worktrees(
     assert worktree_paths(repo) == [str(repo)]  # the pool's idle ones are on no branch
     listed = run_git(repo, "worktree", "list", "--porcelain")
     assert "branch refs/heads/rho-mission/" not in listed
+
+
+def test_mission_show_says_what_the_bisection_did_and_where_each_culprit_was_blamed(
+    make_repo: Callable[[str, int], Path],
+) -> None:
+    repo = _bisected(make_repo)
+    folder = mission_dir(repo)
+
+    result = run_rho("mission", "show", "latest", cwd=repo)
+
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    at = lines.index("  bisection: 3 check run(s), 1 culprit(s): breaker")
+    assert lines[at + 1] == f"  culprit breaker: log {folder / 'logs' / 'verify-1-3.log'}"
+    assert lines[at - 1].startswith("  verification: passed, 4 check(s)")
+    assert any(
+        line.startswith("breaker: failed, 1 attempt(s), ")
+        and ": checks failed on the merged head after breaker: " in line
+        for line in lines
+    ), result.stdout
+    checked = _record(repo)["wave_joins"][0]["verification"]
+    assert checked["culprit_logs"] == {"breaker": "logs/verify-1-3.log"}
+    shown = run_rho("mission", "show", "latest", "--json", cwd=repo).json()
+    assert shown["wave_joins"][0]["verification"]["culprit_logs"] == checked["culprit_logs"]
+
+
+def test_mission_show_says_when_the_base_failed_too(
+    make_repo: Callable[[str, int], Path],
+) -> None:
+    repo = _project(make_repo)
+    (repo / "test_broken.py").write_text(
+        "import unittest\n\n\nclass Broken(unittest.TestCase):\n"
+        "    def test_it(self):\n        self.fail('broken before the mission')\n"
+    )
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "--quiet", "--message=a test that fails")
+    import_tasks(repo, [spec("docs", "echo docs > README.txt")])
+    assert run_rho("mission", "--from-tasks", "--verify", CHECK, cwd=repo).code == 1
+
+    result = run_rho("mission", "show", "latest", cwd=repo)
+
+    assert result.code == 0, result.stderr
+    assert (
+        "  bisection: 1 check run(s): the checks fail on the wave's base too, nobody blamed"
+        in result.stdout.splitlines()
+    )
