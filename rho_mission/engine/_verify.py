@@ -226,6 +226,8 @@ class JoinChecks:
         run.culprit_logs.update(outcome.logs)
         label = f"wave {run.wave} without {', '.join(outcome.culprits)}"
         await self._land(run, outcome.head, label)
+        out = set(outcome.culprits) | set(outcome.refused)
+        await host.landed([i for i, _ in order.merges if i not in out], outcome.head)
         run.error = None
         for feature_id, stage in outcome.logs.items():
             await self._replay_culprit(run, host, feature_id, self.folder / f"logs/{stage}.log")
@@ -293,6 +295,7 @@ class JoinChecks:
             # Its end first, then the move, then mission.json holding both (as for culprits).
             await host.readmit(feature_id, outcome)
             await self._land(run, head, f"wave {run.wave}: {feature_id} replayed")
+            await host.landed([feature_id], head)
             return
         if feature.status != "failed":  # a replay ran: its end is the last word
             await host.blame(feature_id, error or "checks failed after its merge")

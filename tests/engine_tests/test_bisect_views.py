@@ -10,6 +10,7 @@ join's checks fail, the bisection runs them on the base (``verify-1-2``), then o
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -147,3 +148,53 @@ def test_mission_show_says_when_the_base_failed_too(
         "  bisection: 1 check run(s): the checks fail on the wave's base too, nobody blamed"
         in result.stdout.splitlines()
     )
+
+
+def _task(repo: Path, task_id: str) -> dict[str, Any]:
+    shown = run_rho("task", "show", task_id, "--json", cwd=repo)
+    assert shown.code == 0, shown.stderr
+    data: dict[str, Any] = shown.json()
+    return data
+
+
+def _landed_in(repo: Path, commit: str) -> bool:
+    branch = _record(repo)["integration_branch"]
+    found = subprocess.run(["git", "merge-base", "--is-ancestor", commit, branch], cwd=repo)
+    return found.returncode == 0
+
+
+def test_the_task_store_fails_a_culprit_and_notes_only_the_work_that_landed(
+    make_repo: Callable[[str, int], Path],
+) -> None:
+    repo = _bisected(make_repo)
+    landed = _record(repo)["wave_joins"][0]["verification"]["head"]
+
+    breaker, docs = _task(repo, "breaker"), _task(repo, "docs")
+
+    assert breaker["status"] == "failed"
+    assert breaker["lastError"].startswith("checks failed on the merged head after breaker: ")
+    # Its work is in no head that landed: a later mission must not count on it.
+    assert "rho.commit" not in breaker["metadata"]
+    assert "rho.mission" not in breaker["metadata"]
+    assert docs["status"] == "completed"
+    assert docs["metadata"]["rho.commit"] == landed
+    assert _landed_in(repo, landed)
+
+
+def test_a_replayed_culprit_that_lands_is_completed_in_the_store_with_its_work(
+    make_repo: Callable[[str, int], Path],
+) -> None:
+    repo = _project(make_repo)
+    replayed = f'if [ -s "$RHO_VERIFY_LOG" ]; then echo "Z = 3" > z.py; else {BREAK_ADD}; fi'
+    import_tasks(repo, [spec("breaker", replayed), spec("docs", "echo docs > README.txt")])
+    args = ("--verify", CHECK, "--replay-culprits", "1")
+    result = run_rho("mission", "--from-tasks", *args, cwd=repo)
+    assert result.code == 0, result.stdout + result.stderr
+    landed = _record(repo)["wave_joins"][0]["verification"]["head"]
+
+    breaker = _task(repo, "breaker")
+
+    assert breaker["status"] == "completed"
+    assert breaker["metadata"]["rho.commit"] == landed
+    assert run_git(repo, "show", f"{landed}:z.py") == "Z = 3\n"
+    assert _landed_in(repo, landed)
