@@ -10,6 +10,7 @@ join's checks fail, the bisection runs them on the base (``verify-1-2``), then o
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -198,3 +199,38 @@ def test_a_replayed_culprit_that_lands_is_completed_in_the_store_with_its_work(
     assert breaker["metadata"]["rho.commit"] == landed
     assert run_git(repo, "show", f"{landed}:z.py") == "Z = 3\n"
     assert _landed_in(repo, landed)
+
+
+def test_a_notifier_hears_of_the_culprit_and_the_counts_report_its_replay_landing(
+    make_repo: Callable[[str, int], Path], tmp_path: Path
+) -> None:
+    repo = _project(make_repo)
+    replayed = f'if [ -s "$RHO_VERIFY_LOG" ]; then echo "Z = 3" > z.py; else {BREAK_ADD}; fi'
+    import_tasks(repo, [spec("breaker", replayed), spec("docs", "echo docs > README.txt")])
+    heard = tmp_path / "heard"
+    heard.mkdir()
+    notify = f'cp "$RHO_EVENT_FILE" "$(mktemp {shlex.quote(str(heard))}/event-XXXXXX)"'
+    args = ("--verify", CHECK, "--replay-culprits", "1", "--notify", notify)
+
+    result = run_rho("mission", "--from-tasks", *args, cwd=repo)
+
+    assert result.code == 0, result.stdout + result.stderr
+    events = {e["kind"]: e for e in (json.loads(p.read_text()) for p in heard.iterdir())}
+    assert sorted(events) == ["culprit_found", "mission_ended"]
+    found = events["culprit_found"]
+    mission_id = mission_dir(repo).name
+    assert (found["mission"], found["wave"], found["culprits"]) == (mission_id, 1, ["breaker"])
+    # The merged head, then the bisection's base, [breaker] and [docs], then the replayed
+    # breaker's head (a check run of the join, not of the bisection). "passed" is the last run
+    # of a passed verification (decision 0520), so the probes that passed count as "failed".
+    joined = {"runs": 5, "passed": 1, "failed": 4, "bisect": 3, "flaky": 0}
+    shown = run_rho("mission", "show", "latest", "--json", cwd=repo).json()["integration"]
+    [join] = shown["joins"]
+    assert (join["checks"], join["culprits"], join["merges"]) == (joined, 1, 2)
+    assert (shown["culprits"], shown["culprits_landed"]) == (1, 1)
+    stats = run_rho("mission", "stats", "--json", cwd=repo)
+    assert stats.code == 0, stats.stderr
+    summed = stats.json()
+    assert (summed["culprits"], summed["culprits_landed"], summed["merges"]) == (1, 1, 2)
+    assert summed["culprit_rate"] == 0.5
+    assert summed["checks"]["bisect"] == 3
