@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from support.repos import branches, run_git, worktree_paths
-from support.rho import run_rho
+from support.rho import RhoRuns, run_rho, wait_file_cmd, wait_until
 from support.stores import import_tasks, mission_dir, spec
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
@@ -234,3 +234,29 @@ def test_a_notifier_hears_of_the_culprit_and_the_counts_report_its_replay_landin
     assert (summed["culprits"], summed["culprits_landed"], summed["merges"]) == (1, 1, 2)
     assert summed["culprit_rate"] == 0.5
     assert summed["checks"]["bisect"] == 3
+
+
+def test_mission_log_follows_a_check_run_of_a_bisection_until_its_wave_joins(
+    make_repo: Callable[[str, int], Path], marks: Path, runs: RhoRuns
+) -> None:
+    repo = _project(make_repo)
+    import_tasks(repo, [spec("breaker", BREAK_ADD), spec("docs", "echo docs > README.txt")])
+    probing, gate = marks / "probing", marks / "gate"
+    # The run that blames the breaker prints, then waits on the gate while it is followed.
+    wait = f"echo probing; touch {shlex.quote(str(probing))}; {wait_file_cmd(gate)}"
+    check = f'[ "$RHO_TASK_ID" != verify-1-3 ] || {{ {wait}; }}; {CHECK}'
+    mission = runs.start("mission", "--from-tasks", "--verify", check, cwd=repo)
+    wait_until(probing.exists, "the bisection's second run to start")
+
+    follower = runs.start("mission", "log", "latest", "verify-1-3", "--follow", cwd=repo)
+    printed = runs.folder / "rho-1.out"  # the second run's stdout (``RhoRuns.start``)
+    # Printed while the run is held: followed live, not read once it ended.
+    wait_until(lambda: b"probing" in printed.read_bytes(), "the follower to print the run")
+    gate.touch()
+    followed = runs.wait(follower)
+
+    assert runs.wait(mission).code == 1
+    assert followed.code == 0, followed.stderr
+    assert followed.stdout == (mission_dir(repo) / "logs" / "verify-1-3.log").read_text()
+    assert "probing" in followed.stdout
+    assert "FAIL: test_add" in followed.stdout
