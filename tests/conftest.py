@@ -74,6 +74,7 @@ SLOW_MODULES = (
     "containment_tests/test_trust_cli.py",
     "containment_tests/test_zygote.py",
     "engine_tests/test_bisect_join.py",
+    "engine_tests/test_bisect_views.py",
     "engine_tests/test_engine.py",
     "engine_tests/test_fix_and_carry.py",
     "engine_tests/test_overlapping_work.py",

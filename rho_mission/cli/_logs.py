@@ -222,7 +222,8 @@ def _print_from(path: Path, offset: int, decoder: codecs.IncrementalDecoder) -> 
 
 
 def print_stage_log(mission: Mission, name: str, follow: bool) -> None:
-    """``rho mission log MISSION verify-<wave>`` (or ``fix-<wave>``): print, or follow, its log.
+    """``rho mission log MISSION verify-<wave>`` (``fix-<wave>``, a bisection's check run
+    ``verify-<wave>-<n>``): print, or follow, its log.
 
     Raises:
         CliError: the mission has no such wave, or the stage wrote no log.
@@ -238,5 +239,7 @@ def print_stage_log(mission: Mission, name: str, follow: bool) -> None:
     if follow and mission_is_running(mission):
         follow_log(mission, name)
     elif not print_log(log_path(mission, name)):
-        why = "its wave's checks have not run" if name.startswith("verify") else "no fix ran"
+        why = "no fix ran" if name.startswith("fix") else "its wave's checks have not run"
+        if name.count("-") == 2:
+            why = f"wave {wave}'s checks were not run that many times (a bisection's runs)"
         raise CliError(f"{name} of mission {mission.id} has no log: {why}")

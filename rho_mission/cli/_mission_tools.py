@@ -60,7 +60,8 @@ def log(name: str, task: str, follow: bool) -> int:
     stage's when its merge conflicted and a resolver ran (--resolve).
 
     MISSION is a folder, a mission id, a unique prefix of one, or 'latest'. TASK may also be
-    verify-N or fix-N: the checks (--verify) and fixes of wave N.
+    verify-N or fix-N: the checks (--verify) and fixes of wave N; verify-N-K: the Kth run of
+    wave N's checks when a bisection looked for the tasks that broke them.
 
     Example: rho mission log latest task_4 --follow
     """
@@ -76,7 +77,7 @@ def log(name: str, task: str, follow: bool) -> int:
     )
 
     target = load_mission(name)
-    if stage_wave(task) is not None:  # verify-<wave>, fix-<wave>: a verified join's stages
+    if stage_wave(task) is not None:  # verify-<wave>[-<n>], fix-<wave>: a join's stages
         print_stage_log(target, task, follow)
         return 0
     feature = _feature(target, task)

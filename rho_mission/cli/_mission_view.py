@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records._live import with_live_features
+from ..records._logs import stage_wave
 from ..records._missionwords import (
     conflict_words,
     dollars,
@@ -410,6 +411,7 @@ def _verification_lines(mission: JsonMission, join: JsonMission) -> list[str]:
     lines = [shown(head)]
     if checked["fix_error"]:
         lines.append(shown(f"  last fix: {checked['fix_error']}"))
+    lines += _bisection_lines(mission, checked)
     for stage in ("verify", "fix"):
         spent = _stage_usage(mission, stage, join["wave"])
         if spent:
@@ -418,6 +420,34 @@ def _verification_lines(mission: JsonMission, join: JsonMission) -> list[str]:
         [f"fix-{join['wave']}"] if checked["fix_attempts"] else []
     )
     return lines + [_log_line(feature_log(mission["dir"], name)) for name in names]
+
+
+def _bisection_lines(mission: JsonMission, checked: JsonMission) -> list[str]:
+    """What a bisection of the join's failed checks did (``--bisect``): its check runs, and
+    the culprits with the log that blamed each, or that the base failed too.
+
+    Optional fields of mission.json (written before bisection was): shapes checked.
+    """
+    runs = checked.get("bisect_runs")
+    if type(runs) is not int or runs <= 0:
+        return []
+    said = f"  bisection: {runs} check run(s)"
+    if checked.get("base_failed") is True:
+        return [f"{said}: the checks fail on the wave's base too, nobody blamed"]
+    culprits = checked.get("culprit_ids")
+    ids = [c for c in culprits if type(c) is str] if type(culprits) is list else []
+    if not ids:
+        return [f"{said}, no culprit found"]
+    lines = [shown(f"{said}, {len(ids)} culprit(s): {', '.join(ids)}")]
+    logs = checked.get("culprit_logs")
+    for culprit in ids:
+        log = logs.get(culprit) if type(logs) is dict else None
+        # Shown only as the stage's own log: a hand edit of mission.json names no other file.
+        stage = log.removeprefix("logs/").removesuffix(".log") if type(log) is str else ""
+        if stage_wave(stage) is not None and log == f"logs/{stage}.log":
+            where = _log_line(feature_log(mission["dir"], stage)).removeprefix("  log: ")
+            lines.append(f"  culprit {shown(culprit)}: log {where}")
+    return lines
 
 
 def mission_what(mission: JsonMission) -> str:

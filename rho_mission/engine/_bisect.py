@@ -100,6 +100,10 @@ class CulpritHost(Protocol):
     async def readmit(self, feature_id: str, handoff: Handoff) -> None:
         """*feature_id*'s replayed work landed: it completed, with *handoff*."""
 
+    async def landed(self, feature_ids: Sequence[str], head: str) -> None:
+        """The work of *feature_ids* is in *head*, the head that landed (the task store notes
+        it there, not at the merged head whose checks failed)."""
+
 
 class Bisector:
     """The bisection of one run's failed joins (see the module)."""

@@ -7,6 +7,10 @@ of every completed blocker of a task it will run is an ancestor of its base; a b
 is refused with the two ways out (merge that mission, or start from its integration branch),
 rather than running the task on a tree that silently lacks its blocker's work.
 
+A bisected join (``_bisect``) lands a head other than the one its merges made: the work of the
+features that landed is noted again at that head, and a culprit's note is dropped (its task is
+``failed``); a replayed culprit that lands is noted at the head it landed in.
+
 Decision: docs/decisions/0506-living-store.md
 """
 
@@ -20,7 +24,7 @@ from .._errors import GitOperationError, InvalidMissionError, quote
 from ..git._repo import GitRepo
 from ..records._places import integration_branch, mission_folder
 
-__all__ = ["COMMIT_KEY", "MISSION_KEY", "check_blockers_in_base", "record_work"]
+__all__ = ["COMMIT_KEY", "MISSION_KEY", "check_blockers_in_base", "forget_work", "record_work"]
 
 COMMIT_KEY = "rho.commit"
 MISSION_KEY = "rho.mission"
@@ -39,6 +43,24 @@ def record_work(store: TaskStore, task_ids: Sequence[str], commit: str, mission_
             if task.id in wanted:
                 task.metadata[COMMIT_KEY] = commit
                 task.metadata[MISSION_KEY] = mission_id
+
+    store.mutate(change)
+
+
+def forget_work(store: TaskStore, task_ids: Sequence[str], mission_id: str) -> None:
+    """Drop the note of *mission_id*'s work on *task_ids*: a bisection blamed them, and the
+    head that landed holds none of it (a note of another mission is left alone).
+
+    Raises:
+        TaskStoreError: the store cannot be read or written.
+    """
+    wanted = set(task_ids)
+
+    def change(document: StoreDocument) -> None:
+        for task in document.tasks:
+            if task.id in wanted and task.metadata.get(MISSION_KEY) == mission_id:
+                task.metadata.pop(COMMIT_KEY, None)
+                task.metadata.pop(MISSION_KEY, None)
 
     store.mutate(change)
 

@@ -493,6 +493,8 @@ class _WaveRunner:
         feature = self.mission.feature(feature_id)
         feature.handoff = None
         await self.end(feature, "failed", error)
+        # Its work, noted at the join's merged head, is not in the head that lands.
+        await anyio.to_thread.run_sync(self.store.forget_work, [feature_id], self.mission.id)
 
     async def replay_culprit(self, feature_id: str, head: str, verify_log: Path) -> Handoff | str:
         """Run a culprit's task again from *head*, the failed checks' output at hand."""
@@ -503,6 +505,13 @@ class _WaveRunner:
         feature = self.mission.feature(feature_id)
         feature.handoff = handoff
         await self.end(feature, "completed", None)
+
+    async def landed(self, feature_ids: Sequence[str], head: str) -> None:
+        """The work of *feature_ids* is in *head*, the bisected join's head that landed."""
+        if feature_ids:
+            await anyio.to_thread.run_sync(
+                self.store.record_work, list(feature_ids), head, self.mission.id
+            )
 
     async def move_integration(self, new: str, old: str, what: str) -> None:
         """Move the integration branch from *old* to *new*, noted in the journal first."""

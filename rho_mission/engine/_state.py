@@ -3,8 +3,8 @@
 The wave runner (``_loop``) does the work (git, executors, the task store, the journal); every
 choice it makes between two pieces of work is a function here of plain values: features'
 statuses, the mission's options, what the last step came to. None of them reads a file, runs
-git or awaits, so each is tested on its own, in microseconds (``tests/test_wave_state.py``),
-and the runner stays the I/O around them.
+git or awaits, so each is tested on its own, in microseconds
+(``tests/engine_tests/test_wave_state.py``), and the runner stays the I/O around them.
 
 - `startable`: which of a wave's features start, and in what order;
 - `goes_on`: whether the next wave starts after a join;

@@ -27,7 +27,7 @@ import anyio
 
 from taskstore import StatusChange, TaskNotFoundError, TaskStore, TaskStoreError
 
-from ._carryover import record_work
+from ._carryover import forget_work, record_work
 from ._leases import claim_tasks, lease_conflict, lease_place, release_tasks
 
 if TYPE_CHECKING:
@@ -121,6 +121,16 @@ class StoreSync:
             return
         try:
             record_work(self.store, task_ids, commit, mission_id)
+        except TaskStoreError as exc:
+            self.problems.append(f"task store not updated with where the work is: {exc}")
+
+    def forget_work(self, task_ids: list[str], mission_id: str) -> None:
+        """Drop this mission's note of where the work of *task_ids* is (a bisection blamed
+        them: the head that landed lacks it). A failure is a problem, not an error."""
+        if self.store is None or not task_ids:
+            return
+        try:
+            forget_work(self.store, task_ids, mission_id)
         except TaskStoreError as exc:
             self.problems.append(f"task store not updated with where the work is: {exc}")
 

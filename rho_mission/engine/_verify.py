@@ -86,6 +86,8 @@ class VerificationRun:
     bisect_runs: int = 0
     base_failed: bool = False
     culprits: list[str] = field(default_factory=list)
+    # Each culprit's stage run whose log shows the failure that blamed it.
+    culprit_logs: dict[str, str] = field(default_factory=dict)
 
     def record(self, pending: Verification, status: VerificationStatus) -> Verification:
         """The join's verification once it ended with *status*."""
@@ -102,6 +104,7 @@ class VerificationRun:
                 "bisect_runs": self.bisect_runs,
                 "base_failed": self.base_failed,
                 "culprit_ids": sorted(self.culprits),
+                "culprit_logs": {c: f"logs/{n}.log" for c, n in sorted(self.culprit_logs.items())},
             }
         )
 
@@ -222,8 +225,11 @@ class JoinChecks:
         for feature_id, why in outcome.refused.items():
             await host.blame(feature_id, f"its merge without the culprits failed: {why}")
         run.culprits.extend(outcome.culprits)
+        run.culprit_logs.update(outcome.logs)
         label = f"wave {run.wave} without {', '.join(outcome.culprits)}"
         await self._land(run, outcome.head, label)
+        out = set(outcome.culprits) | set(outcome.refused)
+        await host.landed([i for i, _ in order.merges if i not in out], outcome.head)
         run.error = None
         for feature_id, stage in outcome.logs.items():
             await self._replay_culprit(run, host, feature_id, self.folder / f"logs/{stage}.log")
@@ -291,6 +297,7 @@ class JoinChecks:
             # Its end first, then the move, then mission.json holding both (as for culprits).
             await host.readmit(feature_id, outcome)
             await self._land(run, head, f"wave {run.wave}: {feature_id} replayed")
+            await host.landed([feature_id], head)
             return
         if feature.status != "failed":  # a replay ran: its end is the last word
             await host.blame(feature_id, error or "checks failed after its merge")

@@ -121,7 +121,8 @@ class Attempt:
     worktree ready first, while the store is written. ``replay``: the attempt runs the task
     again after its merge conflicted (its worker sees ``WorkerContext.replay``), or after a
     bisected join found that its merge broke the checks: ``verify_log`` then names their
-    output (``WorkerContext.verify_log``; this machine's executor passes it on).
+    output (``WorkerContext.verify_log``; the Dask executor sends its last bytes, written
+    beside the attempt's log on the worker).
     ``note_usage(record)`` is called once the attempt ended, with what it spent, even when a
     cancellation ended it; ``budget_left_usd`` is passed on to its worker. ``setup``: the
     mission's worktree setup, run first where the worktree needs it (an executor that cannot

@@ -40,6 +40,7 @@ from ._remote import (
     kill_remote_mission,
     kill_remote_task,
     run_remote_attempt,
+    verify_log_of,
 )
 
 __all__ = ["DaskExecutor", "DaskUnavailableError"]
@@ -142,6 +143,7 @@ class DaskExecutor:
             token=token,
             replay=attempt.replay,
             budget_left_usd=attempt.budget_left_usd,
+            verify_log=await anyio.to_thread.run_sync(verify_log_of, attempt.verify_log),
         )
         key = f"rho-mission-{self._mission_id}-{feature.id}-{attempt.number}-{token[:8]}"
         await attempt.ready()  # the worker runs as soon as the task is submitted

@@ -70,6 +70,9 @@ class RemoteAttempt:
     token: str
     replay: bool = False
     budget_left_usd: float | None = None
+    # A culprit's replay: the file name and (the last bytes of) the output of the checks that
+    # failed after its merge; the worker writes it beside the attempt's log (RHO_VERIFY_LOG).
+    verify_log: tuple[str, bytes] | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,12 @@ def run_remote_attempt(spec: RemoteAttempt) -> RemoteOutcome:
     usage = spent[-1].model_dump(mode="json") if spent else None
     host, seconds = socket.gethostname(), time.monotonic() - started
     return RemoteOutcome(handoff, error, log, host, seconds, usage)
+
+
+def verify_log_of(path: Path | None) -> tuple[str, bytes] | None:
+    """What a remote attempt gets of the coordinator's check log *path*: its name and its last
+    bytes (None: no log to pass on)."""
+    return None if path is None else (path.name, _read_log(path))
 
 
 def attempt_marker(token: str) -> str:
@@ -230,9 +239,24 @@ def _local_attempt(
         on_process_start=lambda pgid: None,
         note_ref=lambda ref, commit, why: None,
         replay=spec.replay,
+        verify_log=_written_verify_log(spec, scratch / "mission" / "logs"),
         note_usage=note_usage,
         budget_left_usd=spec.budget_left_usd,
     )
+
+
+def _written_verify_log(spec: RemoteAttempt, folder: Path) -> Path | None:
+    """The checks' output the coordinator sent, written into this attempt's own *folder*
+    (private, a new file, its name never a path): the path the worker is told of."""
+    if spec.verify_log is None:
+        return None
+    name, data = spec.verify_log
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = folder / Path(name).name
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    with os.fdopen(os.open(path, flags, 0o600), "wb") as handle:
+        handle.write(data)
+    return path
 
 
 def _push(repo: GitRepo, remote: str, commit: str, branch: str) -> None:

@@ -53,10 +53,10 @@ __all__ = [
 _BRANCH_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?<![.])(?<!\.lock)")
 MAX_FEATURE_ID = 100
 # Names of the mission's own refs and logs (rho-mission/<id>/integration; the verify and fix
-# stages' verify-<wave> and fix-<wave>; the planning stage's plan; the resolve stage's
-# resolve): a feature named so would share its branch or its log. Case-insensitive file
-# systems too.
-_RESERVED = re.compile(r"(?i)integration|plan|resolve|fix-\d+|verify-\d+")
+# stages' verify-<wave> and fix-<wave>, a bisection's verify-<wave>-<n>; the planning stage's
+# plan; the resolve stage's resolve): a feature named so would share its branch or its log.
+# Case-insensitive file systems too.
+_RESERVED = re.compile(r"(?i)integration|plan|resolve|fix-\d+|verify-\d+(?:-\d+)?")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -263,6 +263,8 @@ class Verification(BaseModel):
     bisect_runs: int = Field(default=0, ge=0)
     base_failed: bool = False
     culprit_ids: list[str] = Field(default_factory=list)
+    # Each culprit's log of the check run that blamed it (``logs/verify-<wave>-<n>.log``).
+    culprit_logs: dict[str, str] = Field(default_factory=dict)
     log: str | None = None
     duration_ms: int = Field(default=0, ge=0)
     error: str | None = None

@@ -49,13 +49,15 @@ _LINE_CHARS = 500
 # a terminal that takes 8-bit controls).
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # The log names of a join's stages (feature ids never take them: they are reserved).
-_STAGE = re.compile(r"(?:verify|fix)-([1-9][0-9]{0,5})")
+# verify-<wave>, fix-<wave>, and a bisection's check runs verify-<wave>-<n> (decision 0515).
+_STAGE = re.compile(r"(?:verify|fix)-([1-9][0-9]{0,5})|verify-([1-9][0-9]{0,5})-[1-9][0-9]{0,5}")
 
 
 def stage_wave(name: str) -> int | None:
-    """The wave of a stage's log name (``verify-2``, ``fix-2``), or None for another name."""
+    """The wave of a stage's log name (``verify-2``, ``fix-2``, a bisection's ``verify-2-3``),
+    or None for another name."""
     match = _STAGE.fullmatch(name)
-    return None if match is None else int(match[1])
+    return None if match is None else int(match[1] or match[2])
 
 
 def log_path(mission: MissionDocument, feature_id: str) -> Path:

@@ -300,7 +300,7 @@ def test_a_running_mission_is_not_reported_as_interrupted(
 # -- names and modes ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["integration", "INTEGRATION", "fix-1"])
+@pytest.mark.parametrize("name", ["integration", "INTEGRATION", "fix-1", "verify-1-2"])
 def test_a_task_named_like_a_mission_ref_is_refused_before_anything_runs(
     project: Path, name: str
 ) -> None:

@@ -315,3 +315,36 @@ def test_clean_deletes_the_branches_a_cluster_run_pushed_to_its_remote(
     assert f"deleted branch rho-mission/{mission}/one on the remote of its Dask run" in (
         cleaned.stdout
     )
+
+
+def test_a_replayed_culprit_on_the_cluster_gets_the_failed_checks_output(
+    make_repo: Callable[[str, int], Path], tmp_path: Path
+) -> None:
+    repo = make_repo("repo", 1)
+    _with_remote(repo)
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (repo / "test_calc.py").write_text(
+        "import unittest\n\nimport calc\n\n\nclass Calc(unittest.TestCase):\n"
+        "    def test_add(self):\n        self.assertEqual(calc.add(2, 3), 5)\n"
+    )
+    (repo / ".gitignore").write_text("__pycache__/\n")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "--quiet", "--message=calc and its test")
+    told = shlex.quote(str(tmp_path / "told"))
+    # Alone it breaks calc.add; given the checks' output, it does its part without breaking it.
+    breaker = (
+        f'if [ -s "$RHO_VERIFY_LOG" ]; then cp "$RHO_VERIFY_LOG" {told}; echo "Z = 3" > z.py; '
+        "else sed -i 's/a + b/a - b/' calc.py; fi"
+    )
+    import_tasks(repo, [spec("breaker", breaker), spec("docs", "echo docs > README.txt")])
+
+    result = run_rho("mission", "--from-tasks", "--executor", "dask", "--local-cluster", "1",
+                     "--verify", "python3 -B -m unittest -q", "--replay-culprits", "1",
+                     cwd=repo)  # fmt: skip
+
+    assert result.code == 0, result.stdout + result.stderr
+    blamed = (mission_dir(repo) / "logs" / "verify-1-3.log").read_text()
+    assert "FAIL: test_add" in blamed
+    assert (tmp_path / "told").read_text() == blamed
+    assert {"z.py", "README.txt"} <= set(_integration_tree(repo))
+    assert store_tasks(repo)["breaker"]["status"] == "completed"
