@@ -76,6 +76,8 @@ class VerificationRun:
     head: str
     started: float
     checks: int = 0
+    # Of those runs, the ones whose checks failed (a bisection's failing probes included).
+    failed_checks: int = 0
     fixes: int = 0
     # Checks that failed and then passed on the same tree (``--verify-retries``).
     flaky: int = 0
@@ -95,6 +97,7 @@ class VerificationRun:
             update={
                 "status": status,
                 "attempts": self.checks,
+                "failed_runs": self.failed_checks,
                 "fix_attempts": self.fixes,
                 "flaky": self.flaky,
                 "duration_ms": round((time.monotonic() - self.started) * 1000),
@@ -246,6 +249,7 @@ class JoinChecks:
             probe = replace(run, head=head)
             error = await self._check(probe, stage)
             run.checks = probe.checks  # every run of the checks counts
+            run.failed_checks = probe.failed_checks
             return error
 
         async def check(head: str, stage: str) -> str | None:
@@ -323,6 +327,8 @@ class JoinChecks:
         ask = UsageAsk("verify", number, required=False)  # a check is not an agent
         error, _ = await self._stage(feature, run, run.checks, self.stages.verify, None, ask)
         status: StageStatus = "passed" if error is None else "failed"
+        if error is not None:
+            run.failed_checks += 1
         extra = {"head_sha256": digest(run.head)}
         self._end(replace(stage, status=status, error=error), extra)
         return error

@@ -254,6 +254,9 @@ class Verification(BaseModel):
 
     status: VerificationStatus = "skipped"
     attempts: int = Field(default=0, ge=0)
+    # Of the attempts, the runs whose checks failed (a bisection's failing probes included);
+    # None: recorded before rho counted them.
+    failed_runs: int | None = Field(default=None, ge=0)
     fix_attempts: int = Field(default=0, ge=0)
     # Checks that failed, then passed on the same tree (``verify_retries``): flaky.
     flaky: int = Field(default=0, ge=0)

@@ -13,7 +13,9 @@ Per join (``join_stats``):
   ``driver``, ``resolved``, ``replayed``, ``failed`` (an outcome this rho does not know is counted
   in ``total`` and under its own name);
 - ``checks``: runs of the verify stage's checks (``Verification.attempts``), how many
-  ``passed`` (the last run of a passed verification) and ``failed`` (the others that ended),
+  ``failed`` (``Verification.failed_runs``, the engine's count; for a join recorded before it
+  was kept, every ended run but a passed verification's last) and ``passed`` (the others that
+  ended: a bisection's passing probes are passed runs),
   the runs a bisection spent (``bisect``: ``bisect_runs``) and the ``flaky`` ones;
 - ``culprits``: the features its bisection found to break the checks; ``fixes``: fix runs.
 
@@ -195,13 +197,17 @@ def _conflicts(features: Iterable[JsonObject | None]) -> dict[str, int]:
 def _checks(checked: JsonObject) -> dict[str, int]:
     runs = _count(checked.get("attempts"))
     status = checked.get("status")
-    passed = 1 if status == "passed" and runs else 0
     # A run still going, or cancelled, has not failed: only the runs that ended count.
     ended = runs if status in _ENDED_CHECK else max(runs - 1, 0)
+    failed_runs = checked.get("failed_runs")
+    if isinstance(failed_runs, int) and not isinstance(failed_runs, bool):
+        failed = min(failed_runs, ended)  # counted by the engine: a bisection's passing probes too
+    else:  # recorded before: every ended run but a passed verification's last
+        failed = ended - (1 if status == "passed" and runs else 0)
     return {
         "runs": runs,
-        "passed": passed,
-        "failed": ended - passed,
+        "passed": ended - failed,
+        "failed": failed,
         "bisect": _count(checked.get("bisect_runs")),
         "flaky": _count(checked.get("flaky")),
     }

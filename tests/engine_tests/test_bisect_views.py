@@ -220,10 +220,10 @@ def test_a_notifier_hears_of_the_culprit_and_the_counts_report_its_replay_landin
     found = events["culprit_found"]
     mission_id = mission_dir(repo).name
     assert (found["mission"], found["wave"], found["culprits"]) == (mission_id, 1, ["breaker"])
-    # The merged head, then the bisection's base, [breaker] and [docs], then the replayed
-    # breaker's head (a check run of the join, not of the bisection). "passed" is the last run
-    # of a passed verification (decision 0520), so the probes that passed count as "failed".
-    joined = {"runs": 5, "passed": 1, "failed": 4, "bisect": 3, "flaky": 0}
+    # The merged head (failed), then the bisection's base (passed), [breaker] (failed) and
+    # [docs] (passed), then the replayed breaker's head (passed: a check run of the join, not
+    # of the bisection). The probes that passed are passed runs.
+    joined = {"runs": 5, "passed": 3, "failed": 2, "bisect": 3, "flaky": 0}
     shown = run_rho("mission", "show", "latest", "--json", cwd=repo).json()["integration"]
     [join] = shown["joins"]
     assert (join["checks"], join["culprits"], join["merges"]) == (joined, 1, 2)

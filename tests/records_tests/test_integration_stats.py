@@ -241,3 +241,15 @@ def test_a_hand_edited_mission_never_breaks_the_counts() -> None:
     odd = {"features": [{"id": 1, "attempts": "two"}, "x"], "wave_joins": [{"wave": True}]}
 
     assert mission_stats(odd)["agent_runs"] == 0
+
+
+def test_a_bisections_passing_probes_are_passed_runs_and_older_records_keep_their_reading() -> None:
+    counted = {"status": "passed", "attempts": 5, "failed_runs": 2, "bisect_runs": 3}
+    older = {"status": "passed", "attempts": 5, "bisect_runs": 3}  # no failed_runs yet
+    mission = {
+        "features": [],
+        "wave_joins": [_join(1, [], verification=counted), _join(2, [], verification=older)],
+    }
+    [first, second] = mission_stats(mission)["joins"]
+    assert first["checks"] == {"runs": 5, "passed": 3, "failed": 2, "bisect": 3, "flaky": 0}
+    assert second["checks"] == {"runs": 5, "passed": 1, "failed": 4, "bisect": 3, "flaky": 0}
