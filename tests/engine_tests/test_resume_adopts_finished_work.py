@@ -150,9 +150,8 @@ Mission.load(sys.argv[1]).resume_sync(observer=StallAtB())
 """
 
 
-def test_a_resume_killed_at_its_start_leaves_the_adopted_task_completed_in_the_store(
-    project: Path, marks: Path, runs: RhoRuns, tmp_path: Path
-) -> None:
+def _stalled_resume(project: Path, marks: Path, runs: RhoRuns, tmp_path: Path) -> Path:
+    """`_crash_after_a_finished`, then a resume SIGKILLed at b's dispatch; the folder."""
     folder = _crash_after_a_finished(project, marks, runs)
     driver = tmp_path / "stalled_resume.py"
     driver.write_text(_STALLED_RESUME, encoding="utf-8")
@@ -170,7 +169,10 @@ def test_a_resume_killed_at_its_start_leaves_the_adopted_task_completed_in_the_s
         stalled.wait()
     # The kill came after the resume's start recorded the adoption in mission.json.
     assert _features(folder)["a"]["status"] == "completed"
+    return folder
 
+
+def _resumed_to_the_end(project: Path, marks: Path, folder: Path) -> None:
     (marks / "go").touch()
     done = run_rho("mission", "resume", str(folder), cwd=project)
 
@@ -181,6 +183,29 @@ def test_a_resume_killed_at_its_start_leaves_the_adopted_task_completed_in_the_s
         "b": "completed",
         "c": "completed",
     }
+
+
+def test_a_resume_killed_at_its_start_leaves_the_adopted_task_completed_in_the_store(
+    project: Path, marks: Path, runs: RhoRuns, tmp_path: Path
+) -> None:
+    folder = _stalled_resume(project, marks, runs, tmp_path)
+    _resumed_to_the_end(project, marks, folder)
+
+
+def test_a_resume_completes_a_task_left_in_progress_under_its_lease_that_mission_json_completed(
+    project: Path, marks: Path, runs: RhoRuns, tmp_path: Path
+) -> None:
+    folder = _stalled_resume(project, marks, runs, tmp_path)
+    # What a save of mission.json ahead of the store's write leaves (an older rho's resume, a
+    # ladder's durable landing): a still in_progress in the store, under the mission's lease.
+    path = project / ".rho" / "tasks.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    [a] = [task for task in document["tasks"] if task["id"] == "a"]
+    assert a["metadata"]["rho.lease"] == _mission(folder)["id"]
+    a["status"] = "in_progress"
+    path.write_text(json.dumps(document), encoding="utf-8")
+
+    _resumed_to_the_end(project, marks, folder)
 
 
 def test_a_branch_moved_after_its_task_finished_is_not_adopted_and_the_task_runs_again(
