@@ -275,8 +275,10 @@ class _WaveRunner:
                 _reset(feature)
         self._mark_executing(waves)
         # The adopted features' ends are in the store before mission.json says they completed:
-        # a kill in between would leave them in_progress there, never written again.
-        await save_mission_after(mission, self.store.flush)
+        # a kill in between would leave them in_progress there, never written again. Shielded:
+        # a stop arriving here is taken inside run's try, whose finally ends the run.
+        with anyio.CancelScope(shield=True):
+            await save_mission_after(mission, self.store.flush)
         self.journal.record(
             "mission",
             now_rfc3339_millis(),
