@@ -313,7 +313,9 @@ def problems(trial: Trial) -> list[str]:
     tree = tree_files(repo, document["integration_branch"])
     if tree != EXPECTED_TREE:
         found.append(f"the integration branch holds {tree}")
-    worktrees = git(repo, "worktree", "list", "--porcelain").count("\nworktree ")
+    # Those given back to the shared pool (locked ``rho-pool idle``) are the pool's, not left.
+    blocks = git(repo, "worktree", "list", "--porcelain").split("\n\n")[1:]
+    worktrees = sum("locked rho-pool idle" not in block for block in blocks if block.strip())
     if worktrees:
         found.append(f"{worktrees} worktree(s) still registered")
     for folder in trial.folders:

@@ -274,7 +274,11 @@ class _WaveRunner:
             if feature.status != "completed":
                 _reset(feature)
         self._mark_executing(waves)
-        save_mission(mission)
+        # The adopted features' ends are in the store before mission.json says they completed:
+        # a kill in between would leave them in_progress there, never written again. Shielded:
+        # a stop arriving here is taken inside run's try, whose finally ends the run.
+        with anyio.CancelScope(shield=True):
+            await save_mission_after(mission, self.store.flush)
         self.journal.record(
             "mission",
             now_rfc3339_millis(),
@@ -291,10 +295,15 @@ class _WaveRunner:
         with self.repo.locked():  # its branches are read where no other move is under way
             adopted = adopt_finished(self.repo, mission, self.journal, self.history)
         self.spend.recount()
-        for feature in adopted:
-            await self.store.set_status(
-                feature.id, "completed", attempts=feature.attempts, wait=False
-            )
+        # And what a crash left behind in the store: an end mission.json has and the store lost.
+        ended = {feature.id for feature in adopted}
+        done = [f.id for f in mission.features if f.status == "completed" and f.id not in ended]
+        ended.update(self.store.left_started(done, mission.id))
+        for feature in mission.features:
+            if feature.id in ended:
+                await self.store.set_status(
+                    feature.id, "completed", attempts=feature.attempts, wait=False
+                )
 
     def _mark_executing(self, waves: list[list[str]]) -> None:
         mission = self.mission

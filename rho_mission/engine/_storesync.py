@@ -12,7 +12,8 @@ every 50 ms, and each pay a whole locked rewrite (``bench/bench_mission_overhead
 A feature's start is written before its worker runs (an agent that asks the store sees its task
 ``in_progress``); its end is queued (``wait=False``) and goes out with the next write, at the
 latest with the join's ``flush``: a rewrite of a 1,000-task store costs tens of milliseconds,
-and a finished feature must not hold its worker slot for it.
+from ._carryover import forget_work, record_work
+from ._leases import LEASE_KEY, claim_tasks, lease_conflict, lease_place, release_tasks
 
 Decision: docs/decisions/0506-living-store.md
 """
@@ -28,7 +29,7 @@ import anyio
 from taskstore import StatusChange, TaskNotFoundError, TaskStore, TaskStoreError
 
 from ._carryover import forget_work, record_work
-from ._leases import claim_tasks, lease_conflict, lease_place, release_tasks
+from ._leases import LEASE_KEY, claim_tasks, lease_conflict, lease_place, release_tasks
 
 if TYPE_CHECKING:
     from ..git._repo import GitRepo
@@ -109,6 +110,30 @@ class StoreSync:
                 lambda other, place: lease_conflict(repo, other, place, takeover=takeover),
                 lease_place(repo, folder),
             )
+
+    def left_started(self, task_ids: list[str], holder: str) -> list[str]:
+        """Those of *task_ids* the store still has ``in_progress`` under mission *holder*'s
+        lease: started by it, their end lost to a crash (a failure to read is a problem).
+
+        A resume completes those whose features mission.json holds completed: mission.json
+        can reach the disk before a queued end does (a kill between the two), and nothing
+        else would ever write that end again.
+        """
+        if self.store is None or not task_ids:
+            return []
+        try:
+            tasks = self.store.tasks()
+        except TaskStoreError as exc:
+            self.problems.append(f"task store not read for the tasks a crash left: {exc}")
+            return []
+        wanted = set(task_ids)
+        return [
+            task.id
+            for task in tasks
+            if task.id in wanted
+            and task.status == "in_progress"
+            and task.metadata.get(LEASE_KEY) == holder
+        ]
 
     def record_work(self, task_ids: list[str], commit: str, mission_id: str) -> None:
         """Note where the work of *task_ids* is: *commit* (an integration head holding it).

@@ -7,7 +7,9 @@ still runs: mission.json, written at joins only, still has ``a`` to do. A resume
 ``a``'s branch against the journal (the head its attempt's end recorded, on top of the wave's
 start) and adopts it: it never runs again, keeps its attempt number, and its usage, read from
 the journal, counts once, against the budget too. A branch moved since that end is not
-adopted: the task runs again (or, holding commits rho did not make, the resume refuses).
+adopted: the task runs again (or, holding commits rho did not make, the resume refuses). A
+resume itself killed once it saved the adoption, before any write of the task store, still
+ends with every task completed in the store.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ import json
 import shlex
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from support.repos import tree_files
-from support.rho import RhoRuns, run_rho, wait_file_cmd, wait_until
+from support.rho import RhoRuns, rho_env, run_rho, wait_file_cmd, wait_until
 from support.stores import import_tasks, journal_events, mission_dir, spec, store_tasks
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
@@ -124,6 +127,85 @@ def test_a_resume_after_kill_9_adopts_the_finished_task_and_its_budget_counts_it
     shown = run_rho("mission", "show", str(folder), cwd=project).stdout
     [row] = [line.split() for line in shown.splitlines() if line.split()[:2] == ["1", "a"]]
     assert row[2:4] == ["completed", "1"]
+
+
+# A resume run by the library in a process of its own, with an observer that stalls it when b
+# is dispatched: after the resume's start wrote mission.json (a adopted, completed), before its
+# first write of the task store. The test SIGKILLs it there.
+_STALLED_RESUME = """
+import sys, time
+from pathlib import Path
+from rho_mission import Mission
+
+class StallAtB:
+    def feature_changed(self, mission, feature):
+        if feature.id == "b" and feature.status == "in_progress":
+            Path(sys.argv[2]).touch()
+            time.sleep(600)
+
+    def wave_joined(self, mission, join):
+        pass
+
+Mission.load(sys.argv[1]).resume_sync(observer=StallAtB())
+"""
+
+
+def _stalled_resume(project: Path, marks: Path, runs: RhoRuns, tmp_path: Path) -> Path:
+    """`_crash_after_a_finished`, then a resume SIGKILLed at b's dispatch; the folder."""
+    folder = _crash_after_a_finished(project, marks, runs)
+    driver = tmp_path / "stalled_resume.py"
+    driver.write_text(_STALLED_RESUME, encoding="utf-8")
+    stalled = subprocess.Popen(
+        [sys.executable, str(driver), str(folder), str(marks / "stalled")],
+        cwd=project,
+        env=rho_env(),
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_until(lambda: (marks / "stalled").exists(), "the resume to dispatch b")
+    finally:
+        stalled.kill()
+        stalled.wait()
+    # The kill came after the resume's start recorded the adoption in mission.json.
+    assert _features(folder)["a"]["status"] == "completed"
+    return folder
+
+
+def _resumed_to_the_end(project: Path, marks: Path, folder: Path) -> None:
+    (marks / "go").touch()
+    done = run_rho("mission", "resume", str(folder), cwd=project)
+
+    assert done.code == 0, done.stderr
+    assert (_lines(marks / "a.runs"), _lines(marks / "b.runs")) == (["a"], ["b", "b"])
+    assert {i: t["status"] for i, t in store_tasks(project).items()} == {
+        "a": "completed",
+        "b": "completed",
+        "c": "completed",
+    }
+
+
+def test_a_resume_killed_at_its_start_leaves_the_adopted_task_completed_in_the_store(
+    project: Path, marks: Path, runs: RhoRuns, tmp_path: Path
+) -> None:
+    folder = _stalled_resume(project, marks, runs, tmp_path)
+    _resumed_to_the_end(project, marks, folder)
+
+
+def test_a_resume_completes_a_task_left_in_progress_under_its_lease_that_mission_json_completed(
+    project: Path, marks: Path, runs: RhoRuns, tmp_path: Path
+) -> None:
+    folder = _stalled_resume(project, marks, runs, tmp_path)
+    # What a save of mission.json ahead of the store's write leaves (an older rho's resume, a
+    # ladder's durable landing): a still in_progress in the store, under the mission's lease.
+    path = project / ".rho" / "tasks.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    [a] = [task for task in document["tasks"] if task["id"] == "a"]
+    assert a["metadata"]["rho.lease"] == _mission(folder)["id"]
+    a["status"] = "in_progress"
+    path.write_text(json.dumps(document), encoding="utf-8")
+
+    _resumed_to_the_end(project, marks, folder)
 
 
 def test_a_branch_moved_after_its_task_finished_is_not_adopted_and_the_task_runs_again(
