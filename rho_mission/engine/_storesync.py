@@ -12,8 +12,11 @@ every 50 ms, and each pay a whole locked rewrite (``bench/bench_mission_overhead
 A feature's start is written before its worker runs (an agent that asks the store sees its task
 ``in_progress``); its end is queued (``wait=False``) and goes out with the next write, at the
 latest with the join's ``flush``: a rewrite of a 1,000-task store costs tens of milliseconds,
-from ._carryover import forget_work, record_work
-from ._leases import LEASE_KEY, claim_tasks, lease_conflict, lease_place, release_tasks
+and a finished feature must not hold its worker slot for it. mission.json never says a feature
+completed before the store does when the run can help it: a join, and a resume's start (the
+features it adopts), flush first. A save that cannot wait (a ladder's durable landing) may come
+first; a resume then completes the tasks left ``in_progress`` under its lease whose features
+mission.json holds completed (`left_started`).
 
 Decision: docs/decisions/0506-living-store.md
 """
