@@ -262,6 +262,48 @@ def test_a_kill_9_during_a_bisection_then_resume_lands_no_unchecked_merge(
     assert {"README.txt", "extra.py", "after_docs.txt"} <= set(files)
 
 
+def test_a_kill_9_during_a_replay_then_resume_loses_nothing_and_lands_no_unchecked_merge(
+    make_repo: Callable[[str, int], Path], marks: Path, runs: RhoRuns
+) -> None:
+    repo = _project(make_repo, "repo")
+    replaying, gate = marks / "replaying", marks / "gate"
+    # Sent back, the culprit waits on the gate (the kill lands there), then does its part
+    # without breaking calc.add.
+    wait = f"touch {shlex.quote(str(replaying))}; {wait_file_cmd(gate)}"
+    replayed = (
+        f'if [ -s "$RHO_VERIFY_LOG" ]; then {wait}; echo "Z = 3" > z.py; else {BREAK_ADD}; fi'
+    )
+    import_tasks(
+        repo,
+        [
+            spec("breaker", replayed),
+            spec("docs", "echo docs > README.txt"),
+            spec("after_breaker", "echo after > after_breaker.txt", "breaker"),
+        ],
+    )
+    args = ("--verify", CHECK, "--replay-culprits", "1")
+    first = runs.start("mission", "--from-tasks", *args, cwd=repo)
+    wait_until(replaying.exists, "the culprit's replay to start")
+    first.kill()
+    assert runs.wait(first).code == -signal.SIGKILL
+    branch = _record(repo)["integration_branch"]
+    # Whatever the integration branch holds now passed the checks: never the breaker's merge.
+    assert tree_files(repo, branch)["calc.py"] == "def add(a, b):\n    return a + b\n"
+    gate.touch()
+
+    result = run_rho("mission", "resume", "latest", cwd=repo)
+
+    assert result.code == 0, result.stdout + result.stderr
+    record = _record(repo)
+    features = _features(record)
+    assert {f["status"] for f in features.values()} == {"completed"}
+    assert features["breaker"]["culprit_replays"] == 1  # at most N replays, a crash or not
+    files = tree_files(repo, branch)
+    assert files["calc.py"] == "def add(a, b):\n    return a + b\n"
+    assert {"z.py", "README.txt", "after_breaker.txt"} <= set(files)
+    assert store_tasks(repo)["breaker"]["status"] == "completed"
+
+
 def test_a_replayed_culprit_that_passes_the_checks_lands_in_the_same_join(
     make_repo: Callable[[str, int], Path], marks: Path
 ) -> None:
