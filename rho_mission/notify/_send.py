@@ -24,8 +24,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from ..containment._process import run_command
 from ..records._document import MissionDocument
 from ..records._places import notify_log
@@ -131,6 +129,8 @@ class Notifier:
             if token is None:
                 return "its token file cannot be read, or holds no token"
             headers["Authorization"] = f"Bearer {token}"
+        import httpx  # here: its import costs every mission's start tens of milliseconds
+
         try:
             async with httpx.AsyncClient(timeout=self.timeout) as client:
                 answer = await client.post(url, content=data, headers=headers)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,15 @@ def test_read_through_click_imports_no_heavy_package(tmp_path: Path) -> None:
     imported = _imported_packages("task", "ready", "--json", f"--store={store}", cwd=tmp_path)
     assert "click" in imported
     assert imported & HEAVY == set()
+
+
+def test_a_mission_without_a_notifier_url_imports_no_http_client(
+    make_repo: Callable[[str, int], Path],
+) -> None:
+    # httpx serves --notify-url alone: its import would cost every mission's start.
+    repo = make_repo("repo", 1)
+    (repo / ".rho").mkdir(mode=0o700)
+    write_store(repo / ".rho" / "tasks.json", DIAMOND)
+    imported = _imported_packages("mission", "--from-tasks", "--run", "true", cwd=repo)
+    assert "rho_mission" in imported
+    assert "httpx" not in imported
