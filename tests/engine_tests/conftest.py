@@ -1,32 +1,4 @@
-"""Fixtures of the tests in engine_tests: those of ``support.fixtures`` (hermetic git, real
-repositories, background ``rho`` runs)."""
+"""Fixtures of the tests in engine_tests: every fixture of ``support.fixtures`` (hermetic
+git, real repositories, background ``rho`` runs), found by pytest in this conftest."""
 
-from __future__ import annotations
-
-from support.fixtures import (
-    agents_path,
-    git,
-    hermetic_git,
-    make_repo,
-    marks,
-    no_leftover_tasks,
-    project,
-    repo,
-    repo_path,
-    runs,
-    snapshot,
-)
-
-__all__ = [
-    "agents_path",
-    "git",
-    "hermetic_git",
-    "make_repo",
-    "marks",
-    "no_leftover_tasks",
-    "project",
-    "repo",
-    "repo_path",
-    "runs",
-    "snapshot",
-]
+from support.fixtures import *  # noqa: F403

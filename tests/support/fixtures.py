@@ -18,6 +18,20 @@ from support.procs import kill_leftover_groups
 from support.repos import init_repo, run_git, user_snapshot
 from support.rho import RhoRuns
 
+__all__ = [
+    "agents_path",
+    "git",
+    "hermetic_git",
+    "make_repo",
+    "marks",
+    "no_leftover_tasks",
+    "project",
+    "repo",
+    "repo_path",
+    "runs",
+    "snapshot",
+]
+
 
 @pytest.fixture(autouse=True)
 def hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
