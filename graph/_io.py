@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -117,24 +117,34 @@ def write_graph(path: str | os.PathLike[str], doc: GraphDocument | Mapping[str, 
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        write_atomic_at(folder, path.name, data)
+    finally:
+        os.close(folder)
+
+
+def write_atomic_at(folder: int, name: str, data: bytes) -> None:
+    """Write *data* as *name* in the open *folder*, mode 0600 whatever the umask: a new
+    temporary file beside it (no link followed) is written, flushed to disk and renamed over
+    *name*, then the folder entry is flushed, so a crash leaves the old file or the new one.
+    The graph's one atomic writer (graph files, the cloud settings)."""
+    temp = f".{name}.{secrets.token_hex(8)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    fd = os.open(temp, flags, 0o600, dir_fd=folder)
     try:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), 0o600)
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temp_name, path)
+        os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp_name)
+            os.unlink(temp, dir_fd=folder)
         raise
     # The rename is durable only once the folder entry itself reaches the disk.
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    os.fsync(folder)
 
 
 def read_graph_file(path: str | os.PathLike[str], *, label: str = "graph") -> GraphDocument:

@@ -24,7 +24,6 @@ import errno
 import json
 import os
 import re
-import secrets
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,6 +33,7 @@ from urllib.parse import SplitResult, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .._errors import quote
+from .._io import write_atomic_at
 from ._errors import CloudSettingsError
 
 __all__ = [
@@ -223,7 +223,7 @@ def write_cloud_settings(repo_root: str | os.PathLike[str], settings: CloudSetti
     with _rho_folder(Path(repo_root), create=True) as folder:
         assert folder is not None  # created on demand
         try:
-            _write_atomic(folder, text.encode())
+            write_atomic_at(folder, CLOUD_SETTINGS_FILENAME, text.encode())
         except OSError as exc:
             raise CloudSettingsError(f"cannot write {path}: {_reason(exc)}", str(path)) from None
     return path
@@ -310,24 +310,6 @@ def _first_problem(exc: ValidationError) -> str:
     field = ".".join(str(part) for part in error["loc"])
     message = error["msg"][:1].lower() + error["msg"][1:]
     return f"{field}: {message}" if field else message
-
-
-def _write_atomic(folder: int, data: bytes) -> None:
-    temp = f".{CLOUD_SETTINGS_FILENAME}.{secrets.token_hex(8)}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-    fd = os.open(temp, flags, 0o600, dir_fd=folder)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), 0o600)  # whatever the umask
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, CLOUD_SETTINGS_FILENAME, src_dir_fd=folder, dst_dir_fd=folder)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp, dir_fd=folder)
-        raise
-    os.fsync(folder)
 
 
 def _reason(exc: OSError) -> str:
