@@ -168,7 +168,7 @@ def test_every_documented_agent_line_is_collected() -> None:
         assert any(agent in line for line in lines), agent
     assert any("--retries" in line for line in lines)
     assert any("--task-timeout" in line for line in lines)
-    for agent in ("claude", "codex", "gemini", "aider"):  # and by name (issue 39)
+    for agent in ("claude", "codex", "gemini", "aider"):  # and by name
         assert any(f"--agent {agent}" in line for line in lines), agent
     assert any("--budget-usd" in line for line in lines)
 

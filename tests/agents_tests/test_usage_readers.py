@@ -1,5 +1,5 @@
 """The usage readers of the agent profiles over each agent's documented output, and the
-reading of one attempt's part of a log (issue 39)."""
+reading of one attempt's part of a log."""
 
 from __future__ import annotations
 

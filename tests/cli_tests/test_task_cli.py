@@ -119,7 +119,7 @@ def test_list_shows_ids_statuses_priorities_subjects_blockers_and_wide_adds_comm
 def test_show_escapes_a_line_break_in_a_one_line_field_and_keeps_a_descriptions(
     rho: RunRho, tmp_path: Path
 ) -> None:
-    # Issue 38: a newline in a subject printed as continuation lines, as if another field.
+    # Before the fix: a newline in a subject printed as continuation lines, as if another field.
     store = str(tmp_path / "tasks.json")
     added = rho("task", "add", "first\nstatus  completed", "--description", "one\ntwo",
                 "--store", store)  # fmt: skip

@@ -68,7 +68,7 @@ def test_beads_issues_keep_their_ids_links_and_statuses(rho: RunRho, project: Pa
     ]
     assert (tasks["bd-4.1"]["parentId"], tasks["bd-2"]["metadata"]["labels"]) == ("bd-4", ["api"])
     assert tasks["bd-2"]["metadata"]["priority"] == 1
-    # The epic bd-4 is a parent, not work (issue 38): ready offers its work, not it.
+    # The epic bd-4 is a parent, not work: ready offers its work, not it.
     assert _ready(rho, project) == ["bd-2"]
     assert tasks["bd-4"]["metadata"]["rho.group"] is True
 
@@ -156,7 +156,7 @@ def test_task_master_tasks_and_subtasks(rho: RunRho, project: Path) -> None:
         == "the layout\n\nDetails:\nmake the folders\n\nTest strategy:\nls"
     )
     assert tasks["1"]["metadata"]["priority"] == 1
-    # Task 2 has subtasks: they are its work, and it is done when they are (issue 38).
+    # Task 2 has subtasks: they are its work, and it is done when they are.
     assert _ready(rho, project) == ["2.2"]
     ran = rho("mission", "--from-tasks", "--run", "true", "--dry-run", cwd=project)
     assert ran.stdout.splitlines()[1:6] == [
@@ -278,7 +278,7 @@ def test_export_writes_each_tools_statuses_back(rho: RunRho, project: Path) -> N
 def test_beads_assignee_and_creation_time_are_kept_and_its_work_under_way_is_held(
     rho: RunRho, project: Path, tmp_path: Path
 ) -> None:
-    # Issue 38: the importer dropped assignee and created_at, and the next mission ran an
+    # Before the fix: the importer dropped assignee and created_at, and the next mission ran an
     # in_progress issue someone was working on.
     issues = [
         {"id": "bd-1", "title": "Taken", "status": "in_progress", "assignee": "alice",
@@ -301,7 +301,7 @@ def test_beads_assignee_and_creation_time_are_kept_and_its_work_under_way_is_hel
 def test_task_master_subtasks_that_repeat_an_id_are_numbered_by_position(
     rho: RunRho, project: Path, tmp_path: Path
 ) -> None:
-    # Issue 38: a real tasks.json whose subtasks all carry "id": 42 was refused whole, and a
+    # Before the fix: a real tasks.json whose subtasks all carry "id": 42 was refused whole, and a
     # subtask of a subtask was dropped without a word.
     subtasks: list[dict[str, Any]] = [
         {"id": 42, "title": f"step {n}", "status": "pending", "dependencies": [n - 1]}
@@ -337,7 +337,7 @@ def test_task_master_subtasks_that_repeat_an_id_are_numbered_by_position(
 def test_a_file_nested_too_deeply_is_one_error_line(
     rho: RunRho, project: Path, tmp_path: Path, fmt: str
 ) -> None:
-    # Issue 38: "error: unexpected RecursionError ... this is a bug in rho", exit 1.
+    # Before the fix: "error: unexpected RecursionError ... this is a bug in rho", exit 1.
     source = tmp_path / "deep.json"
     source.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
     result = rho("task", "import", "--from", fmt, str(source), cwd=project)
@@ -349,7 +349,7 @@ def test_a_file_nested_too_deeply_is_one_error_line(
 def test_an_epic_is_a_parent_its_children_are_the_work_and_it_ends_with_them(
     rho: RunRho, project: Path, tmp_path: Path
 ) -> None:
-    # Issue 38: a beads epic was imported as a runnable task, and ran.
+    # Before the fix: a beads epic was imported as a runnable task, and ran.
     def issue(ident: str, kind: str, **extra: Any) -> dict[str, Any]:
         return {"id": ident, "title": ident, "status": "open", "issue_type": kind, **extra}
 

@@ -67,7 +67,7 @@ def _append(path: Path, text: str) -> None:
 
 
 def test_open_private_refuses_a_folder_swapped_after_an_earlier_open(tmp_path: Path) -> None:
-    # The first open holds the folder (issue 41: no walk per log line); a swap made after it
+    # The first open holds the folder (no walk per log line); a swap made after it
     # is still refused, and nothing is written through the link or into the moved folder.
     elsewhere = tmp_path / "checkout"
     elsewhere.mkdir()

@@ -105,7 +105,7 @@ def test_the_attacks_of_a_hostile_task_fail_inside_the_sandbox(project: Path) ->
 
 
 def test_a_sandboxed_task_reaches_no_other_worktree_of_the_pool(project: Path) -> None:
-    # A spotless pooled worktree moves to its next start by what differs (issue 41): a file
+    # A spotless pooled worktree moves to its next start by what differs: a file
     # another task edited there while it was idle, and the next start does not change, would
     # stay. Under the sandbox the other worktrees (below the hidden .rho/) are out of reach.
     (project / "Makefile").write_text("all:\n\techo good > made.txt\n")

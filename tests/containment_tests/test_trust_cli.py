@@ -1,4 +1,4 @@
-"""Trust on every path (issue 7), through the real ``rho`` script: links, orphans, signals,
+"""Trust on every path, through the real ``rho`` script: links, orphans, signals,
 moved folders, crashed missions, a task named like a mission ref, file modes under umask 0.
 
 Task commands leave markers outside the repository and block on files the test creates; every

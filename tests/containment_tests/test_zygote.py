@@ -1,4 +1,4 @@
-"""Task supervisors forked by the zygote (issue 41): no interpreter start-up per task, and the
+"""Task supervisors forked by the zygote: no interpreter start-up per task, and the
 same containment as a supervisor started on its own. Real processes, read from /proc."""
 
 from __future__ import annotations

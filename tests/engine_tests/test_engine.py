@@ -331,7 +331,7 @@ async def test_a_failed_feature_stops_the_mission_after_its_join(repo_path: Path
         "failed_ids": ["b"],
         "cancelled_ids": [],
         # None declares a blocker: the caller's waves are the only order there is, and the
-        # later waves are downstream of the failure (the seed's record; issue 38).
+        # later waves are downstream of the failure (the seed's record).
         "blocked_ids": ["c", "d", "e"],
         "not_run_ids": [],
         "conflicted_ids": [],
@@ -643,7 +643,7 @@ async def test_staged_waves_without_blockers_record_the_next_wave_as_blocked(
     repo_path: Path,
 ) -> None:
     # The Go original's TestMission_RunWaves_StopsAfterFailure and
-    # TestBuildPortableGraphIncludesWaveJoinOperations (issue 38): features that declare no
+    # TestBuildPortableGraphIncludesWaveJoinOperations: features that declare no
     # blocker, staged by the caller's waves, f1 failing.
     mission = plan(repo_path, ["f1", "f2"])
     await mission.run_staged(ScriptedWorker({"f1": fails("f1 broke")}), waves=[["f1"], ["f2"]])

@@ -1,4 +1,4 @@
-"""The user's loop (issue 8): fix a task in the store, resume with the fix; later missions see
+"""The user's loop: fix a task in the store, resume with the fix; later missions see
 the work of earlier ones, or refuse to run without it."""
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def test_a_new_mission_on_a_base_without_a_blockers_work_is_refused(project: Pat
 def test_after_the_blockers_mission_was_cleaned_the_refusal_names_what_exists(
     project: Path,
 ) -> None:
-    # Issue 38: the advice named 'rho mission merge M' and '--continue M' for a mission that
+    # Before the fix: the advice named 'rho mission merge M' and '--continue M' for a mission that
     # was cleaned; both then failed.
     folder = _partial_mission(project)
     commit = store_tasks(project)["task_1"]["metadata"]["rho.commit"]

@@ -59,7 +59,7 @@ def test_keep_going_runs_the_independent_chain_and_never_the_failed_ones_downstr
     assert joins[0]["summary"] == (
         "wave 1 joined 2 feature(s), 1 completed, 1 failed, 2 downstream blocked"
     )
-    # A later wave's join counts its own features that a failure kept from running (issue 38:
+    # A later wave's join counts its own features that a failure kept from running (before the fix:
     # it read "1 feature(s), 0 completed, 0 failed").
     assert [j["summary"].split(", ", 1)[1] for j in joins[1:]] == [
         "1 completed, 0 failed, 1 blocked, 1 downstream blocked",

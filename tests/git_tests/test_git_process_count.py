@@ -39,7 +39,7 @@ from support.rho import run_rho
 from support.stores import import_tasks, spec
 
 # The mission shape: 20 no-op tasks in 4 waves of 5 (each blocked by every task of the wave
-# before), 2 workers, 20 files. Before issue 13 it took 11.25 git processes per feature, then 4.0
+# before), 2 workers, 20 files. Once it took 11.25 git processes per feature, then 4.0
 # with a detach at release, 3.0 without (2 per feature: "checkout -b", now "switch -c", and
 # "status"; the rest per mission).
 WAVES, WIDTH, WORKERS = 4, 5, 2
@@ -117,7 +117,7 @@ def test_a_no_op_feature_costs_at_most_four_git_processes(
 
 # The walks of the work tree per feature whose task writes a file, counted by git's trace2: the
 # commit step's status (an lstat of every entry, a readdir of the tree) and its staging by name (a
-# readdir of the listed paths' folders only). Before issue 41, "git commit" refreshed the whole
+# readdir of the listed paths' folders only). Once, "git commit" refreshed the whole
 # index again (4.1 per feature); the commit is now made from the index, by "write-tree" and
 # "commit-tree". The pooled worktree's checkout (an lstat of every entry too) enters no region
 # below git's 1,000 entries of parallel preload: bench/README.md counts it apart.

@@ -1,4 +1,4 @@
-"""Trust on every path (issue 7): inherited git variables, ref moves, a task's own branch.
+"""Trust on every path: inherited git variables, ref moves, a task's own branch.
 
 Real repositories and real processes: the library runs in a child Python process where the
 environment matters (a pipeline called from a git hook), in-process elsewhere.

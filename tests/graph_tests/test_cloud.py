@@ -337,7 +337,7 @@ def test_the_sync_id_does_not_depend_on_list_or_key_order(seed: int) -> None:
 
 
 def test_another_producers_kinds_keep_the_contracts_counts_and_flags() -> None:
-    # The Go original's TestGraphSyncConformsToContract (issue 38): a session's counts and flags
+    # The Go original's TestGraphSyncConformsToContract: a session's counts and flags
     # stay, its provider, model, command, path and reason are hashed; rho's own facts keep
     # only what rho writes.
     session = {

@@ -273,7 +273,7 @@ async def test_mission_show_says_what_came_of_a_conflicted_merge(repo: Path) -> 
 
 
 async def test_a_task_an_agent_claimed_over_mcp_is_not_run_by_a_mission(repo: Path) -> None:
-    # Issue 38: the next mission ran and completed a task an agent held, with no word.
+    # Before the fix: the next mission ran and completed a task an agent held, with no word.
     for subject in ("claimed", "free"):
         added = rho(repo, "task", "add", subject, "--command", f"echo {subject} > {subject}.txt")
         assert added.code == 0
@@ -296,7 +296,8 @@ async def test_a_task_an_agent_claimed_over_mcp_is_not_run_by_a_mission(repo: Pa
 async def test_an_argument_a_tool_does_not_take_is_refused_naming_the_nearest(
     repo: Path,
 ) -> None:
-    # Issue 38: TaskCreate {"subject": "typo", "blocked_by": [...]} made a task with no blocker.
+    # Before the fix: TaskCreate {"subject": "typo", "blocked_by": [...]} made a task with no
+    # blocker.
     assert rho(repo, "task", "add", "first").code == 0
     async with session(repo, "--tools", "all") as client:
         listed = (await client.list_tools()).tools
@@ -327,7 +328,7 @@ async def test_the_server_says_its_version_and_its_tools_speak_the_users_words(
 async def test_the_mission_tools_answer_for_their_own_repository_only(
     repo: Path, tmp_path: Path
 ) -> None:
-    # Issue 38: given the path of another repository's mission folder, they returned it.
+    # Before the fix: given the path of another repository's mission folder, they returned it.
     other = init_repo(tmp_path / "other", 1)
     assert rho(other, "task", "add", "secret", "--command", "echo secret").code == 0
     assert rho(other, "mission", "--from-tasks").code == 0
@@ -348,7 +349,7 @@ async def test_the_mission_tools_answer_for_their_own_repository_only(
 def test_a_line_that_is_no_message_gets_json_rpcs_answer_and_the_server_goes_on(
     repo: Path,
 ) -> None:
-    # Issue 38: such a request got no reply at all, and the client waited forever.
+    # Before the fix: such a request got no reply at all, and the client waited forever.
     lines = [
         "not json",
         '{"jsonrpc": "2.0", "id": 1}',  # JSON, no request

@@ -208,7 +208,7 @@ def test_show_and_list_describe_a_finished_mission(
 def test_list_says_what_each_mission_is_about_and_where_it_was_merged(
     project: Path, plain_table: Callable[..., list[list[str]]]
 ) -> None:
-    # Issue 38: the list showed ids only.
+    # Before the fix: the list showed ids only.
     tasks = [spec(f"t{n}", f"echo {n} > {n}.txt") for n in range(1, 5)]
     subjects = ("Write the lexer", "Write the parser", "Docs", "Tests")
     for task, subject in zip(tasks, subjects, strict=True):
@@ -256,7 +256,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(project: Path) -> None:
     assert (plain.code, plain.stderr, dry_run_waves(plain.stdout)) == (
         0,
         "",
-        # Each task's command under it, as /bin/sh gets it (issue 38: a planned "rm -rf ~"
+        # Each task's command under it, as /bin/sh gets it (before the fix: a planned "rm -rf ~"
         # was never shown before it ran).
         [
             "wave 1:",
@@ -522,7 +522,7 @@ def test_mission_timeout_cancels_the_mission_with_exit_130(project: Path) -> Non
 
 
 def test_a_dirty_checkout_is_one_warning_line_at_start(project: Path) -> None:
-    # Issue 38: a task failed importing the user's uncommitted module, with no word before.
+    # Before the fix: a task failed importing the user's uncommitted module, with no word before.
     import_tasks(project, [spec("task_1", "test ! -e mine.py")])
     (project / "mine.py").write_text("x = 1\n")
     (project / "file0000.txt").write_text("changed\n")

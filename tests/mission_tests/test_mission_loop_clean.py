@@ -90,7 +90,7 @@ def _two_task_mission(project: Path) -> str:
 def test_a_mission_merged_by_squash_or_only_counts_as_merged_for_clean(
     project: Path, how: tuple[str, ...]
 ) -> None:
-    # Issue 38: clean refused, and its advice ("merge it first with 'rho mission merge M'")
+    # Before the fix: clean refused, and its advice ("merge it first with 'rho mission merge M'")
     # brought in the whole history a squash had left out.
     ident = _two_task_mission(project)
     assert run_rho("mission", "merge", ident, *how, cwd=project).code == 0
@@ -267,7 +267,8 @@ def test_clean_refuses_bad_input_and_deletes_nothing(
 
 
 def test_squash_and_only_commits_name_each_task_with_its_subject(project: Path) -> None:
-    # Issue 38: the squash listed ids only ("Tasks: task_7, task_8."), --only said "task task_11".
+    # Before the fix: the squash listed ids only ("Tasks: task_7, task_8."), --only said
+    # "task task_11".
     ident = _two_task_mission(project)
     assert (
         run_rho("mission", "merge", ident, "--only", "task_2", "--into", "main", cwd=project).code

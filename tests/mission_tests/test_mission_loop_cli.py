@@ -195,7 +195,7 @@ def test_log_prints_a_task_log_by_folder_id_prefix_or_latest(project: Path) -> N
 def test_log_shows_a_tasks_escape_sequences_to_a_terminal_and_passes_them_to_a_pipe(
     project: Path,
 ) -> None:
-    # Issue 38: a task's window title and clear-screen reached the user's terminal as such.
+    # Before the fix: a task's window title and clear-screen reached the user's terminal as such.
     _run(project, spec("task_1", "printf 'title\\033]0;pwned\\007 clear\\033[2J\\ttab\\n'"))
 
     code, text = _in_a_terminal(("mission", "log", "latest", "task_1"), project)

@@ -180,7 +180,7 @@ def test_a_bad_plan_fails_the_mission_in_planning_with_one_clear_error(
         ("echo thinking; exit 3", "command failed: exit code 3"),
         ("true", "the planner wrote no plan"),
         ('ln -s /etc/passwd "$RHO_PLAN_FILE"', "the plan file cannot be read"),
-        # Issue 38: "error: Is a directory: 8", and the mission listed as cancelled.
+        # Before the fix: "error: Is a directory: 8", and the mission listed as cancelled.
         ('mkdir "$RHO_PLAN_FILE"', "the plan file is not a regular file"),
     ],
 )
@@ -248,7 +248,7 @@ def test_plan_only_prints_the_plan_and_resume_runs_it_without_planning_again(
 
 
 def test_plan_only_without_run_says_the_resume_needs_one(project: Path) -> None:
-    # Issue 38: the printed "run it with 'rho mission resume X'" then failed: the plan's tasks
+    # Before the fix: the printed "run it with 'rho mission resume X'" then failed: the plan's tasks
     # have no command.
     result = run_rho("mission", STAGED, "--planner", _planner(), "--plan-only", cwd=project)
     assert result.code == 0, result.stderr
@@ -264,7 +264,7 @@ def test_plan_only_without_run_says_the_resume_needs_one(project: Path) -> None:
 
 
 def test_the_mission_timeout_bounds_the_planning_stage(project: Path) -> None:
-    # Issue 38: a planner that sleeps still ran after 60 s of a --timeout 3s mission.
+    # Before the fix: a planner that sleeps still ran after 60 s of a --timeout 3s mission.
     # run_rho's own 60 s bound fails the test if the planner is not stopped.
     result = run_rho(
         "mission", "Do it", "--planner", "sleep 1000", "--run", "true", "--timeout", "2s",

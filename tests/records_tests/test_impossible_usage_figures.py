@@ -1,4 +1,4 @@
-"""Numbers a task or an agent reports that rho cannot count (issue 57, item 6), and budgets
+"""Numbers a task or an agent reports that rho cannot count, and budgets
 nothing could reach (item 7).
 
 A usage file or an agent's output line holding ``'[' * 5000``, ``Infinity``, ``1e308`` dollars

@@ -1,4 +1,4 @@
-"""journal.jsonl's appends: opened once without following a link, then held (issue 41). A task
+"""journal.jsonl's appends: opened once without following a link, then held. A task
 that plants a link at the journal, or at its mission folder, never gets rho's lines written
 where the link points. Real files."""
 

@@ -1,4 +1,4 @@
-"""What a mission costs (issue 39): agents by name, each attempt's usage, budgets.
+"""What a mission costs: agents by name, each attempt's usage, budgets.
 
 Real ``rho`` processes in real repositories; the agents are ``examples/agents/stand-in-agent.sh``
 answering to the names ``claude`` and ``codex`` on PATH, printing each agent's documented

@@ -1,4 +1,4 @@
-"""The usage of the stages that are not tasks (issue 39): the resolver's and the planner's,
+"""The usage of the stages that are not tasks: the resolver's and the planner's,
 read with their own agent profile (``--resolve-agent``, ``--planner-agent``)."""
 
 from __future__ import annotations

@@ -246,7 +246,7 @@ def test_signal_cancels_the_mission_and_ends_the_whole_task_group(
 def test_after_ctrl_c_the_printed_next_step_resumes_the_mission(
     project: Path, runs: RhoRuns, marks: Path
 ) -> None:
-    # Issue 38: the mission's own stop left the task "cancelled" in the store, which holds a
+    # Before the fix: the mission's own stop left the task "cancelled" in the store, which holds a
     # task back from every later run; the printed "next:" line then failed.
     go = marks / "go"
     slow = f"touch {q(marks / 'up')} && {wait_file_cmd(go)} && echo slow > slow.txt"

@@ -101,7 +101,7 @@ def _check_final_page(page: Page) -> None:
     joins = page.locator(".join").all_inner_texts()
     assert joins[0] == "wave 1 joined 2 feature(s), 1 completed, 1 failed, 1 downstream blocked"
     assert joins[2] == "wave 3 joined 1 feature(s), 0 completed, 0 failed, 1 blocked"
-    # The header counts as the cards say (issue 38: it said "1 pending" beside a BLOCKED card).
+    # The header counts as the cards say (before the fix: "1 pending" beside a BLOCKED card).
     head = page.inner_text(".head .meta")
     assert "1 blocked" in head
     assert "pending" not in head

@@ -52,7 +52,7 @@ def test_a_reconnection_goes_on_after_the_last_event_id(folder: Path) -> None:
 def test_a_mission_event_comes_after_every_journal_record_written_before_it(
     folder: Path,
 ) -> None:
-    # Issue 38: under load the final "mission" event (completed) arrived before the last
+    # Before the fix: under load the final "mission" event (completed) arrived before the last
     # feature's "finish" record, and a client that stopped there missed that feature.
     record = json.loads((folder / "mission.json").read_text())
     record["status"] = "executing"

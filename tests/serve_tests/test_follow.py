@@ -154,7 +154,7 @@ def _until_it_says_it_ended(server: Server, mission_id: str) -> set[str]:
 def test_a_client_that_stops_on_the_final_status_has_seen_every_finish_under_load(
     tmp_path: Path, home: Path
 ) -> None:
-    # Issue 38: with two other missions running, the final mission event came before the
+    # Before the fix: with two other missions running, the final mission event came before the
     # last feature's finish record in 2 of 2 runs.
     busy = "timeout 6 sh -c 'while :; do :; done'; true"
     others = []

@@ -170,5 +170,5 @@ def test_a_join_summary_edited_to_carry_text_is_left_out(world: World, tmp_path:
         "wave", "feature_ids", "completed_ids", "failed_ids", "cancelled_ids", "blocked_ids",
         "not_run_ids",
         "started_at", "completed_at", "summary", "verification",
-        "usage",  # numbers only (issue 39)
+        "usage",  # numbers only
     }  # fmt: skip

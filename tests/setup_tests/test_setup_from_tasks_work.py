@@ -1,4 +1,4 @@
-"""A kept setup built from a task's code never reaches a later mission (issue 57).
+"""A kept setup built from a task's code never reaches a later mission.
 
 The sequence the README's own lines invite: ``--setup 'npm ci' --setup-key package-lock.json``
 (or a ``pip install -e .`` keyed on ``pyproject.toml``). A task of mission 1 edits what the setup

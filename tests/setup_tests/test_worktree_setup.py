@@ -1,4 +1,4 @@
-"""A worktree ready to work in (issue 40): ``--setup``, ``--setup-key``, ``--copy``, kept outputs.
+"""A worktree ready to work in: ``--setup``, ``--setup-key``, ``--copy``, kept outputs.
 
 Real ``rho`` processes in real repositories, real setup commands and a real pool of worktrees.
 A setup counts its runs by appending a line to a file outside the repository (``marks/``).

@@ -1,4 +1,4 @@
-"""A store write that names the tasks it changed reuses the others' text (issue 41), and writes
+"""A store write that names the tasks it changed reuses the others' text, and writes
 exactly the bytes of a whole dump. Property tests against ``dump_document``, and a real store."""
 
 from __future__ import annotations
