@@ -172,16 +172,35 @@ def show(source: Source, values: Mapping[str, Any]) -> str | None:
     return task_detail(found)
 
 
+# The options that name tasks, repeatable: each may also list ids comma-separated, as
+# ``--only`` does (a task id holds no comma).
+_ID_LISTS = frozenset({"blocked_by", "related", "add_blockers", "remove_blockers", "add_related"})
+
+
+def _ids_split(key: str, value: Any) -> Any:
+    if key not in _ID_LISTS:
+        return value
+    return tuple(part for item in value for part in str(item).split(",") if part)
+
+
 def add(source: Source, values: Mapping[str, Any]) -> str | None:
     """``rho task add``: a new task."""
-    options = {key: value for key, value in values.items() if key not in ("subject", "as_json")}
+    options = {
+        key: _ids_split(key, value)
+        for key, value in values.items()
+        if key not in ("subject", "as_json")
+    }
     _exclude_rho(source)
     return _written(source.add(values["subject"], **options), "added", values["as_json"])
 
 
 def update(source: Source, values: Mapping[str, Any]) -> str | None:
     """``rho task update``: one task changed."""
-    options = {key: value for key, value in values.items() if key not in ("task_id", "as_json")}
+    options = {
+        key: _ids_split(key, value)
+        for key, value in values.items()
+        if key not in ("task_id", "as_json")
+    }
     _exclude_rho(source)
     return _written(source.update(values["task_id"], **options), "updated", values["as_json"])
 

@@ -115,9 +115,11 @@ HOT_COMMANDS: tuple[Command, ...] = (
         (
             Option("--description", "description", "text", "Longer text: what done looks like.",
                    default=""),
-            Option("--blocked-by", "blocked_by", "text", "A task that must finish first.", True,
+            Option("--blocked-by", "blocked_by", "text",
+                   "A task that must finish first (repeatable, or comma-separated).", True,
                    (), "ID"),
-            Option("--related", "related", "text", "A related task (no scheduling).", True, (),
+            Option("--related", "related", "text",
+                   "A related task, no scheduling (repeatable, or comma-separated).", True, (),
                    "ID"),
             Option("--parent", "parent", "text", "Make this a subtask of ID.", metavar="ID"),
             _COMMAND,

@@ -9,6 +9,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from support.rho import RunRho
 from support.stores import DIAMOND_TO_RUN, DIAMOND_WAVES, task, write_store
 
@@ -339,3 +341,23 @@ def test_human_output_prints_brackets_in_user_text_as_written(rho: RunRho, tmp_p
         assert subject in result.stdout, command
     listed = rho("task", "list", "--wide", "--store", str(store), env={"COLUMNS": "200"})
     assert "printf '[tool.ruff]'" in listed.stdout
+
+
+@pytest.mark.parametrize("store", [("--store", "s.json"), ("--store=s.json",)])  # both lanes
+def test_task_options_take_ids_comma_separated_as_only_does(
+    rho: RunRho, tmp_path: Path, store: tuple[str, ...]
+) -> None:
+    for subject in ("a", "b", "c"):
+        assert rho("task", "add", subject, *store).code == 0
+    added = rho("task", "add", "d", "--blocked-by", "task_1,task_2", "--related", "task_3", *store)
+    assert added.code == 0, added.stderr
+    updated = rho("task", "update", "task_4", "--remove-blocker", "task_1,", *store)
+    assert updated.code == 0, updated.stderr
+    (d,) = [t for t in _read(tmp_path / "s.json")["tasks"] if t["id"] == "task_4"]
+    links = sorted((link["targetId"], link["type"]) for link in d["dependencies"])
+    assert links == [("task_2", "blocks"), ("task_3", "related")]
+    refused = rho("task", "add", "e", "--blocked-by", "task_1,nope", *store)
+    assert (refused.code, refused.stderr) == (
+        2,
+        'error: task "task_5" depends on missing blocker "nope"\n',
+    )
