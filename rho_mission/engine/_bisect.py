@@ -38,11 +38,12 @@ import anyio
 
 from graph import sha256_hex as digest
 
-from .._errors import MissionError
+from .._errors import MissionError, UnsafePathError
 from ..git._repo import GitRepo, MergeChain
 from ..records._clock import now_rfc3339_millis
 from ..records._document import Handoff, MissionDocument
 from ..records._journal import Journal
+from ..records._logs import read_tail
 from ._state import Bisection
 
 __all__ = ["BisectOutcome", "Bisector", "CulpritHost", "JoinOrder", "first_lines"]
@@ -52,6 +53,8 @@ CheckHead = Callable[[str, str], Awaitable[str | None]]
 
 # Lines of a failed check's output a culprit's error keeps.
 _FIRST_LINES = 3
+# The most of the checks' last line a culprit's error carries.
+_SAID_LIMIT = 200
 
 
 @dataclass(frozen=True)
@@ -83,8 +86,21 @@ def first_lines(text: str, count: int = _FIRST_LINES) -> str:
     return "; ".join(lines[:count])
 
 
-def _blame_text(error: str, name: str) -> str:
-    return f"{first_lines(error)} (log: logs/{name}.log)"
+def _blame_text(folder: Path, error: str, name: str) -> str:
+    said = checks_said(folder / "logs" / f"{name}.log")
+    return f"{first_lines(error)}{f': {said}' if said else ''} (log: logs/{name}.log)"
+
+
+def checks_said(log: Path) -> str | None:
+    """The checks' own last word in *log* (their last line of output: ``FAILED (errors=2)``,
+    ``2 failed in 0.31s``, ``make: *** [test] Error 1``), made printable and cut; None when
+    the log says nothing or cannot be read (a culprit's error never waits on its log)."""
+    try:
+        tail = read_tail(log, output_only=True)
+    except (OSError, UnsafePathError):
+        return None
+    said = next((line.strip() for line in reversed(tail or []) if line.strip()), None)
+    return None if said is None else said[:_SAID_LIMIT]
 
 
 class CulpritHost(Protocol):
@@ -152,7 +168,8 @@ class Bisector:
         passing, _ = await heads.of(tuple(search.passing))
         assert passing is not None  # every prefix of it merged before
         blamed = {c: errors[search.blamed_by[c]] for c in search.culprits}
-        culprits = {c: _blame_text(*blamed[c]) for c in search.culprits}
+        folder = Path(self.mission.dir)
+        culprits = {c: _blame_text(folder, *blamed[c]) for c in search.culprits}
         logs = {c: blamed[c][1] for c in search.culprits}
         return BisectOutcome(passing, culprits, logs, refused)
 

@@ -104,7 +104,8 @@ def test_a_task_that_breaks_the_checks_alone_fails_and_the_rest_lands(
     }
     error = features["breaker"]["error"]
     assert error.startswith("checks failed on the merged head after breaker: ")
-    assert error.endswith("(log: logs/verify-1-3.log)")
+    # The checks' own last word, then where their output is.
+    assert error.endswith(": FAILED (failures=1) (log: logs/verify-1-3.log)"), error
     first, second = record["wave_joins"]
     checked = first["verification"]
     # The merged head, the base, the prefix [breaker], the order without it: [docs, extra].
