@@ -246,11 +246,7 @@ class JoinChecks:
             return f"verify-{run.wave}-{run.checks + 1}"
 
         async def check_once(head: str, stage: str) -> str | None:
-            probe = replace(run, head=head)
-            error = await self._check(probe, stage)
-            run.checks = probe.checks  # every run of the checks counts
-            run.failed_checks = probe.failed_checks
-            return error
+            return await self._check(run, stage, head)  # counted as every run of the checks
 
         async def check(head: str, stage: str) -> str | None:
             # Run again on the same tree before anyone is blamed (``verify_retries``).
@@ -316,20 +312,25 @@ class JoinChecks:
         except MissionError:
             return None
 
-    async def _check(self, run: VerificationRun, name: str | None = None) -> str | None:
+    async def _check(
+        self, run: VerificationRun, name: str | None = None, head: str | None = None
+    ) -> str | None:
+        """Run the checks once on *head* (default: the join's head), counted in *run*."""
+        head = head or run.head
         run.checks += 1
         name = name or f"verify-{run.wave}"
         stage = StageRun(name, "verify", run.wave, run.checks, "running")
-        self._begin(stage, run.head)
+        self._begin(stage, head)
         command = self.mission.config.verify_command
         feature = Feature(stage.name, f"verify wave {run.wave}", command=command)
         number = self.mission.next_stage_attempt("verify", run.wave)
         ask = UsageAsk("verify", number, required=False)  # a check is not an agent
-        error, _ = await self._stage(feature, run, run.checks, self.stages.verify, None, ask)
+        verify = self.stages.verify
+        error, _ = await self._stage(feature, run, run.checks, verify, None, ask, head)
         status: StageStatus = "passed" if error is None else "failed"
         if error is not None:
             run.failed_checks += 1
-        extra = {"head_sha256": digest(run.head)}
+        extra = {"head_sha256": digest(head)}
         self._end(replace(stage, status=status, error=error), extra)
         return error
 
@@ -408,19 +409,22 @@ class JoinChecks:
         worker: Worker,
         verify_log: Path | None,
         ask: UsageAsk,
+        head: str | None = None,
     ) -> tuple[str | None, str | None]:
-        """Run *worker* once on *feature*'s branch at the head: (error, commit of a fix)."""
+        """Run *worker* once on *feature*'s branch at *head* (default: the join's head):
+        (error, commit of a fix)."""
+        head = head or run.head
         runner = self.runner
         branch = runner.branch(feature.id)
         try:
-            worktree = await runner.acquire(branch, run.head, ready=feature.id)
+            worktree = await runner.acquire(branch, head, ready=feature.id)
         except MissionError as exc:
             return str(exc), None
         context = WorkerContext(
             mission=self.mission,
             feature=feature,
             worktree=worktree,
-            base_commit=run.head,
+            base_commit=head,
             attempt=number,
             log_path=feature_log(self.folder, feature.id),
             on_process_start=lambda pgid: runner.started(feature.id, pgid),
